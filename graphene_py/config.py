@@ -1,0 +1,54 @@
+"""All tunables of graphene_py in one place, with the default and the reason for each.
+
+Numbers come from Graphene (Liu & Huang, FAST'17; dissertation Chapter 4); see
+shared/design/GRAPHENE_FACTS.md. Every CLI option that tunes the engine defaults to a value here.
+"""
+import os
+
+#: Granularity of IO planning: one bit per block of an adjacency file. 512 B loads ~21% less data
+#: than 4 KB pages on graph workloads (§4.4.1, Fig 4.4); 99% of requests are < 4 KB (Fig 4.3).
+BLOCK_SIZE = 512
+
+#: Adjacency/weight files are padded to a multiple of this many bytes, so any 512-byte aligned read
+#: with O_DIRECT stays inside the file.
+FILE_ALIGN = 512
+
+#: Two runs of set blocks separated by at most this many unneeded blocks are merged into one IO.
+#: 16 blocks (8 KB) was best for BFS on Twitter and UK (§4.4.3, Fig 4.6).
+MAX_GAP_BLOCKS = 16
+
+#: Upper bound on one IO request. 16 KB is Graphene's default (8-32 KB all good; > 1 MB grows
+#: submission time, §4.4.3).
+MAX_IO_BYTES = 16 * 1024
+
+#: IOs in flight per disk. The device here peaks at QD ~64 (fio); Graphene: 16-64 contexts per SSD.
+QUEUE_DEPTH = 64
+
+#: IO buffer pool size in MiB (fixed memory; the IO thread waits when consumers hold every chunk).
+BUFFER_MB = 64
+
+#: Frontier size (fraction of |V|) above which request translation scans the vertex bitmap instead of
+#: walking the frontier queue. The C++ Graphene switches at 2% of |V|.
+SCAN_THRESHOLD = 0.02
+
+#: Edge-list chunk parsed per step by the readers (bytes of text).
+READ_CHUNK_BYTES = 16 * 1024 * 1024
+
+#: Default --memory-limit for partitioning, as a fraction of physical RAM.
+MEMORY_LIMIT_FRACTION = 0.25
+
+#: Fixed seed for random sources (GAPBS habit: reproducible runs).
+SEED = 27491095
+
+#: PageRank (GAPBS): damping, tolerance on the L1 change, iteration cap.
+PR_ALPHA = 0.85
+PR_TOLERANCE = 1e-4
+PR_MAX_ITERS = 20
+
+#: Where the dataset registry lives (`graphene list`). Override with $GRAPHENE_HOME.
+def home_dir() -> str:
+    return os.environ.get("GRAPHENE_HOME", os.path.join(os.path.expanduser("~"), ".graphene"))
+
+
+def default_threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)

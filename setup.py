@@ -1,0 +1,24 @@
+"""graphene_py: a Graphene-style (FAST'17) semi-external-memory graph engine."""
+from setuptools import Extension, find_packages, setup
+
+uring_ext = Extension(
+    "graphene_py._uring",
+    sources=["csrc/uring.c"],
+    extra_compile_args=["-O2", "-std=gnu11", "-Wall"],
+    libraries=["pthread"],
+)
+
+setup(
+    name="graphene_py",
+    version="0.1.0",
+    description="Graph analytics on SSDs with fine-grained io_uring IO (Graphene, FAST'17)",
+    packages=find_packages(include=["graphene_py", "graphene_py.*"]),
+    ext_modules=[uring_ext],
+    python_requires=">=3.10",
+    install_requires=["numpy>=1.24", "numba>=0.58", "click>=8.1", "liburing>=2023"],
+    extras_require={
+        "gpu": ["cupy-cuda12x"],
+        "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "networkx>=3", "pytest-timeout", "psutil"],
+    },
+    entry_points={"console_scripts": ["graphene=graphene_py.cli:main"]},
+)
