@@ -1,0 +1,2 @@
+"""`graphene partition`, `graphene info`, `graphene list`."""
+COMMANDS = []

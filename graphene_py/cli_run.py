@@ -1,0 +1,2 @@
+"""`graphene run ALGO ...`."""
+COMMANDS = []
