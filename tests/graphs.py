@@ -1,0 +1,129 @@
+"""Test graphs every suite shares: random shapes and the nasty ones (DEVELOPERS.md's list).
+
+Each entry is a function returning `TestGraph(name, n, src, dst, weights)` with int64 src/dst and
+float32 weights (positive integers 1..255 as floats, like GAPBS). `n` may exceed max ID + 1 (isolated
+vertices at the ID range's end). Use `NASTY` and `RANDOM` in parametrized tests; `by_name(name)`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class TestGraph:
+    __test__ = False  # not a pytest class
+    name: str
+    n: int
+    src: np.ndarray
+    dst: np.ndarray
+    weights: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return len(self.src)
+
+
+def _mk(name, n, src, dst, seed=0):
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    rng = np.random.default_rng(seed + 7)
+    w = rng.integers(1, 256, size=len(src)).astype(np.float32)
+    return TestGraph(name, int(n), src, dst, w)
+
+
+def empty():
+    return _mk("empty", 0, [], [])
+
+
+def one_vertex():
+    return _mk("one_vertex", 1, [], [])
+
+
+def one_edge():
+    return _mk("one_edge", 2, [0], [1])
+
+
+def only_self_loops():
+    return _mk("only_self_loops", 4, [0, 1, 2, 3], [0, 1, 2, 3])
+
+
+def duplicates():
+    # every edge three times, plus self-loops mixed in
+    s = np.array([0, 1, 2, 3, 4, 0, 2], dtype=np.int64)
+    d = np.array([1, 2, 3, 4, 0, 0, 2], dtype=np.int64)
+    return _mk("duplicates", 6, np.tile(s, 3), np.tile(d, 3))
+
+
+def disconnected():
+    # three components of different sizes and one isolated vertex in the middle (ID 5)
+    s = [0, 1, 2, 6, 7, 9]
+    d = [1, 2, 0, 7, 8, 10]
+    return _mk("disconnected", 12, s, d)
+
+
+def star(hub_degree=70_000, hub=3):
+    # hub with > 65,536 out-edges: its list spans many 512-byte blocks and every partition;
+    # plus edges back into the hub and a few leaf-leaf edges
+    n = hub_degree + 5
+    leaves = np.array([v for v in range(n) if v != hub][:hub_degree], dtype=np.int64)
+    s = np.concatenate([np.full(hub_degree, hub), leaves[:50], leaves[10:20]])
+    d = np.concatenate([leaves, np.full(50, hub), leaves[20:30]])
+    return _mk("star", n, s, d)
+
+
+def chain(n=5000):
+    # thousands of BFS levels
+    v = np.arange(n - 1, dtype=np.int64)
+    return _mk("chain", n, v, v + 1)
+
+
+def isolated_ends(n=1000, seed=3):
+    # vertices 0 and n-1 isolated (and a few more at both ends); edges only in the middle
+    rng = np.random.default_rng(seed)
+    s = rng.integers(5, n - 5, size=4 * n)
+    d = rng.integers(5, n - 5, size=4 * n)
+    return _mk("isolated_ends", n, s, d, seed)
+
+
+def uniform(n=2000, m=16000, seed=1):
+    rng = np.random.default_rng(seed)
+    return _mk(f"uniform_{n}_{m}", n, rng.integers(0, n, m), rng.integers(0, n, m), seed)
+
+
+def powerlaw(scale=12, edge_factor=8, seed=2):
+    """Small R-MAT (a=.57, b=c=.19) so tests do not depend on the generator module."""
+    rng = np.random.default_rng(seed)
+    m = edge_factor << scale
+    src = np.zeros(m, dtype=np.int64)
+    dst = np.zeros(m, dtype=np.int64)
+    for bit in range(scale):
+        r = rng.random(m)
+        down = r >= 0.57 + 0.19            # quadrants c, d -> src bit set
+        right = ((r >= 0.57) & (r < 0.76)) | (r >= 0.95)  # quadrants b, d -> dst bit set
+        src |= down.astype(np.int64) << bit
+        dst |= right.astype(np.int64) << bit
+    perm = rng.permutation(1 << scale)
+    return _mk(f"powerlaw_{scale}", 1 << scale, perm[src], perm[dst], seed)
+
+
+def grid(w=40, h=40):
+    # a 2D grid: moderate diameter, many equal-length paths (SSSP ties)
+    idx = np.arange(w * h).reshape(h, w)
+    s = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    d = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    return _mk("grid", w * h, s, d)
+
+
+NASTY = [empty, one_vertex, one_edge, only_self_loops, duplicates, disconnected, star, chain,
+         isolated_ends]
+RANDOM = [uniform, powerlaw, grid]
+ALL = NASTY + RANDOM
+
+
+def by_name(name):
+    for f in ALL:
+        if f.__name__ == name:
+            return f()
+    raise KeyError(name)
