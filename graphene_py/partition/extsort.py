@@ -1,0 +1,333 @@
+"""Sorting edges into CSR, in memory or externally (spilled sorted runs + merge).
+
+`sort_to_csr` turns one batch of edges into CSR sorted by (src, dst[, weight]): a counting sort by
+source (O(m), no comparison sort of the whole batch) followed by a sort of each adjacency list
+(numba, parallel over vertices). Self-loops are removed during the scatter and duplicates while the
+lists are compacted; of duplicate edges the smallest weight is kept (order-independent, so the
+result does not depend on how the input was split into runs, and symmetric for --symmetrize).
+
+`ExternalSorter` is used when the edges do not fit in the memory limit: each batch is sorted into a
+CSR *run* spilled to disk (indptr, indices, weights files). Because a run is CSR, the edges of a
+vertex block [v0, v1) are one contiguous range in every run; the merge reads that range from every
+run, concatenates and sorts/dedups it per vertex (the same kernel), i.e. a k-way merge done one
+vertex block at a time, with block sizes chosen so the block's edges over all runs fit the budget.
+The merged result is a `SpilledCSR` (indices/weights files + an in-memory indptr), read back in
+vertex blocks by the partition writer.
+"""
+from __future__ import annotations
+
+import os
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+# Bytes of memory one edge costs while a batch is being sorted: input src+dst int64 (16) + weight (4)
+# + output indices int64 (8) + weight (4) + slack for compaction.
+BYTES_PER_EDGE_SORT = 40
+
+
+# ----------------------------------------------------------------------------------------------
+# kernels
+@njit(cache=True)
+def _count(src, dst, n, sym, drop_self, counts):
+    loops = 0
+    for i in range(src.shape[0]):
+        s = src[i]
+        d = dst[i]
+        if s == d:
+            loops += 1
+            if drop_self:
+                continue
+            counts[s] += 1
+            continue
+        counts[s] += 1
+        if sym:
+            counts[d] += 1
+    return loops
+
+
+@njit(cache=True)
+def _scatter(src, dst, w, has_w, sym, drop_self, pos, out_idx, out_w):
+    for i in range(src.shape[0]):
+        s = src[i]
+        d = dst[i]
+        if s == d:
+            if drop_self:
+                continue
+            p = pos[s]
+            out_idx[p] = d
+            if has_w:
+                out_w[p] = w[i]
+            pos[s] = p + 1
+            continue
+        p = pos[s]
+        out_idx[p] = d
+        if has_w:
+            out_w[p] = w[i]
+        pos[s] = p + 1
+        if sym:
+            p = pos[d]
+            out_idx[p] = s
+            if has_w:
+                out_w[p] = w[i]
+            pos[d] = p + 1
+
+
+@njit(cache=True)
+def _less(a_i, a_w, b_i, b_w, has_w):
+    if a_i != b_i:
+        return a_i < b_i
+    if has_w:
+        return a_w < b_w
+    return False
+
+
+@njit(cache=True)
+def _sort_list(idx, w, a, b, has_w):
+    ln = b - a
+    if ln < 2:
+        return
+    if ln <= 24:
+        for i in range(a + 1, b):
+            xi = idx[i]
+            xw = w[i] if has_w else np.float32(0)
+            j = i - 1
+            while j >= a and _less(xi, xw, idx[j], w[j] if has_w else np.float32(0), has_w):
+                idx[j + 1] = idx[j]
+                if has_w:
+                    w[j + 1] = w[j]
+                j -= 1
+            idx[j + 1] = xi
+            if has_w:
+                w[j + 1] = xw
+        return
+    if has_w:
+        # two stable sorts: by weight, then by destination -> (dst, weight) order
+        o1 = np.argsort(w[a:b], kind="mergesort")
+        i1 = idx[a:b][o1]
+        w1 = w[a:b][o1]
+        o2 = np.argsort(i1, kind="mergesort")
+        idx[a:b] = i1[o2]
+        w[a:b] = w1[o2]
+    else:
+        idx[a:b] = np.sort(idx[a:b])
+
+
+@njit(parallel=True, cache=True)
+def _sort_lists(indptr, idx, w, has_w, dedupe, newdeg):
+    n = indptr.shape[0] - 1
+    for v in prange(n):
+        a = indptr[v]
+        b = indptr[v + 1]
+        _sort_list(idx, w, a, b, has_w)
+        if dedupe and b - a > 1:
+            # sorted by (dst, weight): the first of equal dsts has the smallest weight
+            k = a + 1
+            for i in range(a + 1, b):
+                if idx[i] != idx[k - 1]:
+                    idx[k] = idx[i]
+                    if has_w:
+                        w[k] = w[i]
+                    k += 1
+            newdeg[v] = k - a
+        else:
+            newdeg[v] = b - a
+
+
+@njit(parallel=True, cache=True)
+def _compact(indptr, newptr, idx, w, has_w, out_idx, out_w):
+    n = indptr.shape[0] - 1
+    for v in prange(n):
+        a = indptr[v]
+        o = newptr[v]
+        for j in range(newptr[v + 1] - o):
+            out_idx[o + j] = idx[a + j]
+            if has_w:
+                out_w[o + j] = w[a + j]
+
+
+_EMPTY_W = np.zeros(0, dtype=np.float32)
+
+
+def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True, dedupe=True,
+                base=0):
+    """Edges (src, dst int64 in [base, base+n)) -> (indptr int64[n+1] local to base, indices int64,
+    weights float32|None, self_loops_seen). Lists sorted by (dst, weight); duplicates removed when
+    `dedupe` (smallest weight kept)."""
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    if base:
+        src = src - base
+        if symmetrize:
+            raise ValueError("symmetrize needs base 0")
+    has_w = weights is not None
+    w = np.ascontiguousarray(weights, dtype=np.float32) if has_w else _EMPTY_W
+    counts = np.zeros(n + 1, dtype=np.int64)
+    loops = _count(src, dst, n, symmetrize, drop_self_loops, counts[1:])
+    indptr = np.cumsum(counts)
+    del counts
+    m = int(indptr[-1])
+    idx = np.empty(m, dtype=np.int64)
+    ow = np.empty(m, dtype=np.float32) if has_w else _EMPTY_W
+    _scatter(src, dst, w, has_w, symmetrize, drop_self_loops, indptr[:-1].copy(), idx, ow)
+    newdeg = np.empty(n, dtype=np.int64)
+    _sort_lists(indptr, idx, ow, has_w, dedupe, newdeg)
+    if dedupe:
+        newptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(newdeg, out=newptr[1:])
+        if newptr[-1] != m:
+            m2 = int(newptr[-1])
+            idx2 = np.empty(m2, dtype=np.int64)
+            w2 = np.empty(m2, dtype=np.float32) if has_w else _EMPTY_W
+            _compact(indptr, newptr, idx, ow, has_w, idx2, w2)
+            idx, ow, indptr = idx2, w2, newptr
+    return indptr, idx, (ow if has_w else None), int(loops)
+
+
+# ----------------------------------------------------------------------------------------------
+# edge stores: what the partition writer reads (an in-memory or spilled CSR)
+class MemoryCSR:
+    """CSR held in memory."""
+
+    def __init__(self, indptr, indices, weights):
+        self.indptr, self.indices, self.weights = indptr, indices, weights
+        self.n = len(indptr) - 1
+        self.m = int(indptr[-1])
+
+    def get(self, v0: int, v1: int):
+        a, b = int(self.indptr[v0]), int(self.indptr[v1])
+        w = self.weights[a:b] if self.weights is not None else None
+        return self.indices[a:b], w
+
+    def close(self):
+        pass
+
+
+class SpilledCSR:
+    """CSR whose indices (int64) and weights (float32) live in files; indptr in memory."""
+
+    def __init__(self, indptr, idx_path, w_path):
+        self.indptr, self.idx_path, self.w_path = indptr, idx_path, w_path
+        self.n = len(indptr) - 1
+        self.m = int(indptr[-1])
+        self.weights = w_path is not None
+
+    def get(self, v0: int, v1: int):
+        a, b = int(self.indptr[v0]), int(self.indptr[v1])
+        idx = np.fromfile(self.idx_path, dtype=np.int64, count=b - a, offset=a * 8)
+        w = (np.fromfile(self.w_path, dtype=np.float32, count=b - a, offset=a * 4)
+             if self.w_path else None)
+        return idx, w
+
+    def close(self):
+        for p in (self.idx_path, self.w_path):
+            if p:
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+
+
+def vertex_blocks(indptr, v0: int, v1: int, budget_edges: int):
+    """Split [v0, v1) into consecutive blocks of at most `budget_edges` edges (a vertex whose list
+    alone exceeds it gets a block of its own)."""
+    if budget_edges is None or int(indptr[v1]) - int(indptr[v0]) <= budget_edges:
+        if v1 > v0:
+            yield v0, v1
+        return
+    a = v0
+    while a < v1:
+        target = int(indptr[a]) + budget_edges
+        b = int(np.searchsorted(indptr, target, side="right")) - 1
+        b = min(max(b, a + 1), v1)
+        yield a, b
+        a = b
+
+
+class ExternalSorter:
+    """Sorted CSR runs spilled to `spill_dirs` (round robin), merged one vertex block at a time."""
+
+    def __init__(self, n, spill_dirs, weighted, budget_edges, dedupe=True):
+        self.n = n
+        self.dirs = spill_dirs
+        self.weighted = weighted
+        self.budget = max(1, int(budget_edges))
+        self.dedupe = dedupe
+        self.runs = []                      # (indptr_path, idx_path, w_path, m)
+        self.total_deg = np.zeros(n, dtype=np.int64)   # edges per source over all runs (pre-merge)
+
+    def add_run(self, indptr, idx, w):
+        k = len(self.runs)
+        d = self.dirs[k % len(self.dirs)]
+        p = os.path.join(d, f"run{k:05d}")
+        indptr.astype(np.int64).tofile(p + ".ptr")
+        idx.tofile(p + ".idx")
+        if w is not None:
+            w.tofile(p + ".w")
+        self.total_deg += np.diff(indptr)
+        self.runs.append((p + ".ptr", p + ".idx", (p + ".w") if w is not None else None, len(idx)))
+
+    def merge(self, out_dir):
+        """Merge all runs into one deduplicated SpilledCSR in `out_dir`; deletes the runs."""
+        n = self.n
+        cum = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(self.total_deg, out=cum[1:])
+        idx_path = os.path.join(out_dir, "merged.idx")
+        w_path = os.path.join(out_dir, "merged.w") if self.weighted else None
+        final_deg = np.zeros(n, dtype=np.int64)
+        with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
+            for v0, v1 in vertex_blocks(cum, 0, n, self.budget):
+                parts_i, parts_w, parts_s = [], [], []
+                for ptr_p, idx_p, w_p, _m in self.runs:
+                    ab = np.fromfile(ptr_p, dtype=np.int64, count=2, offset=v0 * 8) if v1 == v0 + 1 \
+                        else None
+                    if ab is None:
+                        a = int(np.fromfile(ptr_p, dtype=np.int64, count=1, offset=v0 * 8)[0])
+                        b = int(np.fromfile(ptr_p, dtype=np.int64, count=1, offset=v1 * 8)[0])
+                    else:
+                        a, b = int(ab[0]), int(ab[1])
+                    if b == a:
+                        continue
+                    lp = np.fromfile(ptr_p, dtype=np.int64, count=v1 - v0 + 1, offset=v0 * 8)
+                    parts_s.append(np.repeat(np.arange(v0, v1, dtype=np.int64), np.diff(lp)))
+                    parts_i.append(np.fromfile(idx_p, dtype=np.int64, count=b - a, offset=a * 8))
+                    if w_p:
+                        parts_w.append(np.fromfile(w_p, dtype=np.float32, count=b - a, offset=a * 4))
+                if not parts_i:
+                    continue
+                s = np.concatenate(parts_s)
+                d = np.concatenate(parts_i)
+                ww = np.concatenate(parts_w) if w_path else None
+                del parts_s, parts_i, parts_w
+                ptr, idx, w, _ = sort_to_csr(s, d, ww, v1 - v0, symmetrize=False,
+                                             drop_self_loops=False, dedupe=self.dedupe, base=v0)
+                del s, d, ww
+                final_deg[v0:v1] = np.diff(ptr)
+                idx.tofile(fi)
+                if w_path:
+                    w.tofile(fw)
+        for r in self.runs:
+            for p in r[:3]:
+                if p:
+                    try:
+                        os.unlink(p)
+                    except OSError:
+                        pass
+        self.runs = []
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(final_deg, out=indptr[1:])
+        return SpilledCSR(indptr, idx_path, w_path)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def set_threads(threads):
+    if threads:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))

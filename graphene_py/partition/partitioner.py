@@ -1,0 +1,332 @@
+"""Row-column balanced 2D partitioning (Graphene §4.5.1) and the two entry points:
+`partition_arrays` (in-memory edge arrays) and `partition` (an edge-list file, streamed, with an
+external sort when the edges exceed the memory limit).
+
+Pipeline (both entry points):
+ 1. edges -> sorted, deduplicated CSR (`extsort`): self-loops dropped while scattering, reversed
+    edges added for --symmetrize, duplicates removed keeping the smallest weight.
+ 2. row bounds: R ranges of consecutive vertices with (about) equal *edge* counts: bound j is the
+    vertex v whose prefix edge count is nearest to j*|E|/R (so a row is within one adjacency list of
+    the ideal). With no edges at all the vertices are split evenly.
+ 3. per row r, column bounds: the row's edges histogrammed by destination, split the same way into C
+    ranges of equal edge counts (bounds differ per row).
+ 4. disks: partitions sorted by bytes (adj + off + wgt), largest first, each to the disk with the
+    fewest bytes so far (ties: lowest disk index; out and in partitions share the loads).
+ 5. every partition written as CSR (`writer`), then the manifest, then the atomic rename.
+--in-edges repeats 2-5 for the transposed graph (its own bounds) into manifest["in"].
+
+Default grid (`default_grid`): one disk -> 1x1; k disks -> R = C = ceil(sqrt(k)), so there are at
+least as many partitions as disks (Graphene runs one IO + one compute thread per partition/disk).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+import time
+from typing import Optional
+
+import numpy as np
+from numba import njit
+
+from .. import config, registry
+from ..errors import GrapheneError, InputFormatError
+from ..graph import Graph, id_dtype
+from . import extsort
+from .extsort import MemoryCSR, sort_to_csr, vertex_blocks
+from .writer import DatasetWriter, check_disks, check_name
+
+TOOL = "graphene_py 0.1.0"
+
+
+# ----------------------------------------------------------------------------------------------
+# bounds and placement
+def balanced_bounds(cum: np.ndarray, k: int) -> list:
+    """k+1 bounds over len(cum)-1 items with prefix sums `cum` (cum[0] = 0): bound j is the index
+    whose prefix is nearest to j*total/k (ties: the later index), kept non-decreasing."""
+    n = len(cum) - 1
+    total = int(cum[-1])
+    out = [0]
+    for j in range(1, k):
+        if total == 0:
+            b = j * n // k
+        else:
+            num = j * total                       # target = num / k
+            t = -(-num // k)                      # smallest integer >= target
+            b = int(np.searchsorted(cum, t, side="left"))
+            # t <= total, so b <= n; step back when the previous prefix is strictly nearer
+            if b > 0 and (num - k * int(cum[b - 1])) < (k * int(cum[b]) - num):
+                b -= 1
+        out.append(max(b, out[-1]))
+    out.append(n)
+    return out
+
+
+def default_grid(num_disks: int) -> tuple:
+    if num_disks <= 1:
+        return 1, 1
+    r = math.ceil(math.sqrt(num_disks))
+    return r, r
+
+
+def _padded(nbytes: int) -> int:
+    return (nbytes + 511) // 512 * 512
+
+
+def assign_disks(sizes: dict, loads: list) -> dict:
+    """{key: bytes} -> {key: disk}, greedy largest first onto the least-loaded disk (loads updated)."""
+    out = {}
+    for key in sorted(sizes, key=lambda k: (-sizes[k], k)):
+        d = min(range(len(loads)), key=lambda i: (loads[i], i))
+        out[key] = d
+        loads[d] += sizes[key]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# kernels: split a block of a row's adjacency lists by column bounds
+@njit(cache=True)
+def _col_lens(lptr, idx, colb, lens):
+    nb = lptr.shape[0] - 1
+    C = colb.shape[0] - 1
+    for v in range(nb):
+        p = lptr[v]
+        b = lptr[v + 1]
+        for c in range(C - 1):
+            hi = colb[c + 1]
+            lo_ = p
+            hi_ = b
+            while lo_ < hi_:          # first position in [p, b) with idx >= hi
+                mid = (lo_ + hi_) >> 1
+                if idx[mid] < hi:
+                    lo_ = mid + 1
+                else:
+                    hi_ = mid
+            lens[c, v] = lo_ - p
+            p = lo_
+        lens[C - 1, v] = b - p
+
+
+@njit(cache=True)
+def _gather(lptr, idx, w, has_w, lens, starts, out_idx, out_w):
+    nb = lptr.shape[0] - 1
+    C = lens.shape[0]
+    pos = starts.copy()
+    for v in range(nb):
+        p = lptr[v]
+        for c in range(C):
+            ln = lens[c, v]
+            q = pos[c]
+            for j in range(ln):
+                out_idx[q + j] = idx[p + j]
+                if has_w:
+                    out_w[q + j] = w[p + j]
+            pos[c] = q + ln
+            p += ln
+
+
+# ----------------------------------------------------------------------------------------------
+def _plan_direction(store, R, C, budget):
+    """Row bounds, per-row column bounds and per-partition edge counts."""
+    n = store.n
+    rows = balanced_bounds(store.indptr, R)
+    cols, counts = [], {}
+    for r in range(R):
+        lo, hi = rows[r], rows[r + 1]
+        if C == 1:
+            cb = [0, n]
+            counts[(r, 0)] = int(store.indptr[hi] - store.indptr[lo])
+        else:
+            hist = np.zeros(n, dtype=np.int64)
+            for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
+                idx, _ = store.get(v0, v1)
+                if len(idx):
+                    hist += np.bincount(idx, minlength=n)
+            cum = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(hist, out=cum[1:])
+            del hist
+            cb = balanced_bounds(cum, C)
+            for c in range(C):
+                counts[(r, c)] = int(cum[cb[c + 1]] - cum[cb[c]])
+        cols.append([int(x) for x in cb])
+    return [int(x) for x in rows], cols, counts
+
+
+def _write_direction(writer, store, direction, R, C, id_width, weighted, budget, loads,
+                     progress=None):
+    rows, cols, counts = _plan_direction(store, R, C, budget)
+    sizes = {}
+    for (r, c), m in counts.items():
+        sizes[(r, c)] = (_padded(m * id_width) + (rows[r + 1] - rows[r] + 1) * 8 +
+                         (_padded(m * 4) if weighted else 0))
+    disk_of = assign_disks(sizes, loads)
+    dt = id_dtype(id_width)
+    parts = []
+    for r in range(R):
+        lo, hi = rows[r], rows[r + 1]
+        colb = np.asarray(cols[r], dtype=np.int64)
+        files = []
+        for c in range(C):
+            d = disk_of[(r, c)]
+            base = f"{direction}_r{r}_c{c}"
+            fa = writer.open(d, base + ".adj")
+            fo = writer.open(d, base + ".off", pad=False)
+            fw = writer.open(d, base + ".wgt") if weighted else None
+            fo.write(np.zeros(1, dtype="<u8"))
+            files.append([fa, fo, fw, 0])
+        for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
+            idx, w = store.get(v0, v1)
+            lptr = (store.indptr[v0:v1 + 1] - store.indptr[v0]).astype(np.int64)
+            lens = np.zeros((C, v1 - v0), dtype=np.int64)
+            _col_lens(lptr, idx, colb, lens)
+            tot = lens.sum(axis=1)
+            starts = np.zeros(C + 1, dtype=np.int64)
+            np.cumsum(tot, out=starts[1:])
+            out_idx = np.empty(int(starts[-1]), dtype=dt)
+            out_w = np.empty(int(starts[-1]), dtype="<f4") if weighted else extsort._EMPTY_W
+            _gather(lptr, idx, w if weighted else extsort._EMPTY_W, weighted, lens, starts, out_idx,
+                    out_w)
+            for c in range(C):
+                fa, fo, fw, base_e = files[c]
+                a, b = int(starts[c]), int(starts[c + 1])
+                fa.write(out_idx[a:b])
+                if fw is not None:
+                    fw.write(out_w[a:b])
+                off = np.cumsum(lens[c]) + base_e
+                fo.write(off.astype("<u8"))
+                files[c][3] = base_e + (b - a)
+            if progress:
+                progress(direction, int(store.indptr[v1]))
+        for c in range(C):
+            fa, fo, fw, m = files[c]
+            assert m == counts[(r, c)], (m, counts[(r, c)])
+            entry = {"row": r, "col": c, "disk": disk_of[(r, c)],
+                     "adj": os.path.basename(fa.path), "off": os.path.basename(fo.path),
+                     "wgt": os.path.basename(fw.path) if fw is not None else None,
+                     "num_edges": m}
+            ck = {"adj": fa.close(), "off": fo.close()}
+            if fw is not None:
+                ck["wgt"] = fw.close()
+            entry["adj_bytes"] = fa.size
+            entry["checksum"] = ck
+            parts.append(entry)
+    parts.sort(key=lambda p: (p["row"], p["col"]))
+    return {"rows": rows, "cols": cols, "partitions": parts}
+
+
+def _transpose_store(store, budget):
+    """In-memory transposed CSR of a (deduplicated) store."""
+    n = store.n
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(store.indptr))
+    idx, w = store.get(0, n)
+    ptr, tidx, tw, _ = sort_to_csr(idx, src, w, n, symmetrize=False, drop_self_loops=False,
+                                   dedupe=False)
+    return MemoryCSR(ptr, tidx, tw)
+
+
+def auto_id_width(num_vertices: int) -> int:
+    return 4 if num_vertices <= (1 << 32) else 8
+
+
+def _check_grid(rows, cols, num_disks):
+    R, C = default_grid(num_disks)
+    if rows is None and cols is None:
+        return R, C
+    if rows is None or cols is None:
+        raise GrapheneError("give both --rows and --cols (or neither)")
+    if int(rows) < 1 or int(cols) < 1:
+        raise GrapheneError(f"--rows and --cols must be >= 1 (got {rows}x{cols})")
+    return int(rows), int(cols)
+
+
+def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, directed, R, C, in_edges,
+                  budget, stats, options, input_info, relabel=None, in_store_fn=None, progress=None):
+    """Write both directions from CSR stores and commit. Returns the dataset folder on disk 0."""
+    loads = [0] * len(writer.disks)
+    out_sec = _write_direction(writer, out_store, "out", R, C, id_width, weighted, budget, loads,
+                               progress)
+    in_sec = None
+    if in_edges:
+        in_store = in_store_fn() if in_store_fn else _transpose_store(out_store, budget)
+        in_sec = _write_direction(writer, in_store, "in", R, C, id_width, weighted, budget, loads,
+                                  progress)
+        in_store.close()
+    rel = None
+    if relabel is not None:
+        writer.save_npy(0, "relabel.npy", np.asarray(relabel, dtype=np.int64))
+        rel = "relabel.npy"
+    manifest = {
+        "num_vertices": int(num_vertices), "num_edges": int(out_store.m), "id_width": int(id_width),
+        "directed": bool(directed), "weighted": bool(weighted), "block_size": config.BLOCK_SIZE,
+        "out": out_sec, "in": in_sec, "stats": stats, "options": options, "input": input_info,
+        "relabel": rel, "tool": TOOL,
+    }
+    return writer.commit(manifest)
+
+
+# ----------------------------------------------------------------------------------------------
+def partition_arrays(src, dst, *, weights=None, num_vertices=None, disks, name, rows=None, cols=None,
+                     symmetrize=False, drop_self_loops=True, drop_duplicates=True, in_edges=False,
+                     id_width=None, force=False, register=True) -> Graph:
+    """In-memory edge arrays -> a complete dataset (graph.py format); returns Graph.open of it.
+    `num_vertices` defaults to max ID + 1 (0 without edges); duplicates keep the smallest weight."""
+    t0 = time.time()
+    disks = check_disks(disks)
+    check_name(name)
+    R, C = _check_grid(rows, cols, len(disks))
+    src = np.asarray(src)
+    dst = np.asarray(dst)
+    if src.shape != dst.shape or src.ndim != 1:
+        raise GrapheneError(f"src and dst must be 1-D arrays of equal length "
+                            f"(got {src.shape} and {dst.shape})")
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float32)
+        if weights.shape != src.shape:
+            raise GrapheneError(f"weights must match src/dst (got {weights.shape}, {src.shape})")
+        if not np.all(np.isfinite(weights)):
+            raise GrapheneError("weights must be finite numbers")
+    if len(src) and (src.dtype.kind not in "iu" or dst.dtype.kind not in "iu"):
+        raise GrapheneError("vertex IDs must be integers")
+    src = src.astype(np.int64, copy=False)
+    dst = dst.astype(np.int64, copy=False)
+    mx = int(max(src.max(), dst.max())) if len(src) else -1
+    mn = int(min(src.min(), dst.min())) if len(src) else 0
+    if mn < 0:
+        raise GrapheneError(f"negative vertex ID {mn}")
+    n = mx + 1 if num_vertices is None else int(num_vertices)
+    if n < mx + 1:
+        raise GrapheneError(f"num_vertices={n} but the edges use vertex ID {mx}")
+    width = auto_id_width(n) if id_width is None else int(id_width)
+    if width not in (4, 8):
+        raise GrapheneError(f"id width must be 4 or 8 (got {width})")
+    if width == 4 and n > (1 << 32):
+        raise GrapheneError(f"id width 4 cannot hold vertex ID {n - 1} (use 8)")
+    with DatasetWriter(disks, name, force=force) as writer:
+        indptr, idx, w, loops = sort_to_csr(src, dst, weights, n, symmetrize=symmetrize,
+                                            drop_self_loops=drop_self_loops, dedupe=drop_duplicates)
+        store = MemoryCSR(indptr, idx, w)
+        kept_before_dedupe = _expected_before_dedupe(len(src), loops, symmetrize, drop_self_loops)
+        stats = {"input_edges": int(len(src)),
+                 "self_loops_dropped": int(loops) if drop_self_loops else 0,
+                 "duplicates_dropped": int(kept_before_dedupe - store.m),
+                 "edges": int(store.m)}
+        options = {"symmetrize": bool(symmetrize), "drop_self_loops": bool(drop_self_loops),
+                   "drop_duplicates": bool(drop_duplicates), "in_edges": bool(in_edges),
+                   "relabel": False, "rows": R, "cols": C, "seconds": None}
+        options["seconds"] = round(time.time() - t0, 3)
+        path = write_dataset(writer, store, num_vertices=n, id_width=width,
+                             weighted=weights is not None, directed=not symmetrize, R=R, C=C,
+                             in_edges=in_edges, budget=None, stats=stats, options=options,
+                             input_info={"path": None, "format": "arrays"})
+    if register:
+        registry.register(name, path)
+    return Graph.open(path)
+
+
+def _expected_before_dedupe(m_in, loops, symmetrize, drop_self_loops):
+    non_loops = m_in - loops
+    kept = non_loops * (2 if symmetrize else 1)
+    if not drop_self_loops:
+        kept += loops
+    return kept
