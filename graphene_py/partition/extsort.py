@@ -245,51 +245,69 @@ def vertex_blocks(indptr, v0: int, v1: int, budget_edges: int):
         a = b
 
 
-class ExternalSorter:
-    """Sorted CSR runs spilled to `spill_dirs` (round robin), merged one vertex block at a time."""
+_SORTERS = [0]
 
-    def __init__(self, n, spill_dirs, weighted, budget_edges, dedupe=True):
-        self.n = n
+
+class ExternalSorter:
+    """Sorted CSR runs spilled to `spill_dirs` (round robin), merged one vertex block at a time.
+    Runs may cover fewer vertices than the final graph (IDs seen so far); missing ones are empty."""
+
+    def __init__(self, spill_dirs, weighted, budget_edges, dedupe=True):
         self.dirs = spill_dirs
         self.weighted = weighted
         self.budget = max(1, int(budget_edges))
         self.dedupe = dedupe
-        self.runs = []                      # (indptr_path, idx_path, w_path, m)
-        self.total_deg = np.zeros(n, dtype=np.int64)   # edges per source over all runs (pre-merge)
+        self.runs = []                      # (indptr_path, idx_path, w_path, n_run)
+        _SORTERS[0] += 1
+        self.tag = f"s{os.getpid()}_{_SORTERS[0]}"
+        self.total_deg = np.zeros(0, dtype=np.int64)   # edges per source over all runs (pre-merge)
 
     def add_run(self, indptr, idx, w):
         k = len(self.runs)
         d = self.dirs[k % len(self.dirs)]
-        p = os.path.join(d, f"run{k:05d}")
+        p = os.path.join(d, f"{self.tag}_run{k:05d}")
+        n_run = len(indptr) - 1
         indptr.astype(np.int64).tofile(p + ".ptr")
         idx.tofile(p + ".idx")
         if w is not None:
             w.tofile(p + ".w")
-        self.total_deg += np.diff(indptr)
-        self.runs.append((p + ".ptr", p + ".idx", (p + ".w") if w is not None else None, len(idx)))
+        if len(self.total_deg) < n_run:
+            self.total_deg = np.concatenate(
+                [self.total_deg, np.zeros(n_run - len(self.total_deg), dtype=np.int64)])
+        self.total_deg[:n_run] += np.diff(indptr)
+        self.runs.append((p + ".ptr", p + ".idx", (p + ".w") if w is not None else None, n_run))
 
-    def merge(self, out_dir):
-        """Merge all runs into one deduplicated SpilledCSR in `out_dir`; deletes the runs."""
-        n = self.n
+    @staticmethod
+    def _run_slice(ptr_p, n_run, v0, v1):
+        """Local indptr of run vertices [v0, v1) (vertices past the run's end are empty)."""
+        a0, a1 = min(v0, n_run), min(v1, n_run)
+        lp = np.fromfile(ptr_p, dtype=np.int64, count=a1 - a0 + 1, offset=a0 * 8)
+        if a1 - a0 < v1 - v0:
+            lp = np.concatenate([lp, np.full(v1 - v0 - (a1 - a0), lp[-1], dtype=np.int64)])
+        return lp
+
+    def merge(self, n, out_dir, progress=None):
+        """Merge all runs into one deduplicated SpilledCSR over n vertices in `out_dir`; deletes
+        the runs."""
+        deg = np.zeros(n, dtype=np.int64)
+        deg[:len(self.total_deg)] = self.total_deg
         cum = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(self.total_deg, out=cum[1:])
-        idx_path = os.path.join(out_dir, "merged.idx")
-        w_path = os.path.join(out_dir, "merged.w") if self.weighted else None
+        np.cumsum(deg, out=cum[1:])
+        del deg
+        self.total_deg = None
+        idx_path = os.path.join(out_dir, f"{self.tag}_merged.idx")
+        w_path = os.path.join(out_dir, f"{self.tag}_merged.w") if self.weighted else None
         final_deg = np.zeros(n, dtype=np.int64)
         with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
             for v0, v1 in vertex_blocks(cum, 0, n, self.budget):
                 parts_i, parts_w, parts_s = [], [], []
-                for ptr_p, idx_p, w_p, _m in self.runs:
-                    ab = np.fromfile(ptr_p, dtype=np.int64, count=2, offset=v0 * 8) if v1 == v0 + 1 \
-                        else None
-                    if ab is None:
-                        a = int(np.fromfile(ptr_p, dtype=np.int64, count=1, offset=v0 * 8)[0])
-                        b = int(np.fromfile(ptr_p, dtype=np.int64, count=1, offset=v1 * 8)[0])
-                    else:
-                        a, b = int(ab[0]), int(ab[1])
+                for ptr_p, idx_p, w_p, n_run in self.runs:
+                    if v0 >= n_run:
+                        continue
+                    lp = self._run_slice(ptr_p, n_run, v0, v1)
+                    a, b = int(lp[0]), int(lp[-1])
                     if b == a:
                         continue
-                    lp = np.fromfile(ptr_p, dtype=np.int64, count=v1 - v0 + 1, offset=v0 * 8)
                     parts_s.append(np.repeat(np.arange(v0, v1, dtype=np.int64), np.diff(lp)))
                     parts_i.append(np.fromfile(idx_p, dtype=np.int64, count=b - a, offset=a * 8))
                     if w_p:
@@ -307,6 +325,8 @@ class ExternalSorter:
                 idx.tofile(fi)
                 if w_path:
                     w.tofile(fw)
+                if progress:
+                    progress("merge", int(cum[v1]), int(cum[-1]))
         for r in self.runs:
             for p in r[:3]:
                 if p:
@@ -318,6 +338,84 @@ class ExternalSorter:
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(final_deg, out=indptr[1:])
         return SpilledCSR(indptr, idx_path, w_path)
+
+
+class Batcher:
+    """Collects edge chunks into a preallocated batch of `budget` edges; a full batch is sorted into
+    a run and spilled. `finish(n)` returns a MemoryCSR when everything fit in one batch, else the
+    merged SpilledCSR. Counts self-loops seen (for the stats)."""
+
+    def __init__(self, budget_edges, weighted, spill_dirs_fn, *, symmetrize, drop_self_loops,
+                 dedupe, merge_budget=None, progress=None):
+        self.cap = max(1024, int(budget_edges))
+        self.weighted = weighted
+        self.spill_dirs_fn = spill_dirs_fn
+        self.sym, self.drop_self, self.dedupe = symmetrize, drop_self_loops, dedupe
+        self.merge_budget = merge_budget or self.cap
+        self.progress = progress
+        self.src = self.dst = self.w = None
+        self.fill = 0
+        self.maxid = -1
+        self.loops = 0
+        self.sorter = None
+        self.input_edges = 0
+        self.spilled_runs = 0
+
+    def _alloc(self):
+        if self.src is None:
+            self.src = np.empty(self.cap, dtype=np.int64)
+            self.dst = np.empty(self.cap, dtype=np.int64)
+            self.w = np.empty(self.cap, dtype=np.float32) if self.weighted else None
+
+    def add(self, src, dst, w=None):
+        m = len(src)
+        self.input_edges += m
+        if m:
+            self.maxid = max(self.maxid, int(src.max()), int(dst.max()))
+        pos = 0
+        while pos < m:
+            self._alloc()
+            k = min(self.cap - self.fill, m - pos)
+            self.src[self.fill:self.fill + k] = src[pos:pos + k]
+            self.dst[self.fill:self.fill + k] = dst[pos:pos + k]
+            if self.weighted:
+                self.w[self.fill:self.fill + k] = w[pos:pos + k]
+            self.fill += k
+            pos += k
+            if self.fill == self.cap:
+                self._spill()
+
+    def _sort_batch(self, n):
+        f = self.fill
+        ptr, idx, w, loops = sort_to_csr(self.src[:f], self.dst[:f],
+                                         self.w[:f] if self.weighted else None, n,
+                                         symmetrize=self.sym, drop_self_loops=self.drop_self,
+                                         dedupe=self.dedupe)
+        self.loops += loops
+        self.fill = 0
+        return ptr, idx, w
+
+    def _spill(self):
+        if self.sorter is None:
+            self.sorter = ExternalSorter(self.spill_dirs_fn(), self.weighted, self.merge_budget,
+                                         self.dedupe)
+        ptr, idx, w = self._sort_batch(self.maxid + 1)
+        self.sorter.add_run(ptr, idx, w)
+        self.spilled_runs += 1
+        if self.progress:
+            self.progress("spill", len(self.sorter.runs), None)
+
+    def finish(self, n):
+        if self.sorter is None:
+            ptr, idx, w = self._sort_batch(n) if self.src is not None else \
+                (np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64),
+                 np.zeros(0, np.float32) if self.weighted else None)
+            self.src = self.dst = self.w = None
+            return MemoryCSR(ptr, idx, w)
+        if self.fill:
+            self._spill()
+        self.src = self.dst = self.w = None
+        return self.sorter.merge(n, self.sorter.dirs[0], self.progress)
 
 
 class _Null:

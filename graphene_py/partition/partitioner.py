@@ -241,7 +241,8 @@ def _check_grid(rows, cols, num_disks):
 
 
 def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, directed, R, C, in_edges,
-                  budget, stats, options, input_info, relabel=None, in_store_fn=None, progress=None):
+                  budget, stats, options, input_info, relabel=None, in_store_fn=None, progress=None,
+                  t0=None):
     """Write both directions from CSR stores and commit. Returns the dataset folder on disk 0."""
     loads = [0] * len(writer.disks)
     out_sec = _write_direction(writer, out_store, "out", R, C, id_width, weighted, budget, loads,
@@ -256,6 +257,8 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
     if relabel is not None:
         writer.save_npy(0, "relabel.npy", np.asarray(relabel, dtype=np.int64))
         rel = "relabel.npy"
+    if t0 is not None:
+        options["seconds"] = round(time.time() - t0, 3)
     manifest = {
         "num_vertices": int(num_vertices), "num_edges": int(out_store.m), "id_width": int(id_width),
         "directed": bool(directed), "weighted": bool(weighted), "block_size": config.BLOCK_SIZE,
@@ -314,11 +317,10 @@ def partition_arrays(src, dst, *, weights=None, num_vertices=None, disks, name, 
         options = {"symmetrize": bool(symmetrize), "drop_self_loops": bool(drop_self_loops),
                    "drop_duplicates": bool(drop_duplicates), "in_edges": bool(in_edges),
                    "relabel": False, "rows": R, "cols": C, "seconds": None}
-        options["seconds"] = round(time.time() - t0, 3)
         path = write_dataset(writer, store, num_vertices=n, id_width=width,
                              weighted=weights is not None, directed=not symmetrize, R=R, C=C,
                              in_edges=in_edges, budget=None, stats=stats, options=options,
-                             input_info={"path": None, "format": "arrays"})
+                             input_info={"path": None, "format": "arrays"}, t0=t0)
     if register:
         registry.register(name, path)
     return Graph.open(path)
@@ -330,3 +332,220 @@ def _expected_before_dedupe(m_in, loops, symmetrize, drop_self_loops):
     if not drop_self_loops:
         kept += loops
     return kept
+
+
+# ----------------------------------------------------------------------------------------------
+# streaming entry point
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
+
+
+def parse_size(text) -> int:
+    """'4G', '512M', '1.5g', '100000' (bytes) -> bytes (powers of 1024)."""
+    if isinstance(text, (int, np.integer)):
+        v = int(text)
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise GrapheneError(f"bad memory size {text!r} (use e.g. 4G, 512M, 100000)")
+        mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m[2].lower()]
+        v = int(float(m[1]) * mult)
+    if v < (1 << 20):
+        raise GrapheneError(f"memory limit {text} is too small (at least 1M)")
+    return v
+
+
+def default_memory_limit() -> int:
+    try:
+        import psutil
+        total = psutil.virtual_memory().total
+    except Exception:  # pragma: no cover
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return int(total * config.MEMORY_LIMIT_FRACTION)
+
+
+#: Bytes per vertex of the O(|V|) arrays alive at once (degrees, indptr, a histogram and its prefix
+#: sums, bincount's result, the relabel table): taken off the memory limit before edge buffers.
+BYTES_PER_VERTEX = 48
+
+
+class StderrProgress:
+    """Progress on stderr: bytes of input read, rate, ETA; then the merge/write phases."""
+
+    def __init__(self, stream=None, interval=0.5):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.interval = interval if self.tty else 5.0
+        self.t0 = time.time()
+        self.last = 0.0
+        self.phase = None
+
+    def __call__(self, phase, done, total=None):
+        now = time.time()
+        if phase == self.phase and now - self.last < self.interval:
+            return
+        newline = phase != self.phase and self.phase is not None and self.tty
+        self.phase, self.last = phase, now
+        el = max(now - self.t0, 1e-9)
+        if phase == "read":
+            rate = done / el
+            msg = f"read {_mb(done)}"
+            if total:
+                eta = (total - done) / rate if rate > 0 else 0
+                msg += f" / {_mb(total)} ({100 * done / total:.0f}%)"
+                msg += f", {rate / 1e6:.1f} MB/s, ETA {eta:.0f} s"
+            else:
+                msg += f", {rate / 1e6:.1f} MB/s"
+        elif phase == "spill":
+            msg = f"spilled sorted run {done}"
+        else:
+            msg = f"{phase}: {done:,} edges" + (f" / {total:,}" if total else "")
+        msg += f"  [{el:.1f} s]"
+        if self.tty:
+            self.stream.write(("\n" if newline else "") + "\r" + msg + "\x1b[K")
+        else:
+            self.stream.write(msg + "\n")
+        self.stream.flush()
+
+    def done(self):
+        if self.tty and self.phase is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _mb(b):
+    return f"{b / 1e6:.1f} MB" if b < 1e9 else f"{b / 1e9:.2f} GB"
+
+
+def _collect_ids(input, fmt, weighted, chunk_bytes, progress):
+    """--relabel pass 1: the sorted distinct IDs of the input."""
+    from .readers import open_edges
+    uniq = np.zeros(0, dtype=np.int64)
+    reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes)
+    for ch in reader:
+        u = np.unique(np.concatenate([ch.src, ch.dst]))
+        uniq = np.union1d(uniq, u)
+        if progress:
+            progress("relabel scan", reader.bytes_read, reader.total_bytes)
+    _close(reader)
+    return uniq
+
+
+def _close(reader):
+    c = getattr(reader, "close", None)
+    if c:
+        c()
+
+
+def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None, id_width=None,
+              relabel=False, rows=None, cols=None, in_edges=False, memory_limit=None, force=False,
+              quiet=False, progress=None, drop_self_loops=True, drop_duplicates=True,
+              register=True) -> Graph:
+    """Edge-list file -> dataset on `disks` (one or more folders). Returns Graph.open of it.
+
+    name: default the input file's stem (`twitter.el.gz` -> `twitter`). id_width: 4 or 8, default 4
+    when every ID fits in uint32. relabel: IDs replaced by their rank among the distinct IDs used
+    (sorted order; isolated IDs that no edge uses, e.g. an MTX header's, are dropped), original IDs
+    kept in relabel.npy on disk 0. memory_limit: bytes or '4G'; default config.MEMORY_LIMIT_FRACTION
+    of RAM: edges beyond it are sorted in runs spilled to the target disks and merged.
+    progress: callable(phase, done, total) or None (stderr unless quiet)."""
+    from .readers import open_edges
+    t0 = time.time()
+    disks = check_disks(disks)
+    if name is None:
+        base = os.path.basename(str(input))
+        for ext in (".gz", ".bz2", ".xz", ".zst"):
+            if base.endswith(ext):
+                base = base[: -len(ext)]
+        name = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base
+    check_name(name)
+    R, C = _check_grid(rows, cols, len(disks))
+    if id_width is not None and int(id_width) not in (4, 8):
+        raise GrapheneError(f"--id-width must be 4 or 8 (got {id_width})")
+    if not os.path.exists(input):
+        raise GrapheneError(f"{input}: no such file")
+    limit = parse_size(memory_limit) if memory_limit is not None else default_memory_limit()
+    own_progress = None
+    if progress is None and not quiet:
+        progress = own_progress = StderrProgress()
+    chunk_bytes = int(min(config.READ_CHUNK_BYTES, max(1 << 16, limit // 32)))
+    with DatasetWriter(disks, name, force=force) as writer:
+        uniq = None
+        if relabel:
+            uniq = _collect_ids(input, fmt, weighted, chunk_bytes, progress)
+        max_id = None
+        if id_width is not None and int(id_width) == 4 and not relabel:
+            max_id = (1 << 32) - 1
+        reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes,
+                            max_id=max_id)
+        w_on = bool(reader.weighted)
+        sym = bool(symmetrize or getattr(reader, "symmetric", False))
+        n_known = len(uniq) if uniq is not None else (getattr(reader, "header_vertices", None) or 0)
+        free = limit - BYTES_PER_VERTEX * n_known - 4 * chunk_bytes
+        per_edge = extsort.BYTES_PER_EDGE_SORT * (2 if sym else 1)
+        budget = max(1 << 14, free // per_edge)
+        spill = lambda: [writer.spill_dir(i) for i in range(len(writer.disks))]  # noqa: E731
+        batch = extsort.Batcher(budget, w_on, spill, symmetrize=sym, drop_self_loops=drop_self_loops,
+                                dedupe=drop_duplicates, merge_budget=max(1 << 14, free // 64),
+                                progress=progress)
+        for ch in reader:
+            s, d = ch.src, ch.dst
+            if uniq is not None:
+                s = np.searchsorted(uniq, s)
+                d = np.searchsorted(uniq, d)
+            batch.add(s, d, ch.weight if w_on else None)
+            if progress:
+                progress("read", reader.bytes_read, reader.total_bytes)
+        _close(reader)
+        if uniq is not None:
+            n = len(uniq)
+        else:
+            n = max(batch.maxid + 1, int(getattr(reader, "header_vertices", None) or 0))
+        width = auto_id_width(n) if id_width is None else int(id_width)
+        if width == 4 and n > (1 << 32):  # only reachable with --relabel off via header_vertices
+            raise GrapheneError(f"{input}: {n} vertices do not fit --id-width 4 (use 8)")
+        store = batch.finish(n)
+        kept = _expected_before_dedupe(batch.input_edges, batch.loops, sym, drop_self_loops)
+        stats = {"input_edges": int(batch.input_edges),
+                 "self_loops_dropped": int(batch.loops) if drop_self_loops else 0,
+                 "duplicates_dropped": int(kept - store.m) if drop_duplicates else 0,
+                 "edges": int(store.m)}
+        wbudget = max(1 << 14, (limit - BYTES_PER_VERTEX * n) // 48) \
+            if isinstance(store, extsort.SpilledCSR) else None
+
+        def in_store():
+            # transposed graph through the same batcher (spills when it does not fit beside `store`)
+            held = store.m * (12 if isinstance(store, MemoryCSR) else 0)
+            tb = extsort.Batcher(max(1 << 14, (free - held) // extsort.BYTES_PER_EDGE_SORT), w_on,
+                                 spill, symmetrize=False, drop_self_loops=False, dedupe=False,
+                                 merge_budget=max(1 << 14, (free - held) // 64))
+            step = wbudget or max(1 << 14, (free - held) // 40)
+            for v0, v1 in vertex_blocks(store.indptr, 0, n, step):
+                idx, w = store.get(v0, v1)
+                srcs = np.repeat(np.arange(v0, v1, dtype=np.int64),
+                                 np.diff(store.indptr[v0:v1 + 1]))
+                tb.add(idx, srcs, w)
+            tb.maxid = n - 1
+            return tb.finish(n)
+
+        options = {"symmetrize": bool(symmetrize), "drop_self_loops": bool(drop_self_loops),
+                   "drop_duplicates": bool(drop_duplicates), "in_edges": bool(in_edges),
+                   "relabel": bool(relabel), "rows": R, "cols": C, "memory_limit": int(limit),
+                   "spilled_runs": batch.spilled_runs, "seconds": None}
+        input_info = {"path": os.path.abspath(input), "format": getattr(reader, "fmt", fmt),
+                      "bytes": int(getattr(reader, "total_bytes", 0) or 0),
+                      "symmetric_header": bool(getattr(reader, "symmetric", False))}
+
+        def prog(direction, done):
+            if progress:
+                progress(f"write {direction}", done, store.m)
+        path = write_dataset(writer, store, num_vertices=n, id_width=width, weighted=w_on,
+                             directed=not sym, R=R, C=C, in_edges=in_edges, budget=wbudget,
+                             stats=stats, options=options, input_info=input_info,
+                             relabel=uniq, in_store_fn=in_store if in_edges else None,
+                             progress=prog, t0=t0)
+        store.close()
+    if own_progress:
+        own_progress.done()
+    if register:
+        registry.register(name, path)
+    return Graph.open(path)
