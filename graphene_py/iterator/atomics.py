@@ -1,0 +1,72 @@
+"""Atomic array operations for numba compute functions (LLVM cmpxchg / atomicrmw, monotonic order).
+
+Compute functions run concurrently on several threads; most algorithms avoid shared writes with the
+tid-indexed per-thread buffers the iterator hands them, but a few updates are naturally atomic:
+BFS claims a vertex with one compare-and-swap (so every vertex enters the next frontier exactly once
+and its parent is the claimer), and appends to a shared queue with one fetch-and-add.
+
+    atomic_cas(arr, i, expected, new) -> old value   (arr[i] = new if arr[i] == expected)
+    atomic_add(arr, i, delta)         -> old value   (integer arrays)
+    atomic_min(arr, i, value)         -> old value   (signed integer arrays)
+
+`arr` must be a C-contiguous numpy array of a 4- or 8-byte integer dtype; call these only from
+@njit code. Monotonic ordering is enough: the superstep barrier (thread join) orders everything
+between supersteps.
+"""
+from __future__ import annotations
+
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+def _ptr(context, builder, aryty, ary, idx):
+    a = context.make_array(aryty)(context, builder, ary)
+    return cgutils.get_item_pointer(context, builder, aryty, a, [idx])
+
+
+@intrinsic
+def atomic_cas(typingctx, ary, idx, expected, new):
+    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
+        return None
+    dt = ary.dtype
+    sig = dt(ary, types.intp, dt, dt)
+
+    def codegen(context, builder, signature, args):
+        arr, i, exp, nv = args
+        ptr = _ptr(context, builder, signature.args[0], arr, i)
+        res = builder.cmpxchg(ptr, exp, nv, "monotonic", "monotonic")
+        return builder.extract_value(res, 0)
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_add(typingctx, ary, idx, val):
+    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
+        return None
+    dt = ary.dtype
+    sig = dt(ary, types.intp, dt)
+
+    def codegen(context, builder, signature, args):
+        arr, i, v = args
+        ptr = _ptr(context, builder, signature.args[0], arr, i)
+        return builder.atomic_rmw("add", ptr, v, "monotonic")
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_min(typingctx, ary, idx, val):
+    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
+        return None
+    dt = ary.dtype
+    sig = dt(ary, types.intp, dt)
+    op = "min" if dt.signed else "umin"
+
+    def codegen(context, builder, signature, args):
+        arr, i, v = args
+        ptr = _ptr(context, builder, signature.args[0], arr, i)
+        return builder.atomic_rmw(op, ptr, v, "monotonic")
+
+    return sig, codegen

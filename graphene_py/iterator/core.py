@@ -1,0 +1,705 @@
+"""IoIterator: active vertices -> block bits -> merged extents -> buffers -> user compute (§4.3).
+
+One superstep (`run`): the frontier is translated into 512-byte block bits of every partition of the
+chosen direction (queue walk for small frontiers, vertex-flag scan above config.SCAN_THRESHOLD of
+|V|, nothing for Frontier.all), the planner merges each file's bits into extents, one engine (one IO
+worker per disk) reads them into the buffer pool, and T compute threads (the calling thread plus
+T-1 persistent helpers) take completions — their own disk first, stealing built into engine.get —
+and run the compiled per-batch kernel (kernels.process_batch) on them. The superstep ends when every
+extent has been consumed (barrier). `in_memory=True` loads the partitions into RAM once and runs the
+same plan and the same kernel without an engine (reference point for the SSD overhead).
+
+The plain-Python API of Table 4.1 (start / has_more / next / current / get_neighbors) walks the
+same extents one at a time, for prototyping and teaching.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from .. import config
+from ..errors import GrapheneError
+from ..io import bitmap as _bm
+from ..io import planner as _pl
+from . import kernels as K
+from .frontier import Frontier
+
+STAT_KEYS = ("frontier", "active_edges", "blocks_marked", "extents", "bytes_useful", "bytes_read",
+             "io_utility", "io_seconds", "compute_seconds", "wait_seconds", "plan_seconds",
+             "seconds", "mode")
+
+#: Extent size for dense (Frontier.all) supersteps: whole files in large sequential reads
+#: (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio table).
+DENSE_EXTENT = 128 * 1024
+#: Completions taken per engine.get call / per kernel call.
+BATCH = 16
+
+
+def _round_up(x, a):
+    return (int(x) + a - 1) // a * a
+
+
+class _Helpers:
+    """T-1 persistent compute threads; the calling thread is worker 0. One job per superstep."""
+
+    def __init__(self, count):
+        self.count = count
+        self.job = None
+        self.start_sems = [threading.Semaphore(0) for _ in range(count)]
+        self.done = threading.Semaphore(0)
+        self.errors = [None] * count
+        self.closed = False
+        self.threads = []
+        for i in range(count):
+            t = threading.Thread(target=self._loop, args=(i,), daemon=True,
+                                 name=f"graphene-compute-{i + 1}")
+            t.start()
+            self.threads.append(t)
+
+    def _loop(self, i):
+        while True:
+            self.start_sems[i].acquire()
+            if self.closed:
+                return
+            try:
+                self.job(i + 1)
+            except BaseException as e:  # re-raised by the calling thread
+                self.errors[i] = e
+            self.done.release()
+
+    def run(self, job):
+        """Run job(tid) on every helper (tid 1..count) and job(0) here; wait for all; re-raise."""
+        self.job = job
+        self.errors = [None] * self.count
+        for s in self.start_sems:
+            s.release()
+        err = None
+        try:
+            job(0)
+        except BaseException as e:
+            err = e
+        for _ in range(self.count):
+            self.done.acquire()
+        self.job = None
+        if err is not None:
+            raise err
+        for e in self.errors:
+            if e is not None:
+                raise e
+
+    def close(self):
+        self.closed = True
+        for s in self.start_sems:
+            s.release()
+        for t in self.threads:
+            t.join(timeout=5)
+
+
+class IoIterator:
+    def __init__(self, graph, direction="out", *, engine="auto", threads=None, queue_depth=None,
+                 max_gap=None, max_io=None, buffer_mb=None, block_size=None, direct=True,
+                 in_memory=False, weights=False):
+        if direction not in ("out", "in"):
+            raise ValueError(f"direction must be 'out' or 'in', got {direction!r}")
+        self.graph = graph
+        self.direction = direction
+        self.n = graph.num_vertices
+        self.threads = int(threads) if threads else config.default_threads()
+        if self.threads < 1:
+            raise ValueError("threads must be >= 1")
+        self.queue_depth = int(queue_depth or config.QUEUE_DEPTH)
+        self.max_gap = config.MAX_GAP_BLOCKS if max_gap is None else int(max_gap)
+        self.max_io = int(max_io or config.MAX_IO_BYTES)
+        self.block_size = int(block_size or graph.block_size or config.BLOCK_SIZE)
+        _bm.shift_of(self.block_size)  # validates: power of two
+        if self.block_size < 512:
+            raise ValueError("block_size must be >= 512 (O_DIRECT alignment)")
+        if self.max_io < self.block_size:
+            raise ValueError(f"max_io ({self.max_io}) must be at least one block ({self.block_size})")
+        self.buffer_mb = float(buffer_mb or config.BUFFER_MB)
+        self.in_memory = bool(in_memory)
+        self.weights = bool(weights)
+        if self.weights and not graph.weighted:
+            raise GrapheneError(f"{graph.name}: dataset has no weights (re-partition with --weighted)")
+        self.id_width = graph.id_width
+        self.id_shift = 2 if self.id_width == 4 else 3
+
+        parts = graph.parts(direction)
+        self.parts = parts
+        P = len(parts)
+        # Offsets of every partition, concatenated (uint64 for marking, int64 view for the kernel).
+        lens = [p.row_hi - p.row_lo + 1 for p in parts]
+        self.part_base = np.zeros(P + 1, dtype=np.int64)
+        np.cumsum(lens, out=self.part_base[1:])
+        self._offs_u = np.empty(int(self.part_base[-1]), dtype=np.uint64)
+        for i, p in enumerate(parts):
+            off = np.fromfile(p.off_path, dtype="<u8")
+            if len(off) != lens[i] or (len(off) and int(off[-1]) != p.num_edges):
+                raise GrapheneError(f"{p.off_path}: offsets do not match the manifest "
+                                    f"({len(off)} entries, last {int(off[-1]) if len(off) else None}; "
+                                    f"want {lens[i]} entries ending at {p.num_edges})")
+            self._offs_u[self.part_base[i]:self.part_base[i + 1]] = off
+        self.offs = self._offs_u.view(np.int64)
+        self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
+        self.part_nedges = np.array([p.num_edges for p in parts], dtype=np.int64)
+        # Files: the non-empty partitions' adjacency files (file id f), weights as f + F.
+        self.file_parts = [i for i, p in enumerate(parts) if p.num_edges > 0]
+        F = len(self.file_parts)
+        self.F = F
+        self.file_part = np.array(self.file_parts, dtype=np.int32)
+        self.file_bytes = np.array([parts[i].adj_bytes for i in self.file_parts], dtype=np.int64)
+        self.wfile_bytes = np.array([_round_up(parts[i].num_edges * 4, 512) for i in self.file_parts],
+                                    dtype=np.int64)
+        self.file_disk = np.array([parts[i].disk for i in self.file_parts], dtype=np.int32)
+        self.ndisks = max(1, len(graph.disks))
+        self.bitmaps = [_bm.new_bitmap(int(b), self.block_size) for b in self.file_bytes]
+        self.mask = np.zeros(self.n, dtype=np.uint8)
+        self._dense_plan = None
+        self.engine = None
+        self.pool = None
+        self.engine_name = "memory" if self.in_memory else None
+        self.notes = []
+        self._helpers = _Helpers(self.threads - 1) if self.threads > 1 else None
+        self._lock = threading.Lock()
+        self.supersteps = 0
+        self.stats = {k: 0 for k in STAT_KEYS if k not in ("mode", "io_utility", "frontier")}
+        self.stats.update(supersteps=0, frontier=0)
+        self._py = None
+        try:
+            if self.in_memory:
+                self._load_memory()
+            else:
+                self._open_engine(engine, direct)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- setup -----------------------------------------------------------------------------------
+    def _open_engine(self, engine, direct):
+        from ..io.buffers import BufferPool
+        from ..io.engines import make_engine
+        qd = self.queue_depth
+        need = 2 * qd * self.ndisks + 2 * self.threads * BATCH + 16   # never starve in-flight IO
+        budget = int(self.buffer_mb * (1 << 20))
+        slot = max(_round_up(self.max_io, 4096), DENSE_EXTENT)
+        if budget // slot < need:
+            slot = _round_up(max(self.max_io, 4096), 4096)
+        nslots = max(need, budget // slot)
+        if nslots * slot > budget:
+            self.notes.append(f"buffer pool raised to {nslots * slot >> 20} MiB "
+                              f"({nslots} slots x {slot >> 10} KiB) to keep {qd} IOs in flight per disk")
+        self.slot_bytes = slot
+        self.pool = BufferPool(slot, nslots)
+        files = [self.parts[i].adj_path for i in self.file_parts]
+        disk_of = list(self.file_disk)
+        if self.weights:
+            files += [self.parts[i].wgt_path for i in self.file_parts]
+            disk_of += list(self.file_disk)
+        if not files:   # no edges at all: nothing will ever be read
+            self.engine_name = "none"
+            return
+        self.engine = make_engine(engine, files, np.array(disk_of, dtype=np.int32), self.pool,
+                                  queue_depth=qd, direct=direct)
+        self.engine_name = getattr(self.engine, "name", str(engine))
+        self.notes += list(getattr(self.engine, "notes", []))
+        self.buf = self._typed(self.pool.view)
+        self.wbuf = self.pool.view.view(np.float32) if self.weights else np.zeros(0, np.float32)
+        self.pending = None
+
+    def _typed(self, u8):
+        return u8.view(np.uint32) if self.id_width == 4 else u8.view(np.int64)
+
+    def _load_memory(self):
+        self.slot_bytes = DENSE_EXTENT
+        self.file_base = np.zeros(self.F + 1, dtype=np.int64)
+        np.cumsum(self.file_bytes, out=self.file_base[1:])
+        mem = np.zeros(int(self.file_base[-1]), dtype=np.uint8)
+        for f, i in enumerate(self.file_parts):
+            mem[self.file_base[f]:self.file_base[f + 1]] = np.fromfile(self.parts[i].adj_path,
+                                                                       dtype=np.uint8)
+        self.mem = mem
+        self.buf = self._typed(mem)
+        self.wfile_base = np.zeros(self.F + 1, dtype=np.int64)
+        np.cumsum(self.wfile_bytes, out=self.wfile_base[1:])
+        if self.weights:
+            wmem = np.zeros(int(self.wfile_base[-1]), dtype=np.uint8)
+            for f, i in enumerate(self.file_parts):
+                wmem[self.wfile_base[f]:self.wfile_base[f + 1]] = np.fromfile(self.parts[i].wgt_path,
+                                                                              dtype=np.uint8)
+            self.wbuf = wmem.view(np.float32)
+        else:
+            self.wbuf = np.zeros(0, np.float32)
+
+    # -- planning --------------------------------------------------------------------------------
+    def _plan(self, frontier):
+        """frontier -> (file ids, offsets, lengths, blocks marked, useful bytes, mode)."""
+        if frontier.n != self.n:
+            raise ValueError(f"frontier is over {frontier.n} vertices, graph has {self.n}")
+        if frontier.kind == "all":
+            if self._dense_plan is None:
+                fids, offs, lens = [], [], []
+                step = self.slot_bytes
+                for f in np.argsort(self.file_disk, kind="stable"):
+                    size = int(self.file_bytes[f])
+                    o = np.arange(0, size, step, dtype=np.int64)
+                    fids.append(np.full(len(o), f, dtype=np.int32))
+                    offs.append(o)
+                    lens.append(np.minimum(step, size - o))
+                cat = (lambda a, t: np.concatenate(a) if a else np.zeros(0, t))
+                self._dense_plan = (cat(fids, np.int32), cat(offs, np.int64), cat(lens, np.int64))
+            fids, offs, lens = self._dense_plan
+            useful = int(self.part_nedges.sum()) * self.id_width
+            return fids, offs, lens, int(lens.sum()) // self.block_size, useful, "all"
+        scan = frontier.kind == "mask" or len(frontier) > config.SCAN_THRESHOLD * self.n
+        mode = "scan" if scan else "queue"
+        if frontier.kind == "mask":
+            active = frontier.mask
+        else:
+            active = self.mask   # set by the caller for queue frontiers
+        blocks = 0
+        useful = 0
+        fids, offs, lens = [], [], []
+        for f in range(self.F):
+            i = self.file_parts[f]
+            p = self.parts[i]
+            off = self._offs_u[self.part_base[i]:self.part_base[i + 1]]
+            if scan:
+                nb, u = _bm.mark_scan(self.bitmaps[f], off, p.row_lo, active, self.id_width,
+                                      self.block_size)
+            else:
+                nb, u = _bm.mark_queue(self.bitmaps[f], off, p.row_lo, frontier.ids, self.id_width,
+                                       self.block_size)
+            if nb == 0:
+                continue
+            blocks += int(nb)
+            useful += int(u)
+            o, ln = _pl.plan(self.bitmaps[f], int(self.file_bytes[f]), self.block_size, self.max_gap,
+                             self.max_io, clear=True)
+            fids.append(np.full(len(o), f, dtype=np.int32))
+            offs.append(o)
+            lens.append(ln)
+        if not offs:
+            return (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, mode)
+        if len(offs) == 1:
+            return fids[0], offs[0], lens[0], blocks, useful, mode
+        fids = np.concatenate(fids)
+        offs = np.concatenate(offs)
+        lens = np.concatenate(lens)
+        # Group by disk so each disk's worker sees its extents in file order.
+        if self.ndisks > 1:
+            order = np.argsort(self.file_disk[fids], kind="stable")
+            fids, offs, lens = fids[order], offs[order], lens[order]
+        return fids, offs, lens, blocks, useful, mode
+
+    def _weight_extents(self, fids, offs, lens):
+        woff = np.empty_like(offs)
+        wlen = np.empty_like(lens)
+        K.weight_extents(offs, lens, self.id_width, self.wfile_bytes, fids, woff, wlen)
+        return woff, wlen
+
+    # -- the compiled superstep ------------------------------------------------------------------
+    def run(self, is_active, compute, state, frontier):
+        """One superstep: call compute(v, nbrs, wts, tid, state) for every active vertex's (clipped)
+        adjacency list. Returns the per-superstep stats dict."""
+        t0 = time.perf_counter()
+        if not isinstance(frontier, Frontier):
+            raise TypeError("frontier must be a Frontier (from_queue / from_mask / all)")
+        queue = frontier.kind == "queue"
+        if queue:
+            K.set_mask(self.mask, frontier.ids, np.uint8(1))
+        try:
+            fids, offs, lens, blocks, useful, mode = self._plan(frontier)
+            t_plan = time.perf_counter() - t0
+            if self.weights and len(offs):
+                woff, wlen = self._weight_extents(fids, offs, lens)
+            else:
+                woff = offs
+                wlen = None
+            mask = frontier.mask if frontier.kind == "mask" else self.mask
+            use_mask = 0 if frontier.kind == "all" else 1
+            args = (fids, offs, lens, woff, mask, use_mask)
+            nthreads = self.threads
+            acc = {"edges": np.zeros(nthreads, np.int64), "compute": np.zeros(nthreads),
+                   "wait": np.zeros(nthreads)}
+            io0 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
+            if len(offs):
+                if self.in_memory:
+                    job = self._mem_job(is_active, compute, state, args, acc)
+                else:
+                    self._submit(fids, offs, lens, woff, wlen)
+                    job = self._ssd_job(is_active, compute, state, args, acc)
+                if self._helpers is not None and len(offs) > 1:
+                    self._helpers.run(job)
+                else:
+                    job(0)
+            io1 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
+        finally:
+            if queue:
+                K.set_mask(self.mask, frontier.ids, np.uint8(0))
+        read = int(lens.sum()) + (int(wlen.sum()) if wlen is not None else 0)
+        if self.weights:
+            useful += useful * 4 // self.id_width
+        st = {
+            "frontier": len(frontier), "active_edges": int(acc["edges"].sum()),
+            "blocks_marked": int(blocks), "extents": int(len(offs)), "bytes_useful": int(useful),
+            "bytes_read": 0 if self.in_memory else read,
+            "io_utility": (useful / read) if read else 1.0,
+            "io_seconds": float(io1 - io0), "compute_seconds": float(acc["compute"].sum()),
+            "wait_seconds": float(acc["wait"].sum()), "plan_seconds": float(t_plan),
+            "seconds": time.perf_counter() - t0, "mode": mode,
+        }
+        self._account(st)
+        return st
+
+    def _account(self, st):
+        self.supersteps += 1
+        s = self.stats
+        s["supersteps"] += 1
+        for k, v in st.items():
+            if k in ("mode", "io_utility"):
+                continue
+            s[k] = s.get(k, 0) + v
+        s["io_utility"] = s["bytes_useful"] / s["bytes_read"] if s["bytes_read"] else 1.0
+
+    def _submit(self, fids, offs, lens, woff, wlen):
+        if self.weights:
+            k = len(offs)
+            f2 = np.empty(2 * k, np.int32)
+            o2 = np.empty(2 * k, np.int64)
+            l2 = np.empty(2 * k, np.int64)
+            f2[0::2] = fids
+            f2[1::2] = fids + self.F
+            o2[0::2] = offs
+            o2[1::2] = woff
+            l2[0::2] = lens
+            l2[1::2] = wlen
+            self.pending = np.full(k, -1, dtype=np.int64)
+            self.engine.submit(f2, o2, l2)
+        else:
+            self.engine.submit(fids, offs, lens)
+
+    def _ssd_job(self, is_active, compute, state, args, acc):
+        fids, offs, lens, woff, mask, use_mask = args
+        eng = self.engine
+        weighted = self.weights
+        sb = self.slot_bytes
+        ndisks = self.ndisks
+        lock = self._lock
+        kernel_args = (self.buf, self.wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
+                       self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
+                       weighted)
+        pc = time.perf_counter
+
+        def job(tid):
+            rows = np.empty((BATCH, 3), dtype=np.int64)
+            done = np.empty(2 * BATCH, dtype=np.int64)
+            disk = tid % ndisks
+            edges = 0
+            tc = tw = 0.0
+            while True:
+                t1 = pc()
+                c = eng.get(disk, BATCH)
+                t2 = pc()
+                tw += t2 - t1
+                if c.shape[0] == 0:
+                    break
+                if weighted:
+                    with lock:
+                        n, nd = K.pair_rows(c, self.pending, sb, rows, done)
+                    if n:
+                        edges += K_process(is_active, compute, state, tid, rows, n, *kernel_args)
+                    if nd:
+                        eng.release(done[:nd].copy())
+                else:
+                    n = K.slots_to_rows(c, sb, rows)
+                    edges += K_process(is_active, compute, state, tid, rows, n, *kernel_args)
+                    eng.release(c[:, 1].copy())
+                tc += pc() - t2
+            acc["edges"][tid] = edges
+            acc["compute"][tid] = tc
+            acc["wait"][tid] = tw
+
+        return job
+
+    def _mem_job(self, is_active, compute, state, args, acc):
+        fids, offs, lens, woff, mask, use_mask = args
+        weighted = self.weights
+        kernel_args = (self.buf, self.wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
+                       self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
+                       weighted)
+        total = len(offs)
+        chunk = max(1, min(256, total // (4 * self.threads) or 1))
+        nxt = [0]
+        lock = self._lock
+        pc = time.perf_counter
+
+        def job(tid):
+            rows = np.empty((chunk, 3), dtype=np.int64)
+            edges = 0
+            tc = 0.0
+            while True:
+                with lock:
+                    lo = nxt[0]
+                    nxt[0] = lo + chunk
+                if lo >= total:
+                    break
+                hi = min(total, lo + chunk)
+                t1 = pc()
+                n = K.mem_rows(lo, hi, fids, offs, woff, self.file_base, self.wfile_base, weighted,
+                               rows)
+                edges += K_process(is_active, compute, state, tid, rows, n, *kernel_args)
+                tc += pc() - t1
+            acc["edges"][tid] = edges
+            acc["compute"][tid] = tc
+
+        return job
+
+    # -- Table 4.1: the plain-Python API ----------------------------------------------------------
+    def start(self, frontier):
+        """Begin a superstep for the Python API: mark, plan and (SSD path) submit the extents."""
+        if not isinstance(frontier, Frontier):
+            raise TypeError("frontier must be a Frontier")
+        if self._py is not None:
+            self._py_end()
+        t0 = time.perf_counter()
+        if frontier.kind == "queue":
+            K.set_mask(self.mask, frontier.ids, np.uint8(1))
+        fids, offs, lens, blocks, useful, mode = self._plan(frontier)
+        woff, wlen = self._weight_extents(fids, offs, lens) if self.weights and len(offs) else (offs, None)
+        py = dict(frontier=frontier, fids=fids, offs=offs, lens=lens, woff=woff, wlen=wlen,
+                  blocks=blocks, useful=useful, mode=mode, t0=t0, handed=0, ready=[], held=[],
+                  block=None, edges=0)
+        if not self.in_memory and len(offs):
+            self._submit(fids, offs, lens, woff, wlen)
+        self._py = py
+
+    def has_more(self) -> bool:
+        """True while the superstep has blocks not yet returned by next()."""
+        py = self._py
+        if py is None:
+            return False
+        if py["ready"]:
+            return True
+        total = len(py["offs"])
+        if self.in_memory:
+            if py["handed"] < total:
+                r = py["handed"]
+                f = py["fids"][r]
+                py["ready"].append((r, int(self.file_base[f] + py["offs"][r]),
+                                    int(self.wfile_base[f] + py["woff"][r]) if self.weights else -1,
+                                    ()))
+                py["handed"] += 1
+                return True
+            self._py_end()
+            return False
+        if self.engine is None or py["handed"] >= total:
+            self._py_end()
+            return False
+        rows = np.empty((2, 3), np.int64)
+        done = np.empty(4, np.int64)
+        while True:
+            c = self.engine.get(0, 1)
+            if c.shape[0] == 0:
+                self._py_end()
+                return False
+            if self.weights:
+                n, nd = K.pair_rows(c, self.pending, self.slot_bytes, rows, done)
+                if n == 0:
+                    continue
+                held = tuple(int(x) for x in done[:nd])
+            else:
+                K.slots_to_rows(c, self.slot_bytes, rows)
+                held = (int(c[0, 1]),)
+            py["ready"].append((int(rows[0, 0]), int(rows[0, 1]), int(rows[0, 2]), held))
+            py["handed"] += 1
+            return True
+
+    def next(self) -> "Block":
+        """The next in-memory block (one extent); releases the previous one."""
+        py = self._py
+        if py is None or (not py["ready"] and not self.has_more()):
+            raise StopIteration("no more blocks in this superstep (check has_more())")
+        self._py_release()
+        r, pos, wpos, held = py["ready"].pop(0)
+        py["held"] = list(held)
+        blk = Block(self, r, pos, wpos, py)
+        py["block"] = blk
+        return blk
+
+    def current(self) -> int:
+        """The next active vertex of the current block, or -1 when the block has no more."""
+        py = self._py
+        if py is None or py["block"] is None:
+            return -1
+        return py["block"].next_vertex()
+
+    def get_neighbors(self, v) -> np.ndarray:
+        """v's neighbours held by the current block (int64; clipped: a long list spans blocks)."""
+        py = self._py
+        if py is None or py["block"] is None:
+            raise GrapheneError("get_neighbors() outside a block (call next() first)")
+        return py["block"].neighbors(v)
+
+    def get_weights(self, v) -> np.ndarray:
+        """float32 weights parallel to get_neighbors(v) (weights=True)."""
+        py = self._py
+        if py is None or py["block"] is None:
+            raise GrapheneError("get_weights() outside a block (call next() first)")
+        return py["block"].weights(v)
+
+    def _py_release(self):
+        py = self._py
+        if py and py["held"]:
+            if self.engine is not None:
+                self.engine.release(np.array(py["held"], dtype=np.int64))
+            py["held"] = []
+        if py:
+            py["block"] = None
+
+    def _py_end(self):
+        py = self._py
+        if py is None:
+            return
+        self._py_release()
+        # drain anything unconsumed (an abandoned superstep) so the engine can take the next batch
+        if not self.in_memory and self.engine is not None and len(py["offs"]):
+            for _, _, _, held in py["ready"]:
+                if held:
+                    self.engine.release(np.array(held, dtype=np.int64))
+            while True:
+                c = self.engine.get(0, 64)
+                if c.shape[0] == 0:
+                    break
+                self.engine.release(c[:, 1].copy())
+            if self.weights and self.pending is not None:
+                left = self.pending[self.pending >= 0]
+                if len(left):
+                    self.engine.release(left.copy())
+                self.pending[:] = -1
+        fr = py["frontier"]
+        if fr.kind == "queue":
+            K.set_mask(self.mask, fr.ids, np.uint8(0))
+        read = int(py["lens"].sum()) + (int(py["wlen"].sum()) if py["wlen"] is not None else 0)
+        useful = py["useful"] + (py["useful"] * 4 // self.id_width if self.weights else 0)
+        st = {"frontier": len(fr), "active_edges": py["edges"], "blocks_marked": py["blocks"],
+              "extents": len(py["offs"]), "bytes_useful": useful,
+              "bytes_read": 0 if self.in_memory else read,
+              "io_utility": useful / read if read else 1.0, "io_seconds": 0.0,
+              "compute_seconds": 0.0, "wait_seconds": 0.0, "plan_seconds": 0.0,
+              "seconds": time.perf_counter() - py["t0"], "mode": py["mode"]}
+        self._py = None
+        self.last_python_stats = st
+        self._account(st)
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def close(self):
+        if getattr(self, "_py", None) is not None:
+            try:
+                self._py_end()
+            except Exception:
+                self._py = None
+        if getattr(self, "_helpers", None) is not None:
+            self._helpers.close()
+            self._helpers = None
+        if getattr(self, "engine", None) is not None:
+            self.engine.close()
+            self.engine = None
+        if getattr(self, "pool", None) is not None:
+            self.buf = self.wbuf = None
+            self.pool.close()
+            self.pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return (f"IoIterator({self.graph.name!r}, {self.direction}, engine={self.engine_name}, "
+                f"threads={self.threads}, weights={self.weights})")
+
+
+class Block:
+    """One extent held in memory (Python API): iterate its active vertices, get their clipped lists."""
+
+    def __init__(self, it, r, pos, wpos, py):
+        self.it = it
+        f = int(py["fids"][r])
+        self.part = int(it.file_part[f])
+        pi = self.part
+        b0 = int(it.part_base[pi])
+        self.rowlen = int(it.part_base[pi + 1]) - b0 - 1
+        self.offs = it.offs[b0:b0 + self.rowlen + 1]
+        self.row_lo = int(it.part_row_lo[pi])
+        ne = int(it.part_nedges[pi])
+        self.e_lo = int(py["offs"][r]) >> it.id_shift
+        self.e_hi = min(ne, (int(py["offs"][r]) + int(py["lens"][r])) >> it.id_shift)
+        self.pos, self.wpos, self.woff = pos, wpos, int(py["woff"][r])
+        self.frontier = py["frontier"]
+        self.py = py
+        if self.rowlen > 0 and self.e_hi > self.e_lo:
+            self.i = max(0, int(np.searchsorted(self.offs, self.e_lo, side="right")) - 1)
+        else:
+            self.i = self.rowlen
+
+    def _active(self, v):
+        fr = self.frontier
+        if fr.kind == "all":
+            return True
+        mask = fr.mask if fr.kind == "mask" else self.it.mask
+        return bool(mask[v])
+
+    def next_vertex(self) -> int:
+        while self.i < self.rowlen:
+            i = self.i
+            s, e = int(self.offs[i]), int(self.offs[i + 1])
+            if s >= self.e_hi:
+                self.i = self.rowlen
+                break
+            self.i += 1
+            if e > s and e > self.e_lo:
+                v = self.row_lo + i
+                if self._active(v):
+                    return v
+        return -1
+
+    def __iter__(self):
+        while True:
+            v = self.next_vertex()
+            if v < 0:
+                return
+            yield v
+
+    def _range(self, v):
+        i = int(v) - self.row_lo
+        if i < 0 or i >= self.rowlen:
+            return 0, 0
+        s = max(int(self.offs[i]), self.e_lo)
+        e = min(int(self.offs[i + 1]), self.e_hi)
+        return s, max(s, e)
+
+    def neighbors(self, v) -> np.ndarray:
+        s, e = self._range(v)
+        base = (self.pos >> self.it.id_shift) - self.e_lo
+        out = np.asarray(self.it.buf[base + s:base + e], dtype=np.int64)
+        self.py["edges"] += e - s
+        return out
+
+    def weights(self, v) -> np.ndarray:
+        if not self.it.weights:
+            return np.zeros(0, np.float32)
+        s, e = self._range(v)
+        wb = (self.wpos - self.woff) >> 2
+        return np.array(self.it.wbuf[wb + s:wb + e], dtype=np.float32)
+
+
+K_process = K.process_batch

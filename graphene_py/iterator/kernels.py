@@ -1,0 +1,150 @@
+"""Compiled per-batch kernels of the IoIterator (numba, nogil).
+
+`process_batch` is the heart of a superstep: for every completed extent (an IO request whose bytes
+sit in a buffer), find the first vertex whose adjacency list overlaps it (binary search in the
+partition's offsets), clip each overlapping list to the extent, and call the user's `is_active` /
+`compute` on the vertices of the frontier. The user functions are numba dispatchers passed as
+arguments, so numba specializes (and inlines) the kernel per (is_active, compute, state types).
+
+Completion rows are (request, byte position of the adjacency data in `buf`, byte position of the
+weight data in `wbuf` or -1): positions are slot*slot_bytes for the SSD path and file_base+offset
+for the in-memory path, so both run the very same code.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(nogil=True)
+def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, req_off, req_len,
+                  req_woff, file_part, part_base, part_row_lo, part_nedges, offs, mask, use_mask,
+                  id_shift, weighted):
+    edges = 0
+    wempty = wbuf[:0]
+    for k in range(n):
+        r = comp[k, 0]
+        pos = comp[k, 1]
+        f = req_file[r]
+        p = file_part[f]
+        b0 = part_base[p]
+        rowlen = part_base[p + 1] - b0 - 1
+        row_lo = part_row_lo[p]
+        e_lo = req_off[r] >> id_shift
+        e_hi = (req_off[r] + req_len[r]) >> id_shift
+        ne = part_nedges[p]
+        if e_hi > ne:
+            e_hi = ne
+        if e_lo >= e_hi:
+            continue
+        # largest i in [0, rowlen) with offs[b0 + i] <= e_lo: the first list reaching into the extent
+        lo = 0
+        hi = rowlen
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            if offs[b0 + mid] <= e_lo:
+                lo = mid
+            else:
+                hi = mid
+        i = lo
+        base_idx = (pos >> id_shift) - e_lo
+        wbase = np.int64(0)
+        if weighted:
+            wbase = ((comp[k, 2] - req_woff[r]) >> 2)
+        s = offs[b0 + i]
+        while i < rowlen:
+            if s >= e_hi:
+                break
+            e = offs[b0 + i + 1]
+            if e > s:
+                v = row_lo + i
+                if use_mask == 0 or mask[v] != 0:
+                    if is_active(v, state):
+                        cs = s if s > e_lo else e_lo
+                        ce = e if e < e_hi else e_hi
+                        nb = buf[base_idx + cs:base_idx + ce]
+                        if weighted:
+                            compute(v, nb, wbuf[wbase + cs:wbase + ce], tid, state)
+                        else:
+                            compute(v, nb, wempty, tid, state)
+                        edges += ce - cs
+            s = e
+            i += 1
+    return edges
+
+
+@njit(cache=True, nogil=True)
+def slots_to_rows(c, slot_bytes, out):
+    """Engine completions (request, slot) -> kernel rows (request, byte pos, -1)."""
+    n = c.shape[0]
+    for k in range(n):
+        out[k, 0] = c[k, 0]
+        out[k, 1] = c[k, 1] * slot_bytes
+        out[k, 2] = -1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def pair_rows(c, pending, slot_bytes, out, done_slots):
+    """Weighted runs submit request 2j (adjacency) and 2j+1 (weights) for extent j. Pair the halves:
+    a half whose partner has not arrived waits in `pending[j]` (its slot); a completed pair becomes
+    a kernel row (j, adj pos, wgt pos) and both slots go to `done_slots`. Call under a lock."""
+    n = 0
+    nd = 0
+    for k in range(c.shape[0]):
+        r = c[k, 0]
+        s = c[k, 1]
+        j = r >> 1
+        other = pending[j]
+        if other < 0:
+            pending[j] = s
+            continue
+        pending[j] = -1
+        out[n, 0] = j
+        if r & 1:
+            out[n, 1] = other * slot_bytes
+            out[n, 2] = s * slot_bytes
+        else:
+            out[n, 1] = s * slot_bytes
+            out[n, 2] = other * slot_bytes
+        n += 1
+        done_slots[nd] = s
+        done_slots[nd + 1] = other
+        nd += 2
+    return n, nd
+
+
+@njit(cache=True, nogil=True)
+def mem_rows(lo, hi, req_file, req_off, req_woff, file_base, wfile_base, weighted, out):
+    """In-memory path: extents [lo, hi) -> kernel rows (request, byte pos in the loaded files)."""
+    n = 0
+    for r in range(lo, hi):
+        out[n, 0] = r
+        out[n, 1] = file_base[req_file[r]] + req_off[r]
+        out[n, 2] = wfile_base[req_file[r]] + req_woff[r] if weighted else -1
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def set_mask(mask, ids, val):
+    for k in range(ids.shape[0]):
+        mask[ids[k]] = val
+
+
+@njit(cache=True, nogil=True)
+def weight_extents(offs, lens, id_width, wfile_bytes_of, file_ids, out_off, out_len):
+    """Weight-file extent of each adjacency extent (same edges; 4-byte weights), 512-aligned."""
+    for k in range(offs.shape[0]):
+        if id_width == 4:
+            out_off[k] = offs[k]
+            out_len[k] = lens[k]
+        else:
+            a = (offs[k] >> 1) & ~np.int64(511)
+            b = ((offs[k] + lens[k]) >> 1)
+            b = (b + 511) & ~np.int64(511)
+            lim = wfile_bytes_of[file_ids[k]]
+            if b > lim:
+                b = lim
+            out_off[k] = a
+            out_len[k] = b - a
