@@ -221,6 +221,7 @@ typedef struct Reader {
     int err_set, err_disk, err_file, err_errno;
     int64_t err_off, err_len, err_req;
     int stop, closed;
+    int complete_batch; /* completions a worker waits for while it has more work queued */
     double wait_seconds;
     uint64_t get_calls;
 } Reader;
@@ -332,10 +333,13 @@ static void *worker_main(void *arg) {
         }
         if (rd->stop && d->inflight == 0) break;
         int64_t avail = 0;
+        int more_work = 0;
         if (!rd->stop && !rd->err_set && !d->ring_error) {
             avail = d->npending - d->next_pending;
             if (avail > d->nfree) avail = d->nfree;
             if (avail > d->qd - d->inflight) avail = d->qd - d->inflight;
+            /* after this round, is there still queued work and a free slot for it? */
+            more_work = d->npending - d->next_pending > avail && d->nfree > avail;
         }
         if (avail == 0 && d->inflight == 0 && unsubmitted == 0) {
             pthread_cond_wait(&d->wake, &rd->mu);
@@ -367,7 +371,10 @@ static void *worker_main(void *arg) {
         ring_publish(ring);
 
         /* one syscall: submit everything prepared and wait for at least one completion */
+        /* wait for one completion, or for a batch of them while more work is queued (fewer
+         * syscalls and wake-ups; the disk still has inflight - complete_batch reads queued) */
         unsigned min_complete = d->inflight > 0 ? 1 : 0;
+        if (more_work && d->inflight >= rd->complete_batch) min_complete = (unsigned)rd->complete_batch;
         unsigned flags = min_complete ? IORING_ENTER_GETEVENTS : 0;
         int rc = sys_enter(ring->fd, unsubmitted, min_complete, flags);
         int enter_err = 0;
@@ -562,17 +569,17 @@ static int seq_to_ints(PyObject *seq, int **out, int *n, const char *what) {
 
 static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"fds", "disk_of", "pool", "slot_bytes", "nslots", "queue_depth",
-                             "fixed_buffers", "fixed_files", "defer_taskrun", NULL};
+                             "fixed_buffers", "fixed_files", "defer_taskrun", "complete_batch", NULL};
     PyObject *fds_o, *disk_o, *pool_o;
     long long slot_bytes, nslots;
-    int qd = 64, want_fixed_bufs = 1, want_fixed_files = 1, want_defer = 1;
+    int qd = 64, want_fixed_bufs = 1, want_fixed_files = 1, want_defer = 1, cbatch = 1;
     if (self->fds || self->disks) {
         PyErr_SetString(PyExc_RuntimeError, "Reader already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLL|ippp", kwlist, &fds_o, &disk_o, &pool_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLL|ipppi", kwlist, &fds_o, &disk_o, &pool_o,
                                      &slot_bytes, &nslots, &qd, &want_fixed_bufs, &want_fixed_files,
-                                     &want_defer))
+                                     &want_defer, &cbatch))
         return -1;
     int nf = 0, nd = 0;
     if (seq_to_ints(fds_o, &self->fds, &nf, "fds must be a sequence of ints") < 0) return -1;
@@ -582,6 +589,7 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     self->nfiles = nf;
+    self->complete_batch = cbatch < 1 ? 1 : cbatch;
     int ndisks = 0;
     for (int i = 0; i < nf; i++) {
         if (self->disk_of[i] < 0 || self->disk_of[i] > 4095) {

@@ -62,7 +62,7 @@ class UringEngine(Engine):
     name = "uring"
 
     def __init__(self, files, disk_of, pool, queue_depth=64, direct=True, *, fixed_buffers=True,
-                 fixed_files=True, defer_taskrun=True):
+                 fixed_files=True, defer_taskrun=True, complete_batch=1):
         super().__init__(files, disk_of, pool, queue_depth, direct)
         from .. import _uring  # ImportError propagates: `auto` falls back
         if not hasattr(_uring, "Reader"):
@@ -90,7 +90,8 @@ class UringEngine(Engine):
             self.direct = bool(direct) and all(self.fd_direct)
             self._reader = _uring.Reader(self.fds, [int(d) for d in self.disk_of], view,
                                          self.slot_bytes, self.nslots, self.queue_depth,
-                                         fixed_buffers, fixed_files, defer_taskrun)
+                                         fixed_buffers, fixed_files, defer_taskrun,
+                                         complete_batch)
         except BaseException:
             self._close_fds()
             raise
