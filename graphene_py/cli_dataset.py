@@ -1,2 +1,195 @@
 """`graphene partition`, `graphene info`, `graphene list`."""
-COMMANDS = []
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import time
+
+import click
+
+from .errors import GrapheneError
+
+
+class _MultiValueOption(click.Option):
+    """An option taking one or more values after one flag (`--disks a b c`, what `--disks /mnt/ssd*`
+    expands to); repeating the flag (`--disks a --disks b`) works too. Values are taken until the
+    next argument that starts with '-'."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["multiple"] = True
+        super().__init__(*args, **kwargs)
+
+    def add_to_parser(self, parser, ctx):
+        super().add_to_parser(parser, ctx)
+        opt = None
+        for name in self.opts:
+            opt = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if opt is not None:
+                break
+        if opt is None:  # pragma: no cover - click internals changed
+            return
+        orig = opt.process
+
+        def process(value, state):
+            orig(value, state)
+            while state.rargs and not state.rargs[0].startswith("-"):
+                orig(state.rargs.pop(0), state)
+
+        opt.process = process
+
+
+def _human(b: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(b) < 1000 or unit == "TB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1000
+
+
+@click.command("partition")
+@click.argument("input", type=click.Path(dir_okay=False))
+@click.option("--disks", "-d", cls=_MultiValueOption, required=True, metavar="DIR...",
+              help="One or more folders (one per SSD) to hold the dataset.")
+@click.option("--name", "-n", default=None, help="Dataset name (default: the input file's stem).")
+@click.option("-s", "--symmetrize", is_flag=True, help="Add the reverse of every edge (undirected).")
+@click.option("--rows", type=int, default=None, help="Row partitions R (default ceil(sqrt(#disks))).")
+@click.option("--cols", type=int, default=None, help="Column partitions C per row (default = R).")
+@click.option("--weighted/--unweighted", default=None,
+              help="Keep a weight column (default: as the input has).")
+@click.option("--format", "fmt", default=None,
+              type=click.Choice(["el", "wel", "mtx", "bin32", "bin64", "wbin32", "wbin64"]),
+              help="Input format (default: from the file name).")
+@click.option("--id-width", type=click.Choice(["4", "8"]), default=None,
+              help="Bytes per vertex ID on disk (default 4 when every ID fits).")
+@click.option("--relabel", is_flag=True,
+              help="Compact IDs to 0..n-1 (sorted order); originals kept in relabel.npy.")
+@click.option("--in-edges", is_flag=True, help="Also write the transposed graph (pull algorithms).")
+@click.option("--memory-limit", default=None, metavar="SIZE",
+              help="Memory for sorting, e.g. 4G, 512M (default 25% of RAM); more spills to disk.")
+@click.option("--force", is_flag=True, help="Replace an existing dataset of the same name.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
+@click.option("--keep-self-loops", is_flag=True, help="Keep self-loops (dropped by default).")
+@click.option("--keep-duplicates", is_flag=True, help="Keep duplicate edges (dropped by default).")
+def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_width, relabel,
+                  in_edges, memory_limit, force, quiet, keep_self_loops, keep_duplicates):
+    """Partition an edge list INPUT into a row-column balanced 2D dataset on DIR... .
+
+    INPUT: text edge list (.el/.wel/.txt/.csv/.tsv, `#`/`%` comments), Matrix Market (.mtx),
+    binary (.bin32/.bin64/.wbin32/.wbin64); any of them gzipped (.gz)."""
+    from .partition.partitioner import partition
+    t0 = time.time()
+    if (rows is None) != (cols is None):
+        if rows is None:
+            rows = cols
+        else:
+            cols = rows
+    g = partition(input, list(disks), name=name, fmt=fmt, symmetrize=symmetrize, weighted=weighted,
+                  id_width=int(id_width) if id_width else None, relabel=relabel, rows=rows, cols=cols,
+                  in_edges=in_edges, memory_limit=memory_limit, force=force, quiet=quiet,
+                  drop_self_loops=not keep_self_loops, drop_duplicates=not keep_duplicates)
+    if not quiet:
+        s = g.summary()
+        st = g.stats
+        lines = [
+            f"dataset {g.name}: {s['num_vertices']:,} vertices, {s['num_edges']:,} edges kept "
+            f"({'undirected' if not g.directed else 'directed'}"
+            f"{', weighted' if g.weighted else ''}, {g.id_width}-byte IDs)",
+            f"  input edges {st.get('input_edges', 0):,}; self-loops dropped "
+            f"{st.get('self_loops_dropped', 0):,}; duplicates dropped {st.get('duplicates_dropped', 0):,}",
+            f"  partitions {s['rows']}x{s['cols']}{' (+ in-edges)' if s['in_edges'] else ''}; "
+            f"imbalance {s['imbalance']:.3f} (max partition / ideal)",
+            "  bytes per disk: " + ", ".join(f"{d}: {_human(b)}" for d, b in
+                                             zip(s["disks"], s["bytes_per_disk"])),
+            f"  {time.time() - t0:.2f} s ({s['num_edges'] / max(time.time() - t0, 1e-9) / 1e6:.1f} M edges/s)"
+            + (f", {g.manifest['options'].get('spilled_runs')} sorted runs spilled"
+               if g.manifest["options"].get("spilled_runs") else ""),
+        ]
+        click.echo("\n".join(lines), err=True)
+
+
+@click.command("info")
+@click.argument("graph", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--verify", is_flag=True, help="Check every file's size and CRC32 checksum.")
+def info_cmd(graph, as_json, verify):
+    """Describe dataset GRAPH (registry name or folder; default: the last partitioned)."""
+    from .graph import Graph
+    problems = None
+    try:
+        g = Graph.open(graph, check=not verify)
+    except GrapheneError as e:
+        if not verify:
+            raise
+        problems = [str(e)]
+        g = None
+    if g is not None:
+        s = g.summary()
+        if verify:
+            problems = g.verify(deep=True)
+            s["verify"] = {"ok": not problems, "problems": problems}
+    if as_json:
+        click.echo(json.dumps(s if g is not None else {"verify": {"ok": False, "problems": problems}},
+                              indent=1))
+    elif g is not None:
+        st = s["stats"] or {}
+        out = [
+            f"name        {s['name']}",
+            f"path        {s['path']}",
+            f"vertices    {s['num_vertices']:,}",
+            f"edges       {s['num_edges']:,} ({'directed' if s['directed'] else 'undirected'}"
+            f"{', weighted' if s['weighted'] else ''}, {s['id_width']}-byte IDs)",
+            f"partitions  {s['rows']} x {s['cols']}{' + in-edges' if s['in_edges'] else ''}, "
+            f"imbalance {s['imbalance']:.3f}",
+            f"disks       " + ", ".join(f"{d} ({_human(b)})" for d, b in
+                                        zip(s["disks"], s["bytes_per_disk"])),
+            f"input       {st.get('input_edges', 0):,} edges; self-loops dropped "
+            f"{st.get('self_loops_dropped', 0):,}; duplicates dropped {st.get('duplicates_dropped', 0):,}",
+            f"created     {s['created']}",
+        ]
+        click.echo("\n".join(out))
+    if verify:
+        if problems:
+            for p in problems:
+                click.echo(f"problem: {p}", err=True)
+            click.echo(f"Verify: FAIL ({len(problems)} problem(s))", err=True)
+            sys.exit(1)
+        click.echo("Verify: OK (sizes and CRC32 checksums match)", err=True)
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def list_cmd(as_json):
+    """Datasets in the registry ($GRAPHENE_HOME, default ~/.graphene)."""
+    from . import registry
+    from .graph import Graph
+    reg = registry.load()
+    rows = []
+    for name, e in sorted(reg["datasets"].items()):
+        row = {"name": name, "path": e["path"], "num_vertices": None, "num_edges": None,
+               "registered": e.get("registered"), "last": name == reg.get("last"), "status": "ok"}
+        try:
+            g = Graph.open(e["path"], check=False)
+            row["num_vertices"], row["num_edges"] = g.num_vertices, g.num_edges
+        except GrapheneError as ex:
+            row["status"] = f"missing or broken: {ex}"
+        rows.append(row)
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        click.echo("no datasets yet (run `graphene partition INPUT --disks DIR...`)", err=True)
+        return
+    w = max(4, max(len(r["name"]) for r in rows))
+    click.echo(f"  {'NAME':<{w}}  {'VERTICES':>13}  {'EDGES':>15}  {'REGISTERED':<19}  PATH")
+    for r in rows:
+        when = (datetime.datetime.fromtimestamp(r["registered"]).strftime("%Y-%m-%d %H:%M:%S")
+                if r["registered"] else "?")
+        nv = f"{r['num_vertices']:,}" if r["num_vertices"] is not None else "?"
+        ne = f"{r['num_edges']:,}" if r["num_edges"] is not None else "?"
+        mark = "*" if r["last"] else " "
+        extra = "" if r["status"] == "ok" else f"  [{r['status']}]"
+        click.echo(f"{mark} {r['name']:<{w}}  {nv:>13}  {ne:>15}  {when:<19}  {r['path']}{extra}")
+
+
+COMMANDS = [partition_cmd, info_cmd, list_cmd]

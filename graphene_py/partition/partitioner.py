@@ -420,7 +420,10 @@ def _collect_ids(input, fmt, weighted, chunk_bytes, progress):
     """--relabel pass 1: the sorted distinct IDs of the input."""
     from .readers import open_edges
     uniq = np.zeros(0, dtype=np.int64)
-    reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes)
+    try:
+        reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes)
+    except ValueError as e:
+        raise GrapheneError(f"{input}: {e}") from None
     for ch in reader:
         u = np.unique(np.concatenate([ch.src, ch.dst]))
         uniq = np.union1d(uniq, u)
@@ -475,8 +478,11 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
         max_id = None
         if id_width is not None and int(id_width) == 4 and not relabel:
             max_id = (1 << 32) - 1
-        reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes,
-                            max_id=max_id)
+        try:
+            reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes,
+                                max_id=max_id)
+        except ValueError as e:
+            raise GrapheneError(f"{input}: {e}") from None
         w_on = bool(reader.weighted)
         sym = bool(symmetrize or getattr(reader, "symmetric", False))
         n_known = len(uniq) if uniq is not None else (getattr(reader, "header_vertices", None) or 0)
@@ -493,6 +499,11 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
                 s = np.searchsorted(uniq, s)
                 d = np.searchsorted(uniq, d)
             batch.add(s, d, ch.weight if w_on else None)
+            if (batch.maxid + 1) * 16 > limit:
+                raise GrapheneError(
+                    f"{input}: vertex ID {batch.maxid} needs {_mb(16 * (batch.maxid + 1))} of "
+                    f"per-vertex arrays (offsets, degrees), more than the memory limit "
+                    f"{_mb(limit)}; use --relabel to compact sparse IDs (or raise --memory-limit)")
             if progress:
                 progress("read", reader.bytes_read, reader.total_bytes)
         _close(reader)
