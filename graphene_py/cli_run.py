@@ -1,2 +1,216 @@
-"""`graphene run ALGO ...`."""
-COMMANDS = []
+"""`graphene run ALGO [options]`: run a built-in algorithm on a dataset (GAPBS-style harness).
+
+`run` is a click group whose subcommands are the algorithms of graphene_py.algos.ALGORITHMS, each
+built on demand from the shared runtime options below plus the algorithm module's CLI_OPTIONS, so
+`graphene run bfs --help` shows exactly what applies. Per-superstep lines go to stderr (GAPBS -l
+style; --quiet silences them), results to stdout: per-trial and average times, the result's scalars
+and peak memory; --json prints one object at the end instead, --nl one JSON object per superstep.
+-v verifies every trial (`Verification: PASS`; a failure exits 3), --output saves the main array.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from . import config
+from .errors import GrapheneError, VerificationError
+
+_RUNTIME = [
+    click.Option(["--graph", "-g", "graph_name"], default=None, metavar="NAME|PATH",
+                 help="Dataset name or folder (default: the most recently partitioned)."),
+    click.Option(["-n", "--trials"], type=int, default=1, show_default=True, help="Number of trials."),
+    click.Option(["-v", "--verify"], is_flag=True, help="Verify every trial with an independent serial check."),
+    click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON object with the results at the end."),
+    click.Option(["--nl"], is_flag=True, help="Print one JSON object per superstep on stdout."),
+    click.Option(["--output", "-o"], type=click.Path(dir_okay=False), default=None,
+                 help="Save the main result array (np.save, .npy)."),
+    click.Option(["--threads", "-t"], type=int, default=None, help="Compute threads (default: all cores)."),
+    click.Option(["--io-engine"], type=click.Choice(["auto", "uring", "liburing", "pread"]), default="auto",
+                 show_default=True, help="IO engine."),
+    click.Option(["--queue-depth"], type=int, default=None,
+                 help=f"IOs in flight per disk (default {config.QUEUE_DEPTH})."),
+    click.Option(["--max-gap"], type=int, default=None,
+                 help=f"Merge set blocks across gaps of at most this many blocks (default {config.MAX_GAP_BLOCKS})."),
+    click.Option(["--max-io"], type=int, default=None,
+                 help=f"Largest IO request in bytes (default {config.MAX_IO_BYTES})."),
+    click.Option(["--buffer-mb"], type=float, default=None,
+                 help=f"IO buffer pool in MiB (default {config.BUFFER_MB})."),
+    click.Option(["--in-memory"], is_flag=True, help="Load the partitions into RAM (no IO; reference point)."),
+    click.Option(["--no-direct"], is_flag=True, help="Read through the page cache (no O_DIRECT)."),
+    click.Option(["--device"], type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
+                 help="Where supersteps run (gpu/auto need graphene_py.gpu and CuPy)."),
+    click.Option(["--quiet", "-q"], is_flag=True, help="No per-superstep lines on stderr."),
+]
+_RUNTIME_NAMES = {o.name for o in _RUNTIME}
+
+
+def _algorithm_command(name: str) -> click.Command:
+    from .algos import ALGORITHMS, load
+    try:
+        mod = load(name)
+        options = list(getattr(mod, "CLI_OPTIONS", []))
+        err = None
+    except ImportError as e:
+        mod, options, err = None, [], e
+    doc = (mod.__doc__ or "").strip().split("\n")[0] if mod else f"({ALGORITHMS[name]} is not built yet)"
+
+    def callback(**kw):
+        if err is not None:
+            raise GrapheneError(f"algorithm {name!r} is not available: module {ALGORITHMS[name]} "
+                                f"could not be imported ({err})")
+        _run(name, mod, kw)
+
+    return click.Command(name, params=_RUNTIME + options, callback=callback, help=doc,
+                         short_help=doc[:70])
+
+
+class _RunGroup(click.Group):
+    def list_commands(self, ctx):
+        from .algos import ALGORITHMS
+        return sorted(ALGORITHMS)
+
+    def get_command(self, ctx, name):
+        from .algos import ALGORITHMS
+        if name not in ALGORITHMS:
+            return None
+        return _algorithm_command(name)
+
+    def resolve_command(self, ctx, args):
+        from .algos import ALGORITHMS
+        if args and not args[0].startswith("-") and args[0] not in ALGORITHMS:
+            raise click.UsageError(f"unknown algorithm {args[0]!r}; choose from "
+                                   f"{', '.join(sorted(ALGORITHMS))}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group("run", cls=_RunGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def run_cmd():
+    """Run ALGO on a dataset: graphene run ALGO [--graph NAME] [options] (see graphene run ALGO -h)."""
+
+
+def _say(msg, quiet=False):
+    if not quiet:
+        click.echo(msg, err=True)
+
+
+def _run(name, mod, kw):
+    from .algos import common
+    from .graph import Graph
+
+    graph = Graph.open(kw.pop("graph_name"))
+    trials = kw.pop("trials")
+    do_verify = kw.pop("verify")
+    as_json = kw.pop("as_json")
+    nl = kw.pop("nl")
+    output = kw.pop("output")
+    quiet = kw.pop("quiet")
+    device = kw.pop("device")
+    in_memory = kw.pop("in_memory")
+    if trials < 1:
+        raise click.BadParameter("must be >= 1", param_hint="--trials")
+    runtime = {"engine": kw.pop("io_engine"), "threads": kw.pop("threads"),
+               "queue_depth": kw.pop("queue_depth"), "max_gap": kw.pop("max_gap"),
+               "max_io": kw.pop("max_io"), "buffer_mb": kw.pop("buffer_mb")}
+    if kw.pop("no_direct"):
+        runtime["direct"] = False
+    runtime = {k: v for k, v in runtime.items() if v is not None}
+    algo_opts = {k: v for k, v in kw.items() if k not in _RUNTIME_NAMES}
+    variants = getattr(mod, "VARIANTS", None)
+    if isinstance(variants, dict) and name in variants:
+        algo_opts["variant"] = variants[name]
+    pick_src = "src" in algo_opts and algo_opts["src"] is None
+    label = getattr(mod, "SUPERSTEP_LABEL", "level" if name in ("bfs", "msbfs", "apsp") else "step")
+
+    quiet_lines = quiet or as_json
+    _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
+         f"{graph.num_rows}x{graph.num_cols} partitions on {len(graph.disks)} disk(s)", quiet_lines)
+    trial_rows = []
+    results = []
+    counter = {"i": 0, "trial": 0}
+
+    def progress(st):
+        i = counter["i"]
+        counter["i"] += 1
+        if nl:
+            d = common.superstep_json(i, st)
+            d["trial"] = counter["trial"]
+            click.echo(json.dumps(d))
+        if not quiet_lines:
+            click.echo(common.superstep_line(i, st, label), err=True)
+
+    verification = None
+    for t in range(trials):
+        counter["i"] = 0
+        counter["trial"] = t
+        opts = dict(algo_opts)
+        if pick_src:
+            opts["src"] = common.pick_source(graph, trial=t)
+        res = common.gpu_dispatch(name, graph, device, in_memory=in_memory, **opts, **runtime)
+        if res is None:
+            res = mod.run(graph, device="cpu", in_memory=in_memory, progress=progress, **opts,
+                          **runtime)
+        results.append(res)
+        row = {"trial": t, "seconds": float(res.seconds)}
+        row.update(res.scalars())
+        row.pop("seconds", None)
+        row["seconds"] = float(res.seconds)
+        trial_rows.append(row)
+        if not as_json:
+            extra = "  ".join(f"{k} {v}" for k, v in res.scalars().items()
+                              if k not in ("seconds",) and not isinstance(v, list))
+            click.echo(f"Trial {t + 1}: {res.seconds:.5f} s  {extra}")
+        if do_verify:
+            problems = mod.verify(graph, res, **opts)
+            if problems:
+                msg = "; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else "")
+                if as_json:
+                    click.echo(json.dumps(_summary(name, graph, trial_rows, res, "FAIL", runtime,
+                                                   in_memory)))
+                raise VerificationError(f"trial {t + 1}: {msg}")
+            verification = "PASS"
+            if not as_json:
+                click.echo("Verification: PASS")
+    res = results[-1]
+    if output:
+        path = res.save(output)
+        _say(f"saved {type(res).__name__}.{res.MAIN or 'main array'} to {path}", quiet_lines)
+    if as_json:
+        click.echo(json.dumps(_summary(name, graph, trial_rows, res, verification, runtime,
+                                       in_memory)))
+    else:
+        avg = sum(r["seconds"] for r in trial_rows) / len(trial_rows)
+        click.echo(f"Average Time: {avg:.5f} s")
+        tot = res.totals()
+        click.echo(f"read {tot['bytes_read'] / 1e6:.1f} MB in {tot['supersteps']} supersteps, "
+                   f"IO utility {tot['io_utility']:.3f}, engine {_engine_notice(in_memory)}")
+        click.echo(f"peak memory: {common.peak_rss_mb():.1f} MiB RSS")
+
+
+def _engine_notice(in_memory):
+    if in_memory:
+        return "memory"
+    try:
+        from .io.engines import last_notice
+        s = last_notice()
+        return s.replace("io engine: ", "") if s else "?"
+    except ImportError:
+        return "?"
+
+
+def _summary(name, graph, trial_rows, res, verification, runtime, in_memory):
+    from .algos import common
+    secs = [r["seconds"] for r in trial_rows]
+    return {
+        "algorithm": name, "graph": graph.name, "num_vertices": graph.num_vertices,
+        "num_edges": graph.num_edges, "partitions": [graph.num_rows, graph.num_cols],
+        "engine": _engine_notice(in_memory), "in_memory": bool(in_memory),
+        "runtime": {k: v for k, v in runtime.items()},
+        "trials": trial_rows, "average_seconds": sum(secs) / len(secs), "min_seconds": min(secs),
+        "verification": verification, "peak_rss_mb": round(common.peak_rss_mb(), 1),
+        "result": res.to_json(),
+    }
+
+
+COMMANDS = [run_cmd]
