@@ -1,0 +1,177 @@
+"""`graphene partition / info / list` through click's CliRunner."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from graphene_py.cli import main
+from graphene_py.graph import Graph
+from tests import graphs
+
+
+def run(*args):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+@pytest.fixture
+def disks(tmp_path):
+    ds = []
+    for i in range(3):
+        p = tmp_path / f"ssd{i}"
+        p.mkdir()
+        ds.append(str(p))
+    return ds
+
+
+@pytest.fixture
+def edge_file(tmp_path):
+    g = graphs.duplicates()
+    p = tmp_path / "dups.el"
+    with open(p, "w") as f:
+        f.write("# a comment\n")
+        for a, b in zip(g.src, g.dst):
+            f.write(f"{a} {b}\n")
+    return str(p), g
+
+
+def test_partition_space_separated_disks(disks, edge_file):
+    path, g = edge_file
+    code, out, err = run("partition", path, "--disks", *disks, "--rows", 2, "--cols", 2, "-s")
+    assert code == 0, err
+    G = Graph.open("dups")                    # default name: the file stem
+    assert G.disks == disks and not G.directed
+    # summary on stderr with the numbers users expect
+    assert "self-loops dropped 6" in err
+    assert f"{G.num_edges:,} edges kept" in err
+    assert "imbalance" in err and "bytes per disk" in err
+    # edges: symmetrized, loops and duplicates gone
+    s, d = G.edges()
+    want = sorted({(a, b) for a, b in zip(g.src.tolist(), g.dst.tolist()) if a != b} |
+                  {(b, a) for a, b in zip(g.src.tolist(), g.dst.tolist()) if a != b})
+    assert list(zip(s.tolist(), d.tolist())) == want
+
+
+def test_partition_repeated_disks_and_options(disks, edge_file):
+    path, g = edge_file
+    args = ["partition", path, "--name", "g2", "--keep-self-loops", "--keep-duplicates", "-q",
+            "--id-width", "8", "--in-edges"]
+    for d in disks[:2]:
+        args += ["--disks", d]
+    code, out, err = run(*args)
+    assert code == 0, err
+    assert err == ""                           # --quiet
+    G = Graph.open("g2")
+    assert G.disks == disks[:2] and G.id_width == 8 and G.num_edges == g.m
+    assert G.in_partitions is not None
+    assert (G.num_rows, G.num_cols) == (2, 2)  # default grid for 2 disks
+
+
+def test_partition_then_info_and_list(disks, edge_file, tmp_path):
+    path, g = edge_file
+    assert run("partition", path, "--disks", disks[0], "-q")[0] == 0
+    g2 = graphs.uniform()
+    p2 = tmp_path / "u.el"
+    p2.write_text("".join(f"{a},{b}\n" for a, b in zip(g2.src, g2.dst)))
+    assert run("partition", str(p2), "--disks", *disks, "-q")[0] == 0
+    code, out, err = run("info")               # the last one partitioned
+    assert code == 0 and "name        u" in out
+    code, out, err = run("info", "dups", "--json")
+    info = json.loads(out)
+    G = Graph.open("dups")
+    assert info["num_edges"] == G.num_edges and info["num_vertices"] == 5
+    assert info["stats"]["duplicates_dropped"] == G.stats["duplicates_dropped"] > 0
+    code, out, err = run("info", G.dirs[0], "--verify")
+    assert code == 0 and "Verify: OK" in err
+    code, out, err = run("list")
+    lines = out.strip().splitlines()
+    assert len(lines) == 3 and lines[0].split()[:3] == ["NAME", "VERTICES", "EDGES"]
+    assert lines[2].startswith("* u") and lines[1].startswith("  dups")
+    assert G.dirs[0] in lines[1]
+    code, out, err = run("list", "--json")
+    assert {r["name"] for r in json.loads(out)} == {"dups", "u"}
+
+
+def test_info_verify_detects_corruption(disks, edge_file):
+    path, g = edge_file
+    assert run("partition", path, "--disks", *disks, "-q", "--rows", 1, "--cols", 1)[0] == 0
+    G = Graph.open("dups")
+    p = G.partitions[0]
+    with open(p.adj_path, "r+b") as f:
+        b = f.read(1)
+        f.seek(0)
+        f.write(bytes([b[0] ^ 0xFF]))
+    code, out, err = run("info", "dups", "--verify")
+    assert code == 1 and "checksum" in err and "Verify: FAIL" in err
+    code, out, err = run("info", "dups", "--verify", "--json")
+    assert code == 1 and json.loads(out)["verify"]["ok"] is False
+    os.truncate(p.off_path, 8)
+    code, out, err = run("info", "dups", "--verify")
+    assert code == 1 and "bytes" in err
+    code, out, err = run("info", "dups")       # plain info refuses a truncated dataset
+    assert code == 1 and err.startswith("Error: ")
+
+
+@pytest.mark.parametrize("text,line,what", [
+    ("0 1\n1 two\n", 2, "two"),
+    ("0 1\n\n# ok\n-3 1\n", 4, "-3"),
+    ("0 1 2.5\n1 2\n", 2, ""),
+    ("0 1\n5 99999999999999999999999\n", 2, ""),
+])
+def test_bad_input_error_file_line_nothing_written(disks, tmp_path, text, line, what):
+    p = tmp_path / "bad.el"
+    p.write_text(text)
+    code, out, err = run("partition", str(p), "--disks", *disks)
+    assert code == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"Error: {p}:{line}: "), err
+    assert what in last
+    for d in disks:
+        assert os.listdir(d) == []
+    assert run("list")[1] == ""
+
+
+def test_errors_before_work(disks, edge_file, tmp_path):
+    path, g = edge_file
+    code, out, err = run("partition", path, "--disks", disks[0], str(tmp_path / "missing"))
+    assert code == 1 and "does not exist" in err
+    assert os.listdir(disks[0]) == []
+    code, out, err = run("partition", str(tmp_path / "nofile.el"), "--disks", disks[0])
+    assert code == 1 and "no such file" in err
+    assert run("partition", path, "--disks", disks[0], "-q")[0] == 0
+    code, out, err = run("partition", path, "--disks", disks[0], "-q")
+    assert code == 1 and "already exists" in err and "--force" in err
+    assert run("partition", path, "--disks", disks[0], "-q", "--force")[0] == 0
+    code, out, err = run("partition", path, "--disks", disks[0], "--memory-limit", "lots")
+    assert code == 1 and "memory size" in err
+    code, out, err = run("partition", path, "--disks", disks[0], "--rows", 0, "--cols", 2)
+    assert code == 1 and "--rows" in err
+    code, out, err = run("info", "nope")
+    assert code == 1 and "no dataset" in err
+
+
+def test_id_width_4_overflow_names_line(disks, tmp_path):
+    p = tmp_path / "wide.el"
+    p.write_text("0 1\n4294967296 3\n")
+    code, out, err = run("partition", str(p), "--disks", disks[0], "--id-width", "4")
+    assert code == 1 and err.strip().splitlines()[-1].startswith(f"Error: {p}:2: ")
+    assert os.listdir(disks[0]) == []
+
+
+def test_memory_limit_spills_and_matches(disks, tmp_path):
+    g = graphs.powerlaw(scale=13, edge_factor=8)
+    p = tmp_path / "pl.el"
+    p.write_text("".join(f"{a} {b}\n" for a, b in zip(g.src, g.dst)))
+    assert run("partition", str(p), "--disks", disks[0], "--name", "a", "-q")[0] == 0
+    code, out, err = run("partition", str(p), "--disks", disks[1], "--name", "b",
+                         "--memory-limit", "1M")
+    assert code == 0, err
+    assert "sorted runs spilled" in err
+    a, b = Graph.open("a"), Graph.open("b")
+    assert b.manifest["options"]["spilled_runs"] > 1
+    for x, y in zip(a.edges(), b.edges()):
+        np.testing.assert_array_equal(x, y)
