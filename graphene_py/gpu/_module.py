@@ -1,0 +1,61 @@
+"""Loading CuPy and compiling kernels.cu once per device (cupy.RawModule, NVRTC).
+
+CuPy is imported lazily: importing graphene_py.gpu never fails on a machine without CuPy or a GPU.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+_lock = threading.Lock()
+_modules: dict = {}
+
+KERNEL_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels.cu")
+
+#: Template instantiations compiled from kernels.cu (RawModule name_expressions).
+NAME_EXPRESSIONS = (
+    "bfs_push<1>", "bfs_push<32>", "bfs_push<0>", "bfs_push<-1>",
+    "pr_pull<1>", "pr_pull<8>", "pr_pull<32>", "pr_pull<0>",
+    "wcc_hook<1>", "wcc_hook<8>", "wcc_hook<32>", "wcc_hook<0>",
+    "msbfs_pull<unsigned int>", "msbfs_pull<unsigned long long>",
+    "count_nonself<1>", "count_nonself<8>", "count_nonself<32>", "count_nonself<0>",
+)
+
+
+def cupy():
+    """The cupy module (ImportError if missing)."""
+    import cupy as cp  # noqa: WPS433 (lazy on purpose)
+    return cp
+
+
+def available() -> bool:
+    """True when CuPy imports and at least one CUDA device answers. Never raises."""
+    try:
+        cp = cupy()
+        return cp.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def module():
+    """The compiled kernels for the current device (compiled on first use, then cached)."""
+    cp = cupy()
+    dev = cp.cuda.Device().id
+    with _lock:
+        mod = _modules.get(dev)
+        if mod is None:
+            with open(KERNEL_FILE) as f:
+                src = f.read()
+            mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=NAME_EXPRESSIONS)
+            mod.compile()
+            _modules[dev] = mod
+        return mod
+
+
+def kernel(name: str):
+    return module().get_function(name)
+
+
+def sm_count() -> int:
+    cp = cupy()
+    return int(cp.cuda.Device().attributes["MultiProcessorCount"])

@@ -1,0 +1,230 @@
+"""DeviceGraph: a graph's CSR (out-edges, and in-edges when needed) resident in GPU memory.
+
+Vertex IDs are int32 on the device (|V| < 2^31), offsets int64, weights float32. Loading checks the
+bytes against a budget (`gpu_mem`, e.g. the CLI's `--gpu-mem`, default: 90% of the device's free
+memory) and raises `GpuMemoryError` naming both numbers when the graph does not fit.
+
+In-edges: given explicitly (`in_indptr/in_indices`, or a dataset's in-partitions), taken to equal the
+out-edges for undirected (symmetric) graphs, or built on the device on first use (`in_csr()`) by a
+cuSPARSE CSR->CSC transpose, checked against the same budget.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..errors import GrapheneError
+from . import _module
+
+#: Working state the algorithms allocate per vertex on top of the CSR (queues, bins, bitmaps, depth,
+#: parent, scores): counted in the budget so a graph that loads can also run.
+STATE_BYTES_PER_VERTEX = 48
+
+
+class GpuMemoryError(GrapheneError):
+    """The graph does not fit the GPU memory budget."""
+
+
+def parse_bytes(x) -> Optional[int]:
+    """'4G', '512M', '1.5GiB', 1234 -> bytes; None stays None."""
+    if x is None:
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    s = str(x).strip().upper().replace("IB", "").replace("B", "")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    try:
+        if s and s[-1] in mult:
+            return int(float(s[:-1]) * mult[s[-1]])
+        return int(float(s))
+    except ValueError:
+        raise GrapheneError(f"cannot read GPU memory size {x!r} (use e.g. 4G or 512M)") from None
+
+
+def _gib(b: int) -> str:
+    return f"{b / (1 << 30):.2f} GiB"
+
+
+def csr_bytes(n: int, m: int, weighted: bool = False) -> int:
+    return (n + 1) * 8 + m * 4 + (m * 4 if weighted else 0)
+
+
+class DeviceGraph:
+    """CSR arrays on the GPU. Build with `from_csr` or `from_graph`."""
+
+    def __init__(self, n, ptr, idx, w, in_ptr, in_idx, symmetric, budget):
+        self.num_vertices = int(n)
+        self.num_edges = int(idx.size)
+        self.ptr, self.idx, self.weights = ptr, idx, w
+        self._in_ptr, self._in_idx = in_ptr, in_idx
+        self.symmetric = bool(symmetric)
+        self.budget = budget
+        self._bins = {}
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_csr(cls, indptr, indices, weights=None, in_indptr=None, in_indices=None,
+                 symmetric: bool = False, gpu_mem=None) -> "DeviceGraph":
+        """Upload a CSR. `symmetric=True` declares that in-edges == out-edges (undirected graph)."""
+        cp = _module.cupy()
+        indptr = _as_host_or_dev(indptr)
+        n = int(indptr.shape[0]) - 1
+        if n < 0:
+            raise GrapheneError("indptr must have at least one entry")
+        if n >= 2 ** 31 - 1:
+            raise GrapheneError(f"{n} vertices: the GPU path supports fewer than 2^31 vertices")
+        m = int(indices.shape[0])
+        has_in = in_indptr is not None
+        need = csr_bytes(n, m, weights is not None) + STATE_BYTES_PER_VERTEX * n
+        if has_in:
+            need += csr_bytes(n, int(in_indices.shape[0]))
+        budget = _budget(gpu_mem)
+        if need > budget:
+            raise GpuMemoryError(
+                f"graph needs {_gib(need)} of GPU memory (|V|={n}, |E|={m}: CSR"
+                f"{' + in-edges' if has_in else ''}{' + weights' if weights is not None else ''}"
+                f" + {STATE_BYTES_PER_VERTEX} B/vertex of state); the budget is {_gib(budget)} "
+                f"(--gpu-mem, or 90% of free device memory)")
+        ptr_d = _upload(indptr, cp.int64)
+        idx_d = _upload(indices, cp.int32, check_ids=n)
+        _check_csr(ptr_d, idx_d, n, "out")
+        w_d = None
+        if weights is not None:
+            w_d = _upload(weights, cp.float32)
+            if w_d.size != m:
+                raise GrapheneError(f"weights has {w_d.size} entries, indices {m}")
+        in_ptr_d = in_idx_d = None
+        if has_in:
+            in_ptr_d = _upload(in_indptr, cp.int64)
+            in_idx_d = _upload(in_indices, cp.int32, check_ids=n)
+            _check_csr(in_ptr_d, in_idx_d, n, "in")
+            if in_idx_d.size != m:
+                raise GrapheneError(f"in-edges ({in_idx_d.size}) and out-edges ({m}) differ in count")
+        return cls(n, ptr_d, idx_d, w_d, in_ptr_d, in_idx_d, symmetric, budget)
+
+    @classmethod
+    def from_graph(cls, graph, gpu_mem=None) -> "DeviceGraph":
+        """Load an opened graphene_py.graph.Graph (all partitions) into GPU memory."""
+        n, m = graph.num_vertices, graph.num_edges
+        need = csr_bytes(n, m, graph.weighted) + STATE_BYTES_PER_VERTEX * n
+        if graph.in_partitions is not None:
+            need += csr_bytes(n, m)
+        budget = _budget(gpu_mem)
+        if need > budget:  # check before reading the whole dataset from disk
+            raise GpuMemoryError(f"{graph.name}: needs {_gib(need)} of GPU memory, the budget is "
+                                 f"{_gib(budget)} (--gpu-mem)")
+        indptr, indices, weights = graph.to_csr("out")
+        in_ptr = in_idx = None
+        if graph.in_partitions is not None:
+            in_ptr, in_idx, _ = graph.to_csr("in")
+        return cls.from_csr(indptr, indices, weights, in_ptr, in_idx,
+                            symmetric=not graph.directed, gpu_mem=budget)
+
+    # -- access ---------------------------------------------------------------------------------
+    @property
+    def has_in_edges(self) -> bool:
+        return self.symmetric or self._in_ptr is not None
+
+    def in_csr(self):
+        """(in_ptr, in_idx) on the device; built by a transpose on first use when not given."""
+        if self.symmetric:
+            return self.ptr, self.idx
+        if self._in_ptr is None:
+            cp = _module.cupy()
+            n, m = self.num_vertices, self.num_edges
+            if m == 0:
+                self._in_ptr = cp.zeros(n + 1, dtype=cp.int64)
+                self._in_idx = cp.zeros(0, dtype=cp.int32)
+            else:
+                free = cp.cuda.runtime.memGetInfo()[0]
+                need = csr_bytes(n, m) + 3 * m * 4  # result + cuSPARSE temporaries (ones, copy)
+                if need > free or need + self.bytes() > self.budget + STATE_BYTES_PER_VERTEX * n:
+                    raise GpuMemoryError(
+                        f"building in-edges on the GPU needs {_gib(need)} more; budget "
+                        f"{_gib(self.budget)}, free {_gib(free)} (partition with --in-edges, or "
+                        f"raise --gpu-mem)")
+                self._in_ptr, self._in_idx = _transpose(self.ptr, self.idx, n)
+        return self._in_ptr, self._in_idx
+
+    def out_degree(self):
+        return self.ptr[1:] - self.ptr[:-1]
+
+    def bins(self, direction: str, bounds=(4, 32, 1024)):
+        """Static degree bins [(W, list int32, length)] for whole-graph passes: degree < b0 -> one
+        thread, < b1 -> 8-thread group, < b2 -> warp, else a block per vertex."""
+        if self.symmetric:
+            direction = "out"
+        key = (direction, tuple(bounds))
+        if key not in self._bins:
+            cp = _module.cupy()
+            ptr = self.ptr if direction == "out" else self.in_csr()[0]
+            deg = ptr[1:] - ptr[:-1]
+            out = []
+            lo = 0
+            for W, hi in zip((1, 8, 32, 0), tuple(bounds) + (None,)):
+                mask = deg >= lo if hi is None else (deg >= lo) & (deg < hi)
+                lst = cp.flatnonzero(mask).astype(cp.int32)
+                out.append((W, lst, int(lst.size)))
+                lo = hi
+            self._bins[key] = out
+        return self._bins[key]
+
+    def bytes(self) -> int:
+        total = 0
+        for a in (self.ptr, self.idx, self.weights, self._in_ptr, self._in_idx):
+            if a is not None:
+                total += a.nbytes
+        return total
+
+    def __repr__(self):
+        return (f"DeviceGraph(|V|={self.num_vertices}, |E|={self.num_edges}, "
+                f"{'symmetric, ' if self.symmetric else ''}{_gib(self.bytes())} on GPU)")
+
+
+def _budget(gpu_mem) -> int:
+    b = parse_bytes(gpu_mem)
+    if b is None:
+        cp = _module.cupy()
+        free, _total = cp.cuda.runtime.memGetInfo()
+        b = int(free * 0.9)
+    return b
+
+
+def _as_host_or_dev(a):
+    return a if hasattr(a, "__cuda_array_interface__") else np.asarray(a)
+
+
+def _upload(a, dtype, check_ids=None):
+    cp = _module.cupy()
+    if hasattr(a, "__cuda_array_interface__"):
+        src = cp.asarray(a)
+    else:
+        src = np.asarray(a)
+    if check_ids is not None and src.size:
+        lo, hi = int(src.min()), int(src.max())
+        if lo < 0 or hi >= check_ids:
+            raise GrapheneError(f"neighbour ID out of range [0, {check_ids}): min {lo}, max {hi}")
+    if isinstance(src, np.ndarray):
+        src = np.ascontiguousarray(src, dtype=np.dtype(dtype))
+        return cp.asarray(src)
+    return cp.ascontiguousarray(src.astype(dtype, copy=False))
+
+
+def _check_csr(ptr, idx, n, what):
+    cp = _module.cupy()
+    if int(ptr[0]) != 0 or int(ptr[-1]) != idx.size:
+        raise GrapheneError(f"{what}-CSR: indptr must start at 0 and end at len(indices)={idx.size}")
+    if n > 0 and bool(cp.any(ptr[1:] < ptr[:-1])):
+        raise GrapheneError(f"{what}-CSR: indptr is not non-decreasing")
+
+
+def _transpose(ptr, idx, n):
+    """CSR -> CSR of the transpose, lists sorted (cuSPARSE csr2csc through cupyx)."""
+    cp = _module.cupy()
+    import cupyx.scipy.sparse as sp
+    ones = cp.ones(idx.size, dtype=cp.float32)
+    a = sp.csr_matrix((ones, idx, ptr.astype(cp.int32) if ptr[-1] < 2 ** 31 else ptr), shape=(n, n))
+    c = a.tocsc()
+    del ones, a
+    return c.indptr.astype(cp.int64), c.indices.astype(cp.int32)

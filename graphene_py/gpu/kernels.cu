@@ -1,0 +1,431 @@
+// graphene_py GPU kernels (compiled once per device by cupy.RawModule / NVRTC, -std=c++17).
+//
+// Conventions: vertex IDs int32 (|V| < 2^31), CSR offsets int64, weights float32.
+// Expansion schedules are templates over W, the number of threads that share one vertex's list:
+//   W = 1 (thread), 2..32 (sub-warp / warp), 0 (one block per vertex), -1 (the whole grid per vertex).
+// Every reduction is per block (shared memory) with one atomic per block, so no kernel hammers one
+// address with one atomic per thread.
+typedef long long i64;
+typedef unsigned long long u64;
+typedef int i32;
+typedef unsigned int u32;
+
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
+
+// Item / lane / width of this thread for schedule W (see above).
+template <int W>
+__device__ __forceinline__ void schedule(i64 &item, i64 &stride, i64 &lane, i64 &width) {
+  const i64 gtid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 nthreads = (i64)gridDim.x * blockDim.x;
+  if constexpr (W == 1) { item = gtid; stride = nthreads; lane = 0; width = 1; }
+  else if constexpr (W > 1) { item = gtid / W; stride = nthreads / W; lane = gtid % W; width = W; }
+  else if constexpr (W == 0) { item = blockIdx.x; stride = gridDim.x; lane = threadIdx.x; width = blockDim.x; }
+  else { item = 0; stride = 1; lane = gtid; width = nthreads; }
+}
+
+// Append v to q (length counter *cnt): one atomic per group of converged threads (warp aggregation).
+__device__ __forceinline__ void warp_append(i32 *q, i32 *cnt, i32 v) {
+  const unsigned mask = __activemask();
+  const int lane = lane_id();
+  const int leader = __ffs(mask) - 1;
+  const int rank = __popc(mask & ((1u << lane) - 1u));
+  int base = 0;
+  if (lane == leader) base = atomicAdd(cnt, __popc(mask));
+  base = __shfl_sync(mask, base, leader);
+  q[base + rank] = v;
+}
+
+// Sum over the block; the result is valid in thread 0. Every thread of the block must call it.
+template <class T>
+__device__ __forceinline__ T block_sum(T x) {
+  __shared__ T sh[32];
+  for (int off = 16; off > 0; off >>= 1) x += __shfl_down_sync(FULL_MASK, x, off);
+  const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
+  __syncthreads();
+  if (l == 0) sh[w] = x;
+  __syncthreads();
+  T r = 0;
+  if (w == 0) {
+    r = (l < (int)(blockDim.x >> 5)) ? sh[l] : (T)0;
+    for (int off = 16; off > 0; off >>= 1) r += __shfl_down_sync(FULL_MASK, r, off);
+  }
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// BFS
+// ------------------------------------------------------------------------------------------------
+
+// Small frontiers: one block runs level after level on the device (no host round trip, no grid
+// launch per level) while the frontier stays under vcap vertices and ecap edges. Next-frontier
+// appends use shared-memory atomics; atomicCAS on depth makes the queue duplicate-free.
+// st (int64): [0] frontier length, [1] its level, [2] which queue holds it (0: qa, 1: qb),
+//             [3] edges of the frontier (out), [4] += edges of every frontier produced, [5] levels run.
+extern "C" __global__ void bfs_block_loop(const i64 *__restrict__ ptr, const i32 *__restrict__ idx,
+                                          i32 *depth, i32 *parent, i32 *qa, i32 *qb, i64 *st,
+                                          i32 vcap, i64 ecap, i64 max_levels) {
+  __shared__ int s_next;
+  __shared__ u64 s_edges;
+  int len = (int)st[0];
+  int level = (int)st[1];
+  int cur = (int)st[2];
+  u64 ne = (u64)st[3];
+  u64 produced = 0;
+  i64 done = 0;
+  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+  while (len > 0 && done < max_levels) {
+    if (threadIdx.x == 0) { s_next = 0; s_edges = 0; }
+    __syncthreads();
+    const i32 *qc = cur ? qb : qa;
+    i32 *qn = cur ? qa : qb;
+    for (int i = warp; i < len; i += nwarps) {
+      const int u = qc[i];
+      const i64 b = ptr[u], e = ptr[u + 1];
+      for (i64 j = b + lane; j < e; j += 32) {
+        const int v = idx[j];
+        if (depth[v] < 0 && atomicCAS(&depth[v], -1, level + 1) == -1) {
+          parent[v] = u;
+          const int pos = atomicAdd(&s_next, 1);
+          qn[pos] = v;
+          atomicAdd(&s_edges, (u64)(ptr[v + 1] - ptr[v]));
+        }
+      }
+    }
+    __syncthreads();
+    const int nn = s_next;
+    ne = s_edges;
+    __syncthreads();
+    produced += ne;
+    len = nn;
+    level += 1;
+    cur ^= 1;
+    done += 1;
+    if (nn > vcap || ne > (u64)ecap) break;
+  }
+  if (threadIdx.x == 0) {
+    st[0] = len; st[1] = level; st[2] = cur; st[3] = (i64)ne; st[4] += (i64)produced; st[5] = done;
+  }
+}
+
+// Split a frontier queue into degree bins (Enterprise): < t1 thread, < t2 warp, < t3 block, else grid.
+// cnt[0..3]: bin lengths. Also sums the frontier's out-edges into *esum (one atomic per block).
+extern "C" __global__ void bfs_classify(const i32 *__restrict__ q, i32 len, const i64 *__restrict__ ptr,
+                                        i32 *b0, i32 *b1, i32 *b2, i32 *b3, i32 *cnt, u64 *esum,
+                                        i64 t1, i64 t2, i64 t3) {
+  u64 acc = 0;
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += stride) {
+    const int u = q[i];
+    const i64 d = ptr[u + 1] - ptr[u];
+    acc += (u64)d;
+    if (d < t1) warp_append(b0, cnt + 0, u);
+    else if (d < t2) warp_append(b1, cnt + 1, u);
+    else if (d < t3) warp_append(b2, cnt + 2, u);
+    else warp_append(b3, cnt + 3, u);
+  }
+  const u64 s = block_sum<u64>(acc);
+  if (threadIdx.x == 0 && s) atomicAdd(esum, s);
+}
+
+// Top-down step over one degree bin. The bin's length is read on the device (*lenp) so that the
+// host never waits between classify and expand. Claims with atomicCAS (duplicate-free queue);
+// *esum += out-edges of the claimed vertices (next frontier's edges, for the direction switch).
+template <int W>
+__global__ void bfs_push(const i32 *__restrict__ list, const i32 *lenp, const i64 *__restrict__ ptr,
+                         const i32 *__restrict__ idx, i32 *depth, i32 *parent, i32 level, i32 *qn,
+                         i32 *qn_len, u64 *esum) {
+  const i64 len = *lenp;
+  i64 item, stride, lane, width;
+  schedule<W>(item, stride, lane, width);
+  u64 acc = 0;
+  for (; item < len; item += stride) {
+    const int u = list[item];
+    const i64 b = ptr[u], e = ptr[u + 1];
+    for (i64 j = b + lane; j < e; j += width) {
+      const int v = idx[j];
+      if (depth[v] < 0 && atomicCAS(&depth[v], -1, level + 1) == -1) {
+        parent[v] = u;
+        acc += (u64)(ptr[v + 1] - ptr[v]);
+        warp_append(qn, qn_len, v);
+      }
+    }
+  }
+  const u64 s = block_sum<u64>(acc);
+  if (threadIdx.x == 0 && s) atomicAdd(esum, s);
+}
+
+// Bottom-up step: every unvisited vertex scans its in-neighbours for one in the frontier bitmap and
+// stops at the first hit. The next bitmap is written one word per warp with __ballot_sync: no atomics,
+// no duplicates. cnt[0] += vertices found, *esum += their out-edges (one atomic per block).
+extern "C" __global__ void bfs_pull(const i64 *__restrict__ iptr, const i32 *__restrict__ iidx,
+                                    const i64 *__restrict__ optr, i32 *depth, i32 *parent,
+                                    const u32 *__restrict__ front, u32 *next, i32 n, i32 level,
+                                    i32 *cnt, u64 *esum) {
+  const i64 nwords = ((i64)n + 31) >> 5;
+  const i64 npad = nwords << 5;
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  const int lane = lane_id();
+  u64 acc = 0;
+  u32 found_n = 0;
+  for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v - lane < npad; v += stride) {
+    bool found = false;
+    if (v < n && depth[v] < 0) {
+      const i64 b = iptr[v], e = iptr[v + 1];
+      for (i64 j = b; j < e; ++j) {
+        const int u = iidx[j];
+        if ((front[u >> 5] >> (u & 31)) & 1u) {
+          depth[v] = level + 1;
+          parent[v] = u;
+          found = true;
+          break;
+        }
+      }
+      if (found) acc += (u64)(optr[v + 1] - optr[v]);
+    }
+    const unsigned m = __ballot_sync(FULL_MASK, found);
+    if (lane == 0 && (v >> 5) < nwords) next[v >> 5] = m;
+    found_n += found ? 1u : 0u;
+  }
+  const u64 s = block_sum<u64>(acc);
+  const u64 f = block_sum<u64>((u64)found_n);
+  if (threadIdx.x == 0) {
+    if (s) atomicAdd(esum, s);
+    if (f) atomicAdd(cnt, (i32)f);
+  }
+}
+
+extern "C" __global__ void queue_to_bitmap(const i32 *__restrict__ q, i32 len, u32 *bm) {
+  const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < len) {
+    const int v = q[i];
+    atomicOr(&bm[v >> 5], 1u << (v & 31));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// PageRank (pull)
+// ------------------------------------------------------------------------------------------------
+
+// contrib[v] = score[v] / outdeg[v] (float32 for the gather), dangling[0] += score of sinks.
+extern "C" __global__ void pr_contrib(const double *__restrict__ score, const i64 *__restrict__ optr,
+                                      float *contrib, i32 n, double *dangling) {
+  double acc = 0.0;
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
+    const i64 d = optr[v + 1] - optr[v];
+    const double s = score[v];
+    if (d == 0) { acc += s; contrib[v] = 0.0f; }
+    else contrib[v] = (float)(s / (double)d);
+  }
+  const double t = block_sum<double>(acc);
+  if (threadIdx.x == 0 && t != 0.0) atomicAdd(dangling, t);
+}
+
+// new[v] = (1-alpha)/n + alpha * (sum_{u->v} contrib[u] + dangling/n); err += |new - old|.
+// Vertices come from a static in-degree bin `list` (len known on the host).
+template <int W>
+__global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ iptr,
+                        const i32 *__restrict__ iidx, const float *__restrict__ contrib,
+                        const double *__restrict__ old, double *out, double alpha, i32 n,
+                        const double *dangling, double *err) {
+  const double add = (1.0 - alpha) / (double)n + alpha * dangling[0] / (double)n;
+  double e_acc = 0.0;
+  if constexpr (W >= 1 && W <= 32) {
+    // Loop is uniform per warp (all lanes iterate together) so the shuffles below are safe.
+    const i64 gtid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 per_warp = 32 / W;
+    const i64 warp_g = gtid >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const int lane = lane_id();
+    const int sub = lane / W, sl = lane % W;
+    for (i64 base = warp_g * per_warp; base < len; base += nwarps * per_warp) {
+      const i64 item = base + sub;
+      float sum = 0.0f;
+      int v = -1;
+      if (item < len) {
+        v = list[item];
+        const i64 b = iptr[v], e = iptr[v + 1];
+        for (i64 j = b + sl; j < e; j += W) sum += contrib[iidx[j]];
+      }
+      if constexpr (W > 1) {
+        for (int off = W / 2; off > 0; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off, W);
+      }
+      if (v >= 0 && sl == 0) {
+        const double nv = add + alpha * (double)sum;
+        e_acc += fabs(nv - old[v]);
+        out[v] = nv;
+      }
+    }
+  } else {  // one block per vertex
+    for (i64 item = blockIdx.x; item < len; item += gridDim.x) {
+      const int v = list[item];
+      const i64 b = iptr[v], e = iptr[v + 1];
+      double sum = 0.0;
+      for (i64 j = b + threadIdx.x; j < e; j += blockDim.x) sum += (double)contrib[iidx[j]];
+      const double t = block_sum<double>(sum);
+      if (threadIdx.x == 0) {
+        const double nv = add + alpha * t;
+        e_acc += fabs(nv - old[v]);
+        out[v] = nv;
+      }
+      __syncthreads();
+    }
+  }
+  const double t = block_sum<double>(e_acc);
+  if (threadIdx.x == 0 && t != 0.0) atomicAdd(err, t);
+}
+
+// ------------------------------------------------------------------------------------------------
+// WCC: lock-free union-find, always hooking the larger root under the smaller one, so every root is
+// its tree's minimum vertex ID and the final label is the component's minimum ID.
+// ------------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ int uf_find(volatile i32 *c, int x) {
+  while (true) {
+    const int p = c[x];
+    const int gp = c[p];
+    if (p == gp) return p;
+    c[x] = gp;  // path halving; gp is an ancestor of x, so this never breaks the forest
+    x = gp;
+  }
+}
+
+__device__ __forceinline__ void uf_unite(i32 *c, int a, int b) {
+  while (true) {
+    a = uf_find(c, a);
+    b = uf_find(c, b);
+    if (a == b) return;
+    if (a < b) { const int t = a; a = b; b = t; }
+    if (atomicCAS(&c[a], a, b) == a) return;
+  }
+}
+
+// sym: the CSR is symmetric, so each undirected edge is united once (from its larger endpoint).
+template <int W>
+__global__ void wcc_hook(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ ptr,
+                         const i32 *__restrict__ idx, i32 *comp, i32 sym) {
+  i64 item, stride, lane, width;
+  schedule<W>(item, stride, lane, width);
+  for (; item < len; item += stride) {
+    const int u = list[item];
+    const i64 b = ptr[u], e = ptr[u + 1];
+    for (i64 j = b + lane; j < e; j += width) {
+      const int v = idx[j];
+      if (v == u || (sym && v > u)) continue;
+      uf_unite(comp, u, v);
+    }
+  }
+}
+
+extern "C" __global__ void wcc_compress(i32 *comp, i32 n) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride)
+    comp[v] = uf_find(comp, (int)v);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Multi-source BFS (iBFS): one word per vertex, bit j = reached by source j. Bottom-up step with early
+// exit when the word is full; new bits give the depth of (source, vertex). flag[0] = 1 if anything new.
+// ------------------------------------------------------------------------------------------------
+template <class WT>
+__global__ void msbfs_pull(const i64 *__restrict__ iptr, const i32 *__restrict__ iidx,
+                           const WT *__restrict__ cur, WT *nxt, i32 n, WT full, i32 level,
+                           i32 *depth, i32 *flag) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  int any = 0;
+  for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
+    const WT c = cur[v];
+    WT acc = c;
+    if (c != full) {
+      const i64 b = iptr[v], e = iptr[v + 1];
+      for (i64 j = b; j < e; ++j) {
+        acc |= cur[iidx[j]];
+        if (acc == full) break;
+      }
+    }
+    nxt[v] = acc;
+    WT nw = acc & ~c;
+    if (nw) {
+      any = 1;
+      while (nw) {
+        const int bit = (sizeof(WT) == 8) ? (__ffsll((long long)nw) - 1) : (__ffs((int)nw) - 1);
+        depth[(i64)bit * n + v] = level + 1;
+        nw &= nw - 1;
+      }
+    }
+  }
+  if (any) flag[0] = 1;
+}
+
+// ------------------------------------------------------------------------------------------------
+// SSSP (delta-stepping, near/far): relax the out-edges of a queue of vertices. Distances are float64
+// stored as uint64 bits (non-negative doubles order like their bit patterns), so atomicMin works.
+// A vertex improved below `bound` joins the next near queue once per iteration (stamp).
+// ------------------------------------------------------------------------------------------------
+extern "C" __global__ void sssp_relax(const i32 *__restrict__ q, i32 len, const i64 *__restrict__ ptr,
+                                      const i32 *__restrict__ idx, const float *__restrict__ w,
+                                      i32 has_w, u64 *dist, i32 *stamp, i32 iter, double bound,
+                                      i32 *qn, i32 *qn_len) {
+  i64 item, stride, lane, width;
+  schedule<32>(item, stride, lane, width);
+  for (; item < len; item += stride) {
+    const int u = q[item];
+    const double du = __longlong_as_double((long long)dist[u]);
+    const i64 b = ptr[u], e = ptr[u + 1];
+    for (i64 j = b + lane; j < e; j += width) {
+      const int v = idx[j];
+      const double nd = du + (has_w ? (double)w[j] : 1.0);
+      const u64 nb = (u64)__double_as_longlong(nd);
+      if (nb < dist[v]) {
+        const u64 old = atomicMin(&dist[v], nb);
+        if (nb < old && nd < bound) {
+          if (atomicExch(&stamp[v], iter) != iter) warp_append(qn, qn_len, v);
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// k-core peeling: remove the queued vertices (core = k) and decrement their neighbours' degrees; a
+// neighbour whose degree falls from k+1 to k is queued (exactly one thread sees that transition).
+// ------------------------------------------------------------------------------------------------
+extern "C" __global__ void kcore_peel(const i32 *__restrict__ q, i32 len, const i64 *__restrict__ ptr,
+                                      const i32 *__restrict__ idx, const i64 *__restrict__ ptr2,
+                                      const i32 *__restrict__ idx2, i32 has2, i32 *deg, i32 *core,
+                                      i32 k, i32 *qn, i32 *qn_len) {
+  i64 item, stride, lane, width;
+  schedule<32>(item, stride, lane, width);
+  for (; item < len; item += stride) {
+    const int u = q[item];
+    if (lane == 0) core[u] = k;
+    for (int pass = 0; pass < (has2 ? 2 : 1); ++pass) {
+      const i64 *p = pass ? ptr2 : ptr;
+      const i32 *ix = pass ? idx2 : idx;
+      const i64 b = p[u], e = p[u + 1];
+      for (i64 j = b + lane; j < e; j += width) {
+        const int v = ix[j];
+        if (v == u) continue;
+        const int old = atomicSub(&deg[v], 1);
+        if (old == k + 1) warp_append(qn, qn_len, v);
+      }
+    }
+  }
+}
+
+// deg[u] += number of non-self-loop entries in u's list.
+template <int W>
+__global__ void count_nonself(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ ptr,
+                              const i32 *__restrict__ idx, i32 *deg) {
+  i64 item, stride, lane, width;
+  schedule<W>(item, stride, lane, width);
+  for (; item < len; item += stride) {
+    const int u = list[item];
+    const i64 b = ptr[u], e = ptr[u + 1];
+    int c = 0;
+    for (i64 j = b + lane; j < e; j += width) c += (idx[j] != u);
+    if (c) atomicAdd(&deg[u], c);
+  }
+}

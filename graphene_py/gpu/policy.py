@@ -1,0 +1,130 @@
+"""Offload policy for `--device auto`: which device runs one superstep. Pure Python, no CuPy.
+
+Model (per superstep, in seconds):
+    cpu = frontier_edges / CPU_EDGES_PER_S + CPU_STEP_OVERHEAD_S
+    gpu = frontier_edges / GPU_EDGES_PER_S + GPU_STEP_OVERHEAD_S
+          + (state_bytes / PCIE_BYTES_PER_S  if the algorithm's state is on the other device)
+The GPU is chosen only when the partitions are resident in GPU memory; `mode="cpu"`/`"gpu"` force
+a device (`"gpu"` without residency is an error). Moving the O(|V|) state (depth/parent, ranks...)
+across PCIe is charged on a switch, so a hot superstep must save more than the transfer: small
+frontiers stay on the CPU, the big middle levels of a power-law BFS go to the GPU, and a long tail
+of tiny levels after a GPU level stays there until it would pay to come back.
+
+Rates are defaults measured on the machines of this project (tools/gpu_notes.md): the SSD path moves
+~50 M edges/s on the 1 GB/s test disk; the H100 path ~3 G edges/s on a hot BFS level including
+launches; 20 GB/s PCIe. Pass other numbers to `OffloadPolicy` to re-tune.
+
+How an algorithm calls it (the lead integrates this into algos/):
+    pol = OffloadPolicy(num_vertices=n, resident=dg is not None, mode=device,
+                        state_bytes_per_vertex=12)
+    for each superstep:
+        dev = pol.decide(frontier_size, frontier_edges)   # 'cpu' or 'gpu'
+        ... run the superstep there (moving state first when pol.moved is True) ...
+    result.stats["devices"] = pol.summary()               # where each superstep ran
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CPU_EDGES_PER_S = 50e6
+GPU_EDGES_PER_S = 3e9
+CPU_STEP_OVERHEAD_S = 200e-6
+GPU_STEP_OVERHEAD_S = 60e-6
+PCIE_BYTES_PER_S = 20e9
+
+DEVICES = ("cpu", "gpu", "auto")
+
+
+@dataclass
+class Step:
+    index: int
+    device: str
+    frontier_size: int
+    frontier_edges: int
+    moved: bool
+    reason: str
+
+
+def step_costs(frontier_edges: int, state_bytes: int, state_on: str, *,
+               cpu_eps: float = CPU_EDGES_PER_S, gpu_eps: float = GPU_EDGES_PER_S,
+               pcie: float = PCIE_BYTES_PER_S):
+    """(cpu_seconds, gpu_seconds) of one superstep, counting the state move to the other device."""
+    cpu = frontier_edges / cpu_eps + CPU_STEP_OVERHEAD_S
+    gpu = frontier_edges / gpu_eps + GPU_STEP_OVERHEAD_S
+    move = state_bytes / pcie
+    if state_on == "cpu":
+        gpu += move
+    else:
+        cpu += move
+    return cpu, gpu
+
+
+def choose_device(frontier_size: int, num_vertices: int, frontier_edges: int, resident: bool,
+                  mode: str = "auto", state_on: str = "cpu", state_bytes_per_vertex: int = 12,
+                  **rates) -> str:
+    """'cpu' or 'gpu' for one superstep (stateless form of OffloadPolicy.decide)."""
+    if mode not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {mode!r}")
+    if frontier_size < 0 or frontier_edges < 0 or num_vertices < 0:
+        raise ValueError("sizes must be non-negative")
+    if mode == "cpu":
+        return "cpu"
+    if mode == "gpu":
+        if not resident:
+            raise RuntimeError("--device gpu: the graph is not resident in GPU memory")
+        return "gpu"
+    if not resident:
+        return "cpu"
+    cpu, gpu = step_costs(frontier_edges, state_bytes_per_vertex * num_vertices, state_on, **rates)
+    return "gpu" if gpu < cpu else "cpu"
+
+
+@dataclass
+class OffloadPolicy:
+    """Stateful per-run policy: remembers where the state lives and records every decision."""
+
+    num_vertices: int
+    resident: bool
+    mode: str = "auto"
+    state_bytes_per_vertex: int = 12
+    rates: dict = field(default_factory=dict)
+    state_on: str = "cpu"
+    steps: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.mode not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, not {self.mode!r}")
+        if self.mode == "gpu" and not self.resident:
+            raise RuntimeError("--device gpu: the graph is not resident in GPU memory")
+
+    @property
+    def moved(self) -> bool:
+        """True when the last decision moved the state to the other device."""
+        return bool(self.steps) and self.steps[-1].moved
+
+    def decide(self, frontier_size: int, frontier_edges: int) -> str:
+        dev = choose_device(frontier_size, self.num_vertices, frontier_edges, self.resident,
+                            self.mode, self.state_on, self.state_bytes_per_vertex, **self.rates)
+        moved = dev != self.state_on
+        if self.mode != "auto":
+            reason = f"--device {self.mode}"
+        elif not self.resident:
+            reason = "partitions not resident on the GPU"
+        else:
+            cpu, gpu = step_costs(frontier_edges, self.state_bytes_per_vertex * self.num_vertices,
+                                  self.state_on, **self.rates)
+            reason = f"est. cpu {cpu * 1e3:.3f} ms vs gpu {gpu * 1e3:.3f} ms"
+        self.steps.append(Step(len(self.steps), dev, int(frontier_size), int(frontier_edges), moved,
+                               reason))
+        self.state_on = dev
+        return dev
+
+    def summary(self) -> dict:
+        """{'cpu': supersteps on CPU, 'gpu': on GPU, 'moves': state transfers, 'steps': [...]}."""
+        return {
+            "cpu": sum(s.device == "cpu" for s in self.steps),
+            "gpu": sum(s.device == "gpu" for s in self.steps),
+            "moves": sum(s.moved for s in self.steps),
+            "steps": [{"step": s.index, "device": s.device, "frontier": s.frontier_size,
+                       "edges": s.frontier_edges, "reason": s.reason} for s in self.steps],
+        }

@@ -1,0 +1,352 @@
+"""GPU algorithms vs independent CPU references (naive numpy BFS, scipy, networkx).
+
+Every test here is marked `gpu` and skips itself without CuPy or a GPU (conftest.py).
+"""
+from collections import deque
+
+import numpy as np
+import pytest
+
+from tests import graphs as G
+
+pytestmark = pytest.mark.gpu
+
+scipy_sparse = pytest.importorskip("scipy.sparse")
+csgraph = pytest.importorskip("scipy.sparse.csgraph")
+nx = pytest.importorskip("networkx")
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def to_csr(n, src, dst, w=None, symmetrize=False):
+    """Dedupe (keeping the first weight), optionally symmetrize; self-loops kept."""
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    w = np.ones(len(src), np.float32) if w is None else np.asarray(w, np.float32)
+    if symmetrize:
+        src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+    key = src * max(n, 1) + dst
+    key, first = np.unique(key, return_index=True)
+    s, d, ww = key // max(n, 1), key % max(n, 1), w[first]
+    indptr = np.zeros(n + 1, np.int64)
+    np.add.at(indptr, s + 1, 1)
+    np.cumsum(indptr, out=indptr)
+    return indptr, d.astype(np.int64), ww
+
+
+def naive_bfs_depth(indptr, indices, src):
+    n = len(indptr) - 1
+    depth = np.full(n, -1, np.int32)
+    depth[src] = 0
+    q = deque([src])
+    while q:
+        u = q.popleft()
+        for v in indices[indptr[u]:indptr[u + 1]]:
+            if depth[v] < 0:
+                depth[v] = depth[u] + 1
+                q.append(v)
+    return depth
+
+
+def check_bfs(indptr, indices, src, parent, depth):
+    ref = naive_bfs_depth(indptr, indices, src)
+    assert depth.dtype == np.int32 and parent.dtype == np.int64
+    np.testing.assert_array_equal(depth, ref)
+    assert parent[src] == src
+    reached = ref >= 0
+    assert np.all(parent[~reached] == -1)
+    for v in np.flatnonzero(reached):
+        if v == src:
+            continue
+        p = parent[v]
+        assert ref[p] == ref[v] - 1, (v, p)
+        assert v in indices[indptr[p]:indptr[p + 1]], (p, v)
+
+
+def make(dg_kind, tg):
+    """(DeviceGraph, indptr, indices, weights) for a test graph in one of three layouts."""
+    from graphene_py.gpu import DeviceGraph
+    sym = dg_kind == "sym"
+    indptr, indices, w = to_csr(tg.n, tg.src, tg.dst, tg.weights, symmetrize=sym)
+    if dg_kind == "directed_in":
+        t_ptr, t_idx, _ = to_csr(tg.n, indices, np.repeat(np.arange(tg.n), np.diff(indptr)))
+        dg = DeviceGraph.from_csr(indptr, indices, w, in_indptr=t_ptr, in_indices=t_idx)
+    else:
+        dg = DeviceGraph.from_csr(indptr, indices, w, symmetric=sym)
+    return dg, indptr, indices, w
+
+
+def sources_of(n, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return sorted(set([0, n - 1] + list(rng.integers(0, n, k))))
+
+
+NONEMPTY = [f for f in G.ALL if f is not G.empty]
+KINDS = ["sym", "directed", "directed_in"]
+
+
+# -- BFS ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", KINDS)
+def test_bfs_matches_reference(gf, kind):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, _ = make(kind, tg)
+    for s in sources_of(tg.n):
+        st = {}
+        parent, depth = gpu.bfs(dg, s, stats=st)
+        check_bfs(indptr, indices, s, parent, depth)
+
+
+@pytest.mark.parametrize("variant", [
+    dict(direction="push", block_loop=False, push="bins"),
+    dict(direction="push", block_loop=False, push="warp"),
+    dict(direction="pull", block_loop=False),
+    dict(direction="auto", block_loop=False),
+    dict(direction="auto", block_loop=True, alpha=1e9),  # never pull
+    dict(direction="auto", block_loop=False, alpha=1e-9, beta=1e9),  # pull early, back to push
+], ids=str)
+@pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.grid, G.disconnected, G.only_self_loops],
+                         ids=lambda f: f.__name__)
+def test_bfs_variants(gf, variant):
+    from graphene_py import gpu
+    tg = gf()
+    for kind in ("sym", "directed"):
+        dg, indptr, indices, _ = make(kind, tg)
+        for s in sources_of(tg.n, 2, seed=5):
+            parent, depth = gpu.bfs(dg, s, **variant)
+            check_bfs(indptr, indices, s, parent, depth)
+
+
+def test_bfs_direction_switch_exercised():
+    """A bigger power-law graph: auto mode must go push -> pull -> push and stay exact."""
+    from graphene_py import gpu
+    tg = G.powerlaw(scale=15, edge_factor=16, seed=9)
+    dg, indptr, indices, _ = make("sym", tg)
+    deg = np.diff(indptr)
+    s = int(np.flatnonzero(deg > 0)[0])
+    st = {}
+    parent, depth = gpu.bfs(dg, s, block_loop=False, stats=st)
+    kinds = [x["kind"] for x in st["supersteps"]]
+    assert "pull" in kinds and kinds[0] == "push", kinds
+    check_bfs(indptr, indices, s, parent, depth)
+
+
+def test_bfs_long_chain_device_loop():
+    """20,000 levels: the single-block device loop must cover them in a few launches."""
+    from graphene_py import gpu
+    tg = G.chain(20000)
+    dg, indptr, indices, _ = make("directed", tg)
+    st = {}
+    parent, depth = gpu.bfs(dg, 0, stats=st)
+    np.testing.assert_array_equal(depth, np.arange(20000, dtype=np.int32))
+    np.testing.assert_array_equal(parent[1:], np.arange(19999))
+    assert parent[0] == 0
+    assert len(st["supersteps"]) <= 2
+
+
+def test_bfs_bad_source():
+    from graphene_py import gpu
+    from graphene_py.errors import GrapheneError
+    tg = G.one_edge()
+    dg, *_ = make("directed", tg)
+    with pytest.raises(GrapheneError):
+        gpu.bfs(dg, 2)
+    with pytest.raises(GrapheneError):
+        gpu.bfs(dg, -1)
+
+
+# -- PageRank -------------------------------------------------------------------------------------
+def naive_pagerank(n, indptr, indices, alpha=0.85, tol=1e-4, max_iter=20):
+    outdeg = np.diff(indptr)
+    src = np.repeat(np.arange(n), outdeg)
+    score = np.full(n, 1.0 / n)
+    it, err = 0, np.inf
+    for it in range(1, max_iter + 1):
+        contrib = np.where(outdeg > 0, score / np.maximum(outdeg, 1), 0.0)
+        dangling = score[outdeg == 0].sum()
+        new = np.full(n, (1 - alpha) / n + alpha * dangling / n)
+        np.add.at(new, indices, alpha * contrib[src])
+        err = np.abs(new - score).sum()
+        score = new
+        if err < tol:
+            break
+    return score, it
+
+
+@pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", KINDS)
+def test_pagerank_matches_reference(gf, kind):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, _ = make(kind, tg)
+    st = {}
+    got = gpu.pagerank(dg, stats=st)
+    ref, it = naive_pagerank(tg.n, indptr, indices)
+    assert abs(got.sum() - 1.0) < 1e-6
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-9)
+    assert abs(st["iterations"] - it) <= 1
+
+
+@pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.disconnected, G.uniform], ids=lambda f: f.__name__)
+def test_pagerank_converged_equals_networkx(gf):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, _ = make("directed", tg)
+    got = gpu.pagerank(dg, tol=1e-12, max_iter=1000)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(tg.n))
+    g.add_edges_from(zip(np.repeat(np.arange(tg.n), np.diff(indptr)).tolist(), indices.tolist()))
+    ref = nx.pagerank(g, alpha=0.85, tol=1e-13, max_iter=10000)
+    ref = np.array([ref[i] for i in range(tg.n)])
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-9)
+
+
+def test_pagerank_empty():
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    dg = DeviceGraph.from_csr(np.zeros(1, np.int64), np.zeros(0, np.int64))
+    assert gpu.pagerank(dg).shape == (0,)
+
+
+# -- WCC ------------------------------------------------------------------------------------------
+def ref_wcc(n, indptr, indices):
+    a = scipy_sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n, n))
+    _, lab = csgraph.connected_components(a, directed=True, connection="weak")
+    mins = np.full(lab.max() + 1 if n else 0, n, np.int64)
+    np.minimum.at(mins, lab, np.arange(n))
+    return mins[lab]
+
+
+@pytest.mark.parametrize("gf", G.ALL, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", ["sym", "directed"])
+def test_wcc_matches_scipy(gf, kind):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, _ = make(kind, tg)
+    st = {}
+    got = gpu.wcc(dg, stats=st)
+    ref = ref_wcc(tg.n, indptr, indices)
+    np.testing.assert_array_equal(got, ref)
+    assert st["n_components"] == len(np.unique(ref))
+
+
+def test_wcc_random_many_components():
+    from graphene_py import gpu
+    rng = np.random.default_rng(11)
+    n = 50000
+    s = rng.integers(0, n, 30000)
+    d = rng.integers(0, n, 30000)
+    indptr, indices, _ = to_csr(n, s, d)
+    from graphene_py.gpu import DeviceGraph
+    got = gpu.wcc(DeviceGraph.from_csr(indptr, indices))
+    np.testing.assert_array_equal(got, ref_wcc(n, indptr, indices))
+
+
+# -- multi-source BFS -----------------------------------------------------------------------------
+@pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("bits", [32, 64])
+def test_msbfs_matches_single_bfs(gf, bits):
+    from graphene_py import gpu
+    tg = gf()
+    if tg.n > 20000:   # star: 70k vertices x sources is fine but keep the naive reference quick
+        srcs = [3, 0, 1, 3]
+    else:
+        rng = np.random.default_rng(4)
+        srcs = list(rng.integers(0, tg.n, 40)) + [0, 0]   # > 32 sources (two words) and a repeat
+    for kind in ("directed", "sym"):
+        dg, indptr, indices, _ = make(kind, tg)
+        got = gpu.msbfs(dg, srcs, word_bits=bits, batch_levels=8)
+        assert got.shape == (len(srcs), tg.n)
+        for j, s in enumerate(srcs):
+            np.testing.assert_array_equal(got[j], naive_bfs_depth(indptr, indices, s))
+
+
+# -- SSSP -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", ["sym", "directed"])
+def test_sssp_matches_dijkstra(gf, kind):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, w = make(kind, tg)
+    a = scipy_sparse.csr_matrix((w.astype(np.float64), indices, indptr), shape=(tg.n, tg.n))
+    for s in sources_of(tg.n, 2, seed=3):
+        ref = csgraph.dijkstra(a, directed=True, indices=s)
+        for delta in (None, 1.0, 1e6):
+            got = gpu.sssp(dg, s, delta=delta)
+            np.testing.assert_allclose(got, ref, rtol=1e-12)
+            assert np.array_equal(np.isinf(got), np.isinf(ref))
+
+
+def test_sssp_fractional_weights():
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    rng = np.random.default_rng(8)
+    n = 3000
+    s, d = rng.integers(0, n, 20000), rng.integers(0, n, 20000)
+    w = rng.random(20000).astype(np.float32) * 3
+    w[:50] = 0.0
+    indptr, indices, ww = to_csr(n, s, d, w)
+    dg = DeviceGraph.from_csr(indptr, indices, ww)
+    a = scipy_sparse.csr_matrix((ww.astype(np.float64) + 1e-300, indices, indptr), shape=(n, n))
+    ref = csgraph.dijkstra(a, directed=True, indices=int(s[0]))
+    got = gpu.sssp(dg, int(s[0]), delta=0.5)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_sssp_negative_weight_rejected():
+    from graphene_py import gpu
+    from graphene_py.errors import GrapheneError
+    from graphene_py.gpu import DeviceGraph
+    dg = DeviceGraph.from_csr(np.array([0, 1, 1]), np.array([1]), np.array([-1.0], np.float32))
+    with pytest.raises(GrapheneError):
+        gpu.sssp(dg, 0)
+
+
+# -- k-core ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gf", G.ALL, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", ["sym", "directed"])
+def test_kcore_matches_networkx(gf, kind):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, _ = make(kind, tg)
+    got = gpu.kcore(dg)
+    srcs = np.repeat(np.arange(tg.n), np.diff(indptr))
+    g = nx.Graph() if kind == "sym" else nx.DiGraph()
+    g.add_nodes_from(range(tg.n))
+    g.add_edges_from((int(a), int(b)) for a, b in zip(srcs, indices) if a != b)
+    ref = nx.core_number(g)
+    np.testing.assert_array_equal(got, np.array([ref[i] for i in range(tg.n)], dtype=np.int32))
+
+
+# -- DeviceGraph ----------------------------------------------------------------------------------
+def test_memory_budget_error():
+    from graphene_py.gpu import DeviceGraph, GpuMemoryError
+    tg = G.powerlaw()
+    indptr, indices, _ = to_csr(tg.n, tg.src, tg.dst)
+    with pytest.raises(GpuMemoryError, match="budget"):
+        DeviceGraph.from_csr(indptr, indices, gpu_mem="64K")
+    DeviceGraph.from_csr(indptr, indices, gpu_mem="64M")   # fits
+
+
+def test_bad_csr_rejected():
+    from graphene_py.errors import GrapheneError
+    from graphene_py.gpu import DeviceGraph
+    with pytest.raises(GrapheneError):
+        DeviceGraph.from_csr(np.array([0, 1, 2]), np.array([0, 5]))      # ID out of range
+    with pytest.raises(GrapheneError):
+        DeviceGraph.from_csr(np.array([0, 2, 1]), np.array([0]))         # bad indptr
+
+
+def test_from_graph_roundtrip(tmp_path):
+    """DeviceGraph.from_graph on a real dataset, when the partitioner is importable."""
+    part = pytest.importorskip("graphene_py.partition")
+    if not hasattr(part, "partition_arrays"):
+        pytest.skip("graphene_py.partition.partition_arrays not available yet")
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    tg = G.powerlaw()
+    graph = part.partition_arrays(tg.src, tg.dst, n=tg.n, disks=[str(tmp_path / "d0")], name="pl")
+    dg = DeviceGraph.from_graph(graph)
+    indptr, indices, _ = graph.to_csr("out")
+    parent, depth = gpu.bfs(dg, 0)
+    check_bfs(indptr, indices, 0, parent, depth)

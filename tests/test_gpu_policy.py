@@ -1,0 +1,107 @@
+"""The offload policy (gpu/policy.py) and GPU-free helpers: CPU-only tests."""
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from graphene_py.gpu import policy
+from graphene_py.gpu.policy import OffloadPolicy, choose_device, step_costs
+
+N = 4_000_000
+
+
+def test_small_frontier_stays_on_cpu():
+    assert choose_device(1, N, 20, resident=True) == "cpu"
+    assert choose_device(100, N, 3_000, resident=True) == "cpu"
+
+
+def test_hot_frontier_goes_to_gpu_when_resident():
+    assert choose_device(1_800_000, N, 60_000_000, resident=True) == "gpu"
+    assert choose_device(1_800_000, N, 60_000_000, resident=False) == "cpu"
+
+
+def test_forced_modes():
+    assert choose_device(1_800_000, N, 60_000_000, resident=True, mode="cpu") == "cpu"
+    assert choose_device(1, N, 1, resident=True, mode="gpu") == "gpu"
+    with pytest.raises(RuntimeError):
+        choose_device(1, N, 1, resident=False, mode="gpu")
+    with pytest.raises(ValueError):
+        choose_device(1, N, 1, resident=True, mode="tpu")
+    with pytest.raises(ValueError):
+        choose_device(-1, N, 1, resident=True)
+
+
+def test_threshold_matches_cost_model():
+    # The crossover from the model: E/cpu + oc = E/gpu + og + move  ->  E* below.
+    move = 12 * N / policy.PCIE_BYTES_PER_S
+    e_star = (policy.GPU_STEP_OVERHEAD_S + move - policy.CPU_STEP_OVERHEAD_S) / (
+        1 / policy.CPU_EDGES_PER_S - 1 / policy.GPU_EDGES_PER_S)
+    assert choose_device(10, N, int(e_star * 0.98), resident=True) == "cpu"
+    assert choose_device(10, N, int(e_star * 1.02) + 1, resident=True) == "gpu"
+
+
+def test_hysteresis_state_stays_where_it_is():
+    """Once the state is on the GPU, a medium frontier stays there (moving back costs PCIe time)."""
+    pol = OffloadPolicy(num_vertices=N, resident=True)
+    medium = 40_000
+    assert pol.decide(10, medium) == "cpu"            # from CPU: not worth moving
+    assert pol.decide(1_000_000, 30_000_000) == "gpu"
+    assert pol.moved
+    assert pol.decide(10, medium) == "gpu"            # already there: stays
+    assert not pol.moved
+    s = pol.summary()
+    assert (s["cpu"], s["gpu"], s["moves"]) == (1, 2, 1)
+    assert [x["device"] for x in s["steps"]] == ["cpu", "gpu", "gpu"]
+
+
+def test_bfs_like_sequence_on_power_law():
+    """Level sizes of the scale-22 Kronecker BFS (BASELINES.md): tiny levels on CPU, the two big
+    middle levels on GPU."""
+    levels = [1, 9, 29_633, 1_839_260, 523_093, 2_639, 10]
+    pol = OffloadPolicy(num_vertices=4_194_302, resident=True, state_bytes_per_vertex=12)
+    devs = [pol.decide(f, f * 30) for f in levels]
+    assert devs[:2] == ["cpu", "cpu"]
+    assert devs[3] == "gpu" and devs[4] == "gpu"
+    assert pol.summary()["gpu"] >= 2
+
+
+def test_not_resident_never_gpu():
+    pol = OffloadPolicy(num_vertices=N, resident=False)
+    assert {pol.decide(f, f * 50) for f in (1, 10**5, 10**7)} == {"cpu"}
+    assert "not resident" in pol.summary()["steps"][0]["reason"]
+    with pytest.raises(RuntimeError):
+        OffloadPolicy(num_vertices=N, resident=False, mode="gpu")
+
+
+@settings(max_examples=200, deadline=None)
+@given(e1=st.integers(0, 10**10), e2=st.integers(0, 10**10), n=st.integers(1, 10**9),
+       on=st.sampled_from(["cpu", "gpu"]))
+def test_monotone_in_frontier_edges(e1, e2, n, on):
+    """More edges never moves a superstep from GPU back to CPU (for the same state placement)."""
+    lo, hi = sorted((e1, e2))
+    d_lo = choose_device(1, n, lo, resident=True, state_on=on)
+    d_hi = choose_device(1, n, hi, resident=True, state_on=on)
+    assert not (d_lo == "gpu" and d_hi == "cpu")
+
+
+def test_step_costs_charge_move_to_the_other_side():
+    c0, g0 = step_costs(1000, 0, "cpu")
+    c1, g1 = step_costs(1000, 10**9, "cpu")
+    assert c1 == c0 and g1 > g0
+    c2, g2 = step_costs(1000, 10**9, "gpu")
+    assert c2 > c0 and g2 == g0
+
+
+def test_parse_bytes():
+    from graphene_py.errors import GrapheneError
+    from graphene_py.gpu.device_graph import parse_bytes
+    assert parse_bytes("4G") == 4 << 30
+    assert parse_bytes("512M") == 512 << 20
+    assert parse_bytes("1.5GiB") == int(1.5 * (1 << 30))
+    assert parse_bytes(1234) == 1234
+    assert parse_bytes(None) is None
+    with pytest.raises(GrapheneError):
+        parse_bytes("lots")
+
+
+def test_available_never_raises():
+    from graphene_py import gpu
+    assert gpu.available() in (True, False)
