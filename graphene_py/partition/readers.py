@@ -4,9 +4,10 @@
         for ch in r:                     # EdgeChunk(src int64[], dst int64[], weight float32[] | None)
             ...                          # r.bytes_read / r.total_bytes is the progress
 
-The file is read in chunks of `chunk_bytes` by a background thread (plain read or zlib inflate, both
-release the GIL) while a numba kernel (nogil) parses the previous chunk, so the whole file is never in
-memory. A line split across two chunks is carried over and parsed whole.
+The file is read in chunks of `chunk_bytes` and each chunk's complete lines are parsed by a numba
+kernel (nogil), so the whole file is never in memory; a line split across two chunks is carried over
+and parsed whole. Plain files are read straight into the parse buffer; gzip input is inflated by a
+background thread (zlib releases the GIL) while the previous chunk is parsed.
 
 Formats (chosen by suffix after stripping `.gz`; `fmt=` overrides; gzip is detected by its magic bytes):
 
@@ -134,11 +135,12 @@ def _parse_id(buf, pos, end):
     nd = 0
     over = False
     while pos < end:
-        c = buf[pos]
-        if c < 48 or c > 57:
+        d = np.int64(buf[pos]) - 48
+        if d < 0 or d > 9:
             break
-        d = np.int64(c) - 48
-        if v > (maxi - d) // 10:
+        if nd < 18:  # 18 digits always fit; check overflow (a division) only beyond
+            v = v * 10 + d
+        elif v > (maxi - d) // 10:
             over = True
         else:
             v = v * 10 + d
@@ -384,6 +386,11 @@ class _GzipStream:
     def tell(self):
         return self.raw.tell() - len(self.inbuf)
 
+    def readinto(self, mv):
+        b = self.read(len(mv))
+        mv[:len(b)] = b
+        return len(b)
+
     def read(self, n):
         parts = []
         got = 0
@@ -471,7 +478,7 @@ class EdgeReader:
     header_cols, header_entries (MTX), symmetric (MTX 'symmetric': caller must symmetrize)."""
 
     def __init__(self, path, fmt=None, weighted=None, chunk_bytes=config.READ_CHUNK_BYTES,
-                 max_id=None, prefetch=True):
+                 max_id=None, prefetch=None):
         self.path = os.fspath(path)
         self.fmt, gz_name = detect_format(self.path, fmt)
         spec = FORMATS[self.fmt]
@@ -508,6 +515,8 @@ class EdgeReader:
                 if not self.compressed and self.total_bytes % rs:
                     self._truncated(self.total_bytes)
             self.chunk_bytes = int(chunk_bytes)
+            if prefetch is None:
+                prefetch = self.compressed  # inflating is worth a thread; plain reads are not
             if prefetch:
                 self._pf = _Prefetcher(self._stream, self.chunk_bytes)
             if self.kind == "bin":
@@ -545,6 +554,27 @@ class EdgeReader:
             return self._pf.get()
         b = self._stream.read(self.chunk_bytes)
         return b, self._stream.tell()
+
+    def _fill_into(self, buf, have):
+        """Append the next block to buf[have:] (growing buf): -> (buf, bytes added, source pos)."""
+        if not self._stash and self._pf is None:
+            # plain file, no thread: read straight into the parse buffer (no extra copy)
+            if len(buf) < have + self.chunk_bytes:
+                buf = self._grow(buf, have, have + self.chunk_bytes)
+            n = self._stream.readinto(memoryview(buf)[have:have + self.chunk_bytes])
+            return buf, n, self._stream.tell()
+        b, pos = self._next_block()
+        need = have + len(b)
+        if len(buf) < need:
+            buf = self._grow(buf, have, need)
+        buf[have:need] = np.frombuffer(b, np.uint8)
+        return buf, len(b), pos
+
+    @staticmethod
+    def _grow(buf, have, need):
+        nb_ = np.empty(max(need, 2 * len(buf)), np.uint8)
+        nb_[:have] = buf[:have]
+        return nb_
 
     def _pull_ahead(self):
         """Fetch one more block into the stash; returns it (b'' at EOF)."""
@@ -694,18 +724,9 @@ class EdgeReader:
         base = 1 if mtx else 0
         eof = False
         while not eof:
-            b, pos = self._next_block()
-            if not b:
-                eof = True
-            else:
-                need = have + len(b)
-                if need > cap:
-                    cap = max(need, 2 * cap)
-                    nb_ = np.empty(cap, np.uint8)
-                    nb_[:have] = buf[:have]
-                    buf = nb_
-                buf[have:need] = np.frombuffer(b, np.uint8)
-                have = need
+            buf, n, pos = self._fill_into(buf, have)
+            eof = n == 0
+            have += n
             limit = have if eof else _last_newline(buf, have) + 1
             if limit <= 0:
                 self.bytes_read = pos
@@ -879,8 +900,10 @@ class EdgeReader:
 
 
 def open_edges(path, fmt=None, weighted=None, chunk_bytes=config.READ_CHUNK_BYTES, max_id=None,
-               prefetch=True) -> EdgeReader:
-    """Open an edge-list file for streaming; see the module docstring for formats and errors."""
+               prefetch=None) -> EdgeReader:
+    """Open an edge-list file for streaming; see the module docstring for formats and errors.
+
+    prefetch: read/inflate the next chunk in a background thread (default: only for gzip input)."""
     return EdgeReader(path, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes, max_id=max_id,
                       prefetch=prefetch)
 
