@@ -1,0 +1,426 @@
+"""Edge-list readers and writers: round trips, chunk boundaries, a naive reference parser, errors."""
+import gzip
+import os
+import re
+
+import numpy as np
+import pytest
+
+from graphene_py.errors import InputFormatError
+from graphene_py.partition.readers import FORMATS, detect_format, open_edges, read_edges
+from graphene_py.partition.writers import EdgeWriter, format_float32, write_edges
+from tests import graphs
+
+CHUNKS = [1, 7, 64, 1 << 20]
+ALL_FMTS = [f + gz for f in FORMATS for gz in ("", ".gz")]
+
+
+def _read(path, **kw):
+    src, dst, w, r = read_edges(path, **kw)
+    return src, dst, w, r
+
+
+def _weighted_fmt(fmt):
+    return FORMATS[fmt.replace(".gz", "")].weighted
+
+
+# ------------------------------------------------------------------------------------------------
+# naive reference parser (Python, line by line) for text edge lists
+
+def naive_text(data: bytes):
+    src, dst, w = [], [], []
+    for ln in data.split(b"\n"):
+        s = ln.strip(b" \t\r")
+        if not s or s[:1] in (b"#", b"%"):
+            continue
+        toks = [t for t in re.split(rb"[ \t\r]*,[ \t\r]*|[ \t\r]+", s)]
+        src.append(int(toks[0]))
+        dst.append(int(toks[1]))
+        if len(toks) == 3:
+            w.append(np.float32(float(toks[2])))
+    return (np.array(src, np.int64), np.array(dst, np.int64),
+            np.array(w, np.float32) if w else None)
+
+
+def _random_text(rng, m, weighted, huge=False):
+    """Text with random separators, comments, blank lines, CRLF, leading/trailing blanks."""
+    hi = (1 << 62) if huge else 1000
+    s = rng.integers(0, hi, m)
+    d = rng.integers(0, hi, m)
+    w = (rng.standard_normal(m) * 10.0 ** rng.integers(-5, 6, m)).astype(np.float32)
+    seps = [b" ", b"\t", b",", b", ", b" ,\t", b"  "]
+    out = [b"# a comment line\n", b"% another\n"]
+    for i in range(m):
+        pre = [b"", b" ", b"\t"][rng.integers(0, 3)]
+        line = pre + str(s[i]).encode() + seps[rng.integers(0, len(seps))] + str(d[i]).encode()
+        if weighted:
+            # the exact value of a float32 in 17 digits, or a short decimal (rounded once to float32)
+            wt = repr(float(w[i])) if rng.random() < 0.5 else "%.6g" % w[i]
+            line += seps[rng.integers(0, len(seps))] + wt.encode()
+        line += [b"", b" ", b"\t", b"\r"][rng.integers(0, 4)]
+        out.append(line + b"\n")
+        r = rng.random()
+        if r < 0.05:
+            out.append(b"\n")
+        elif r < 0.1:
+            out.append(b"  # comment 1 2 3\n")
+        elif r < 0.12:
+            out.append(b"\r\n")
+    data = b"".join(out)
+    if rng.random() < 0.5:
+        data = data.rstrip(b"\n")  # last line without newline
+    return data
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_text_matches_naive_parser(tmp_path, weighted, seed):
+    rng = np.random.default_rng(seed)
+    data = _random_text(rng, 300, weighted, huge=seed == 2)
+    p = tmp_path / "g.txt"
+    p.write_bytes(data)
+    es, ed, ew = naive_text(data)
+    for cb in [1, 5, 7, 33, 1 << 20]:
+        s, d, w, r = _read(p, chunk_bytes=cb)
+        np.testing.assert_array_equal(s, es)
+        np.testing.assert_array_equal(d, ed)
+        assert r.weighted == weighted
+        if weighted:
+            np.testing.assert_array_equal(w, ew)  # float32 from Python float: same rounding
+        assert r.lines_read == data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        assert r.bytes_read == r.total_bytes == len(data)
+    # gzip of the same text, with the background inflater and without
+    pg = tmp_path / "g.txt.gz"
+    pg.write_bytes(gzip.compress(data))
+    for pf in [None, False, True]:
+        s, d, w, r = _read(pg, chunk_bytes=11, prefetch=pf)
+        np.testing.assert_array_equal(s, es)
+        np.testing.assert_array_equal(d, ed)
+        assert r.bytes_read == r.total_bytes == os.path.getsize(pg)
+
+
+# ------------------------------------------------------------------------------------------------
+# round trips writer -> reader
+
+def _graph_cases():
+    rng = np.random.default_rng(7)
+    n = 5000
+    return {
+        "empty": (np.empty(0, np.int64), np.empty(0, np.int64)),
+        "one_edge": (np.array([0]), np.array([1])),
+        "self_loop_zero": (np.array([0]), np.array([0])),
+        "random": (rng.integers(0, n, 3000), rng.integers(0, n, 3000)),
+        "huge_ids": (rng.integers(0, 1 << 62, 500) + (1 << 40), rng.integers(1 << 32, 1 << 33, 500)),
+        "max_id": (np.array([(1 << 63) - 2, 5]), np.array([3, (1 << 63) - 2])),
+        "star": (graphs.star(3000).src, graphs.star(3000).dst),
+    }
+
+
+@pytest.mark.parametrize("fmt", ALL_FMTS)
+@pytest.mark.parametrize("case", list(_graph_cases()))
+def test_round_trip(tmp_path, fmt, case):
+    src, dst = _graph_cases()[case]
+    rng = np.random.default_rng(len(src))
+    wts = rng.integers(1, 256, len(src)).astype(np.float32)
+    if case == "random":
+        wts = (rng.standard_normal(len(src)) * 1e3).astype(np.float32)  # non-integral weights
+    base = fmt.replace(".gz", "")
+    p = tmp_path / f"g.{fmt}"
+    wanted_w = _weighted_fmt(fmt)
+    w_arg = wts if (wanted_w or (wanted_w is None and case in ("random", "star"))) else None
+    if base in ("bin32", "wbin32") and len(src) and max(src.max(), dst.max()) > 0xFFFFFFFF:
+        with pytest.raises(ValueError, match="does not fit"):
+            write_edges(p, src, dst, w_arg)
+        assert not p.exists() and not list(tmp_path.iterdir())  # nothing half-written
+        return
+    assert write_edges(p, src, dst, w_arg) == base
+    for cb in [7, 1 << 20]:
+        s, d, w, r = _read(p, chunk_bytes=cb)
+        assert r.fmt == base and r.compressed == fmt.endswith(".gz")
+        assert s.dtype == np.int64 and d.dtype == np.int64
+        np.testing.assert_array_equal(s, src)
+        np.testing.assert_array_equal(d, dst)
+        if w_arg is None:
+            assert w is None and not r.weighted
+        else:
+            assert r.weighted and w.dtype == np.float32
+            np.testing.assert_array_equal(w.view(np.uint32), w_arg.view(np.uint32))  # bit-exact
+        assert r.edges_read == len(src)
+        assert r.bytes_read == r.total_bytes == os.path.getsize(p)
+        if base == "mtx":
+            n = int(max(src.max(), dst.max())) + 1 if len(src) else 0
+            assert r.header_vertices == n and r.header_entries == len(src) and not r.symmetric
+
+
+def test_float32_bit_exact_round_trip(tmp_path):
+    rng = np.random.default_rng(11)
+    bits = rng.integers(0, 1 << 32, 50000, dtype=np.uint64).astype(np.uint32)
+    w = bits.view(np.float32)
+    w = np.concatenate([w[np.isfinite(w)], np.float32([0.0, -0.0, 1e-45, 3.4028235e38, 0.1, 1 / 3])])
+    idx = np.arange(len(w))
+    for ext in ("wel", "mtx", "el.gz"):
+        p = tmp_path / f"f.{ext}"
+        write_edges(p, idx, idx, w)
+        _, _, back, _ = _read(p)
+        np.testing.assert_array_equal(back.view(np.uint32), w.view(np.uint32))
+
+
+def test_weight_text_is_short():
+    assert format_float32(0.1) == "0.1"
+    assert format_float32(17.0) == "17"
+    assert format_float32(-2.5) == "-2.5"
+    assert format_float32(1e-30) == "1e-30"
+    assert float(np.float32(format_float32(123456.78))) == float(np.float32(123456.78))
+
+
+def test_streaming_writer_and_gzip_multi_member(tmp_path):
+    p = tmp_path / "a.el.gz"
+    with EdgeWriter(p) as w:
+        w.write([1, 2], [3, 4])
+        w.write([5], [6])
+    q = tmp_path / "b.el.gz"
+    write_edges(q, [7, 8], [9, 10])
+    both = tmp_path / "both.el.gz"
+    both.write_bytes(p.read_bytes() + q.read_bytes())  # `cat a.gz b.gz` is a valid gzip stream
+    s, d, _, _ = _read(both, chunk_bytes=3)
+    assert s.tolist() == [1, 2, 5, 7, 8] and d.tolist() == [3, 4, 6, 9, 10]
+
+
+def test_tsv_csv_separators(tmp_path):
+    for ext, sep in (("tsv", b"\t"), ("csv", b","), ("el", b" ")):
+        p = tmp_path / f"g.{ext}"
+        write_edges(p, [1, 2], [3, 4])
+        assert p.read_bytes() == b"1" + sep + b"3\n2" + sep + b"4\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# text details
+
+def test_weighted_detection_and_override(tmp_path):
+    p = tmp_path / "g.txt"
+    p.write_bytes(b"# header\n\n%x\n0 1 2.5\n1 2 3\n")
+    s, d, w, r = _read(p, chunk_bytes=2)
+    assert r.weighted and w.tolist() == [2.5, 3.0]
+    s, d, w, r = _read(p, weighted=False)
+    assert not r.weighted and w is None and s.tolist() == [0, 1]
+    p2 = tmp_path / "g2.txt"
+    p2.write_bytes(b"0 1\n")
+    with pytest.raises(InputFormatError) as e:
+        _read(p2, weighted=True)
+    assert e.value.line == 1 and "3 columns" in str(e.value)
+    p3 = tmp_path / "g.wel"
+    p3.write_bytes(b"0 1\n")
+    with pytest.raises(InputFormatError, match=r"g\.wel:1: .*3 columns"):
+        _read(p3)
+
+
+def test_only_comments_is_empty_graph(tmp_path):
+    for body in (b"", b"# nothing\n", b"\n\n  \r\n%c", b"#x"):
+        p = tmp_path / "e.el"
+        p.write_bytes(body)
+        s, d, w, r = _read(p, chunk_bytes=3)
+        assert len(s) == 0 and len(d) == 0 and not r.weighted
+    p = tmp_path / "e.bin64"
+    p.write_bytes(b"")
+    assert len(_read(p)[0]) == 0
+
+
+def test_long_line_across_many_chunks(tmp_path):
+    p = tmp_path / "g.el"
+    p.write_bytes(b"1" + b" " * 5000 + b"2\n" + b"0" * 3000 + b"7 8\n")
+    s, d, _, r = _read(p, chunk_bytes=7)
+    assert s.tolist() == [1, 7] and d.tolist() == [2, 8] and r.lines_read == 2
+
+
+def test_detect_format():
+    assert detect_format("a/b.EL") == ("el", False)
+    assert detect_format("x.mtx.gz") == ("mtx", True)
+    assert detect_format("x.bin") == ("bin32", False)
+    assert detect_format("x.wbin64.gz") == ("wbin64", True)
+    assert detect_format("out.konect") == ("el", False)
+    assert detect_format("x.dat", "bin64") == ("bin64", False)
+    assert detect_format("x.dat", "wel.gz") == ("wel", True)
+    with pytest.raises(ValueError):
+        detect_format("x", "parquet")
+
+
+def test_gzip_detected_by_magic_and_fake_gz_rejected(tmp_path):
+    p = tmp_path / "g.el"
+    p.write_bytes(gzip.compress(b"3 4\n"))
+    assert _read(p)[0].tolist() == [3]
+    q = tmp_path / "g.el.gz"
+    q.write_bytes(b"3 4\n")
+    with pytest.raises(InputFormatError, match="not gzip"):
+        _read(q)
+
+
+def test_reader_single_pass_and_close(tmp_path):
+    p = tmp_path / "g.el.gz"
+    write_edges(p, np.arange(10000), np.arange(10000))
+    r = open_edges(p, chunk_bytes=1000)
+    it = iter(r)
+    next(it)
+    r.close()  # stops the inflater thread mid-file
+    with pytest.raises(RuntimeError):
+        iter(r)
+    with open_edges(p) as r2:
+        assert sum(len(c.src) for c in r2) == 10000
+        with pytest.raises(RuntimeError):
+            iter(r2)
+
+
+# ------------------------------------------------------------------------------------------------
+# errors: exact file:line and offending text, whatever the chunk size
+
+TEXT_ERRORS = [
+    # (content, kwargs, line, what-regex, offending line text)
+    (b"0 1\n1 x\n", {}, 2, r"vertex ID 'x' is not a non-negative integer", "1 x"),
+    (b"0 1\n# c\n\n1 2.5\n", {}, 4, r"vertex ID '2\.5' is not", "1 2.5"),
+    (b"0 1\r\n\r\n2 -3\r\n", {}, 3, r"negative vertex ID -3", "2 -3"),
+    (b"0 1\n5 12\n", {"max_id": 11}, 2, r"vertex ID 12 above max_id 11", "5 12"),
+    (b"0 1\n9223372036854775808 1\n", {}, 2, r"above 2\^63-1", "9223372036854775808 1"),
+    (b"0 1 1\n1 2 abc\n", {}, 2, r"weight 'abc' is not a number", "1 2 abc"),
+    (b"0 1 1\n1 2 nan\n", {}, 2, r"bad weight 'nan'", "1 2 nan"),
+    (b"0 1 1\n1 2 -inf\n", {}, 2, r"bad weight '-inf'", "1 2 -inf"),
+    (b"0 1 1\n1 2 1e39\n", {}, 2, r"bad weight '1e39'", "1 2 1e39"),
+    (b"0 1\n1 2\n3 4 5\n", {}, 3, r"expected 2 columns .* found 3", "3 4 5"),
+    (b"0 1 2\n1 2\n", {}, 2, r"expected 3 columns .* found 2", "1 2"),
+    (b"%c\n0 1 2 3\n", {}, 2, r"expected 2 or 3 columns", "0 1 2 3"),
+    (b"0 1\n7\n", {}, 2, r"found 1", "7"),
+    (b"0 1\n1,,2\n", {}, 2, r"empty field", "1,,2"),
+    (b"0 1\n1 2\n3 4", {"max_id": 3}, 3, r"vertex ID 4 above max_id 3", "3 4"),  # no final newline
+]
+
+
+@pytest.mark.parametrize("content,kw,line,what,text", TEXT_ERRORS)
+@pytest.mark.parametrize("gz", [False, True])
+def test_text_errors(tmp_path, content, kw, line, what, text, gz):
+    p = tmp_path / ("bad.el.gz" if gz else "bad.el")
+    p.write_bytes(gzip.compress(content) if gz else content)
+    for cb in CHUNKS:
+        with pytest.raises(InputFormatError) as e:
+            _read(p, chunk_bytes=cb, **kw)
+        err = e.value
+        assert err.path == str(p) and err.line == line and err.text == text, (cb, str(err))
+        assert re.search(what, err.what), err.what
+        assert str(err).startswith(f"{p}:{line}: ")
+
+
+MTX_ERRORS = [
+    (b"", 1, r"empty file"),
+    (b"hello\n1 1 1\n", 1, r"not a MatrixMarket file"),
+    (b"%%MatrixMarket matrix array real general\n2 2\n", 1, r"not 'coordinate'"),
+    (b"%%MatrixMarket matrix coordinate complex general\n", 1, r"unsupported MatrixMarket field"),
+    (b"%%MatrixMarket matrix coordinate real hermitian\n", 1, r"unsupported MatrixMarket symmetry"),
+    (b"%%MatrixMarket vector coordinate real general\n", 1, r"object 'vector'"),
+    (b"%%MatrixMarket matrix coordinate real\n", 1, r"need 5 words"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n% c\n", 2, r"ends before the size line"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n%c\n3 3\n", 3, r"bad MatrixMarket size line"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n3 3 x\n", 2, r"bad MatrixMarket size line"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n", 4, r"more entries than the 1"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n\n2 3\n", 5, r"has 2 entries .* promises 3"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n0 2\n", 3, r"row index 0 in a 1-based"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 5\n", 3, r"column index 5 out of range 1\.\.4"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n3 4 1\n4 1\n", 3, r"row index 4 out of range 1\.\.3"),
+    (b"%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2\n", 3, r"expected 3 columns"),
+    (b"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2 5\n", 3, r"expected 2 columns"),
+    (b"%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 x\n", 3, r"weight 'x' is not a number"),
+]
+
+
+@pytest.mark.parametrize("content,line,what", MTX_ERRORS)
+def test_mtx_errors(tmp_path, content, line, what):
+    p = tmp_path / "bad.mtx"
+    p.write_bytes(content)
+    for cb in CHUNKS:
+        with pytest.raises(InputFormatError) as e:
+            _read(p, chunk_bytes=cb)
+        assert e.value.line == line, (cb, str(e.value))
+        assert re.search(what, e.value.what), e.value.what
+        assert str(e.value).startswith(f"{p}:{line}: ")
+
+
+def test_mtx_symmetric_integer_and_comments(tmp_path):
+    p = tmp_path / "s.mtx"
+    p.write_bytes(b"%%MatrixMarket MATRIX Coordinate integer Symmetric\n% comment\n%\n"
+                  b"  4 5 3\n2 1 7\n% mid comment\n4 4 -2\n\r\n5 5 1\n".replace(b"5 5 1", b"3 5 1"))
+    for cb in CHUNKS:
+        s, d, w, r = _read(p, chunk_bytes=cb)
+        assert r.symmetric and r.header_rows == 4 and r.header_cols == 5 and r.header_vertices == 5
+        assert s.tolist() == [1, 3, 2] and d.tolist() == [0, 3, 4] and w.tolist() == [7, -2, 1]
+    with pytest.raises(InputFormatError, match="above max_id 2"):
+        _read(p, max_id=2)
+    pat = tmp_path / "p.mtx"
+    pat.write_bytes(b"%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n")
+    with pytest.raises(InputFormatError, match="pattern"):
+        _read(pat, weighted=True)
+    s, d, w, r = _read(pat)
+    assert w is None and s.tolist() == [0] and d.tolist() == [1]
+
+
+def test_binary_truncated_names_offset(tmp_path):
+    p = tmp_path / "t.bin32"
+    p.write_bytes(np.arange(4, dtype="<u4").tobytes() + b"\x01\x02\x03\x04\x05")
+    with pytest.raises(InputFormatError) as e:
+        open_edges(p)
+    assert e.value.line is None and "byte offset 16" in e.value.what and "5 trailing" in e.value.what
+    q = tmp_path / "t.wbin64.gz"
+    q.write_bytes(gzip.compress(b"\x00" * 20 * 3 + b"\x00" * 7))
+    for cb in (1, 13, 1 << 20):
+        with pytest.raises(InputFormatError, match="byte offset 60"):
+            _read(q, chunk_bytes=cb)
+
+
+def test_binary_bad_values(tmp_path):
+    rec = np.zeros(3, np.dtype([("s", "<u8"), ("d", "<u8")]))
+    rec["s"] = [1, 2, 1 << 63]
+    p = tmp_path / "b.bin64"
+    p.write_bytes(rec.tobytes())
+    with pytest.raises(InputFormatError, match=r"above 2\^63-1 in record 2 at byte offset 32"):
+        _read(p, chunk_bytes=16)
+    p2 = tmp_path / "b.bin32"
+    write_edges(p2, [1, 2, 30], [4, 5, 6])
+    with pytest.raises(InputFormatError, match=r"source vertex ID 30 above max_id 10 in record 2 "
+                       r"at byte offset 16"):
+        _read(p2, max_id=10)
+    wr = np.zeros(2, np.dtype([("s", "<u4"), ("d", "<u4"), ("w", "<f4")]))
+    wr["w"] = [1.0, np.nan]
+    p3 = tmp_path / "b.wbin32"
+    p3.write_bytes(wr.tobytes())
+    with pytest.raises(InputFormatError, match=r"bad weight nan .* record 1 at byte offset 12"):
+        _read(p3)
+    with pytest.raises(InputFormatError, match="bad weight"):
+        _read(p3, weighted=False)  # dropped weights are still validated
+    wr["w"][1] = 2.0
+    p3.write_bytes(wr.tobytes())
+    assert _read(p3, weighted=False)[2] is None
+    with pytest.raises(ValueError):
+        open_edges(p2, weighted=True)
+
+
+def test_truncated_and_corrupt_gzip(tmp_path):
+    data = gzip.compress(b"".join(b"%d %d\n" % (i, i + 1) for i in range(20000)))
+    p = tmp_path / "t.el.gz"
+    p.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputFormatError, match="truncated gzip"):
+        _read(p)
+    q = tmp_path / "c.el.gz"
+    q.write_bytes(data[:100] + bytes(b ^ 0x55 for b in data[100:200]) + data[200:])
+    with pytest.raises(InputFormatError, match="gzip"):
+        _read(q)
+
+
+def test_writer_validation(tmp_path):
+    with pytest.raises(ValueError, match="negative"):
+        write_edges(tmp_path / "a.el", [-1], [0])
+    with pytest.raises(ValueError, match="finite"):
+        write_edges(tmp_path / "a.wel", [1], [0], [np.nan])
+    with pytest.raises(ValueError):
+        write_edges(tmp_path / "a.wel", [1], [0])  # wel needs weights
+    with pytest.raises(ValueError):
+        write_edges(tmp_path / "a.bin32", [1], [0], [1.0])  # bin32 has no weights
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="promised 2"):
+        with EdgeWriter(tmp_path / "m.mtx", num_vertices=3, num_edges=2) as w:
+            w.write([0], [1])
+    assert not list(tmp_path.iterdir())
