@@ -200,8 +200,12 @@ class IoIterator:
         if not files:   # no edges at all: nothing will ever be read
             self.engine_name = "none"
             return
-        self.engine = make_engine(engine, files, np.array(disk_of, dtype=np.int32), self.pool,
-                                  queue_depth=qd, direct=direct)
+        disk_of = np.array(disk_of, dtype=np.int32)
+        if callable(engine):   # a factory with make_engine's signature (tests: fault injection)
+            self.engine = engine(files, disk_of, self.pool, queue_depth=qd, direct=direct)
+        else:
+            self.engine = make_engine(engine, files, disk_of, self.pool, queue_depth=qd,
+                                      direct=direct)
         self.engine_name = getattr(self.engine, "name", str(engine))
         self.notes += list(getattr(self.engine, "notes", []))
         self.buf = self._typed(self.pool.view)
@@ -330,10 +334,17 @@ class IoIterator:
                 else:
                     self._submit(fids, offs, lens, woff, wlen)
                     job = self._ssd_job(is_active, compute, state, args, acc)
-                if self._helpers is not None and len(offs) > 1:
-                    self._helpers.run(job)
-                else:
-                    job(0)
+                try:
+                    if self._helpers is not None and len(offs) > 1:
+                        self._helpers.run(job)
+                    else:
+                        job(0)
+                finally:
+                    if self.weights and not self.in_memory and self.pending is not None:
+                        left = self.pending[self.pending >= 0]
+                        if len(left):
+                            self.engine.release(left.copy())
+                            self.pending[:] = -1
             io1 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
         finally:
             if queue:
@@ -391,6 +402,7 @@ class IoIterator:
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
                        weighted)
         pc = time.perf_counter
+        abort = [False]
 
         def job(tid):
             rows = np.empty((BATCH, 3), dtype=np.int64)
@@ -398,28 +410,55 @@ class IoIterator:
             disk = tid % ndisks
             edges = 0
             tc = tw = 0.0
+            err = None
+            nerr = 0
             while True:
                 t1 = pc()
-                c = eng.get(disk, BATCH)
+                try:
+                    c = eng.get(disk, BATCH)
+                except Exception as e:  # an IO error: remember it, keep draining the batch
+                    if err is None:
+                        err = e
+                    abort[0] = True
+                    nerr += 1
+                    if nerr > 100_000:   # the engine keeps failing: give up draining
+                        break
+                    continue
                 t2 = pc()
                 tw += t2 - t1
                 if c.shape[0] == 0:
                     break
-                if weighted:
-                    with lock:
-                        n, nd = K.pair_rows(c, self.pending, sb, rows, done)
-                    if n:
-                        edges += K_process(is_active, compute, state, tid, rows, n, *kernel_args)
-                    if nd:
-                        eng.release(done[:nd].copy())
-                else:
-                    n = K.slots_to_rows(c, sb, rows)
-                    edges += K_process(is_active, compute, state, tid, rows, n, *kernel_args)
+                if abort[0]:
                     eng.release(c[:, 1].copy())
+                    continue
+                try:
+                    if weighted:
+                        with lock:
+                            n, nd = K.pair_rows(c, self.pending, sb, rows, done)
+                        try:
+                            if n:
+                                edges += K_process(is_active, compute, state, tid, rows, n,
+                                                   *kernel_args)
+                        finally:
+                            if nd:
+                                eng.release(done[:nd].copy())
+                    else:
+                        n = K.slots_to_rows(c, sb, rows)
+                        try:
+                            edges += K_process(is_active, compute, state, tid, rows, n,
+                                               *kernel_args)
+                        finally:
+                            eng.release(c[:, 1].copy())
+                except Exception as e:
+                    if err is None:
+                        err = e
+                    abort[0] = True
                 tc += pc() - t2
             acc["edges"][tid] = edges
             acc["compute"][tid] = tc
             acc["wait"][tid] = tw
+            if err is not None:
+                raise err
 
         return job
 

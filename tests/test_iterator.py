@@ -1,0 +1,423 @@
+"""IoIterator vs naive per-vertex references, on every test graph, partitioning, engine and mode.
+
+The reference for every check is computed from the *input edge arrays* with numpy (self-loops and
+duplicates dropped as the partitioner documents: a duplicate keeps its smallest weight), never from
+the dataset files, so a partitioning or iterator bug cannot cancel out.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+from numba import njit
+
+from graphene_py.errors import GrapheneError, GrapheneIOError
+from graphene_py.iterator import Frontier, IoIterator, atomic_add, atomic_cas, atomic_min
+from graphene_py.partition import partition_arrays
+from tests import graphs as tg
+
+GRIDS = [(1, 1), (2, 2), (3, 2)]
+
+
+# -- references ------------------------------------------------------------------------------
+def clean_edges(g, symmetrize=False):
+    s, d, w = g.src, g.dst, g.weights.astype(np.float64)
+    if symmetrize:
+        s, d, w = np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([w, w])
+    keep = s != d
+    s, d, w = s[keep], d[keep], w[keep]
+    order = np.lexsort((w, d, s))
+    s, d, w = s[order], d[order], w[order]
+    first = np.ones(len(s), bool)
+    first[1:] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
+    return s[first], d[first], w[first]
+
+
+def reference(g, active=None, reverse=False):
+    s, d, w = clean_edges(g)
+    if reverse:
+        s, d = d, s
+    n = g.n
+    act = np.ones(n, bool) if active is None else active
+    sel = act[s]
+    deg = np.bincount(s[sel], minlength=n)
+    nsum = np.bincount(s[sel], weights=d[sel].astype(np.float64), minlength=n)
+    wsum = np.bincount(s[sel], weights=w[sel], minlength=n)
+    return deg, nsum, wsum
+
+
+# -- custom algorithm written only with the public API ---------------------------------------
+@njit
+def _always(v, state):
+    return True
+
+
+@njit
+def _count(v, nbrs, wts, tid, state):
+    deg, nsum, wsum, calls = state
+    deg[tid, v] += nbrs.shape[0]
+    calls[tid, v] += 1
+    for i in range(nbrs.shape[0]):
+        nsum[tid, v] += np.int64(nbrs[i])
+        if wts.shape[0]:
+            wsum[tid, v] += wts[i]
+
+
+def run_counts(it, n, frontier):
+    T = it.threads
+    state = (np.zeros((T, n), np.int64), np.zeros((T, n), np.int64), np.zeros((T, n)),
+             np.zeros((T, n), np.int64))
+    st = it.run(_always, _count, state, frontier)
+    return state[0].sum(0), state[1].sum(0), state[2].sum(0), state[3].sum(0), st
+
+
+# -- datasets --------------------------------------------------------------------------------
+_CACHE = {}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    def make(gname, R=1, C=1, weights=True, in_edges=False, id_width=None, ndisks=2):
+        key = (gname, R, C, weights, in_edges, id_width, ndisks)
+        if key not in _CACHE:
+            g = tg.by_name(gname)
+            base = tmp_path_factory.mktemp("ds")
+            disks = []
+            for i in range(ndisks):
+                os.makedirs(base / f"disk{i}")
+                disks.append(str(base / f"disk{i}"))
+            G = partition_arrays(g.src, g.dst, weights=g.weights if weights else None,
+                                 num_vertices=g.n, disks=disks, name="t", rows=R, cols=C,
+                                 in_edges=in_edges, id_width=id_width, register=False)
+            _CACHE[key] = (g, G)
+        return _CACHE[key]
+    return make
+
+
+def frontiers(n, rng):
+    mask = rng.random(n) < 0.3
+    ids = np.flatnonzero(mask).astype(np.int64)
+    rng.shuffle(ids)
+    small = ids[: max(1, len(ids) // 50)] if len(ids) else ids
+    smask = np.zeros(n, bool)
+    smask[small] = True
+    return [(Frontier.all(n), np.ones(n, bool)), (Frontier.from_queue(ids, n), mask),
+            (Frontier.from_mask(mask), mask), (Frontier.from_queue(small, n), smask)]
+
+
+# -- tests -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("grid", GRIDS, ids=lambda g: f"{g[0]}x{g[1]}")
+@pytest.mark.parametrize("gname", [f.__name__ for f in tg.ALL])
+def test_counts_every_graph(dataset, gname, grid):
+    g, G = dataset(gname, *grid)
+    n = g.n
+    rng = np.random.default_rng(5)
+    with IoIterator(G, threads=2, weights=True) as it, \
+            IoIterator(G, threads=2, weights=True, in_memory=True) as mem:
+        for fr, act in frontiers(n, rng):
+            deg, nsum, wsum = reference(g, act)
+            d1, s1, w1, c1, st = run_counts(it, n, fr)
+            assert np.array_equal(d1, deg), (gname, grid, fr)
+            assert np.array_equal(s1, nsum)
+            assert np.allclose(w1, wsum)
+            d2, s2, w2, c2, st2 = run_counts(mem, n, fr)
+            # in-memory mode runs the same plan: results identical, bit for bit
+            assert np.array_equal(d2, d1) and np.array_equal(s2, s1)
+            assert np.array_equal(np.sort(w2), np.sort(w1)) or np.allclose(w2, w1)
+            assert st["active_edges"] == int(deg.sum()) == st2["active_edges"]
+            assert st["extents"] == st2["extents"] and st["bytes_useful"] == st2["bytes_useful"]
+            if st["extents"]:
+                assert 0 < st["io_utility"] <= 1.0 + 1e-12
+                assert st["bytes_read"] >= st["bytes_useful"]
+                assert st["bytes_read"] % 512 == 0
+
+
+@pytest.mark.parametrize("engine", ["uring", "liburing", "pread"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("gname,grid", [("powerlaw", (2, 2)), ("star", (3, 2)), ("grid", (1, 1))])
+def test_engines(dataset, engine, threads, gname, grid):
+    g, G = dataset(gname, *grid)
+    n = g.n
+    rng = np.random.default_rng(9)
+    for weights in (False, True):
+        with IoIterator(G, engine=engine, threads=threads, weights=weights) as it:
+            assert it.engine_name == engine
+            for fr, act in frontiers(n, rng)[:3]:
+                deg, nsum, wsum = reference(g, act)
+                d1, s1, w1, _, st = run_counts(it, n, fr)
+                assert np.array_equal(d1, deg) and np.array_equal(s1, nsum)
+                if weights:
+                    assert np.allclose(w1, wsum)
+                else:
+                    assert not w1.any()   # wts is an empty array without weights
+            assert it.stats["supersteps"] == 3
+
+
+def test_hub_lists_arrive_in_chunks(dataset):
+    g, G = dataset("star", 1, 1)
+    n = g.n
+    deg, nsum, wsum = reference(g)
+    with IoIterator(G, threads=2, max_io=4096, weights=True) as it:
+        d1, s1, w1, calls, st = run_counts(it, n, Frontier.from_queue(np.arange(n), n))
+    assert np.array_equal(d1, deg) and np.allclose(w1, wsum)
+    hub = 3
+    # 70,000 4-byte IDs = 280,000 bytes in 4 KB extents: the hub's list comes in >= 68 chunks
+    assert calls[hub] >= 68
+    assert st["extents"] >= 68
+
+
+def test_compute_only_on_frontier_vertices(dataset):
+    """is_active returning True everywhere must not leak gap blocks' vertices into compute."""
+    g, G = dataset("uniform_2000_16000" if False else "uniform", 1, 1)
+    n = g.n
+    q = np.array([5, 700, 1999, 1200], dtype=np.int64)
+    act = np.zeros(n, bool)
+    act[q] = True
+    deg, nsum, _ = reference(g, act)
+    with IoIterator(G, threads=2, max_gap=64) as it:
+        d1, s1, _, calls, st = run_counts(it, n, Frontier.from_queue(q, n))
+    assert np.array_equal(d1, deg) and np.array_equal(s1, nsum)
+    assert set(np.flatnonzero(calls)) <= set(q.tolist())
+    assert st["mode"] == "queue" and st["frontier"] == 4
+
+
+@njit
+def _even(v, state):
+    return v % 2 == 0
+
+
+def test_is_active_filters(dataset):
+    g, G = dataset("powerlaw", 2, 2)
+    n = g.n
+    act = np.arange(n) % 2 == 0
+    deg, nsum, _ = reference(g, act)
+    T = 2
+    state = (np.zeros((T, n), np.int64), np.zeros((T, n), np.int64), np.zeros((T, n)),
+             np.zeros((T, n), np.int64))
+    with IoIterator(G, threads=T) as it:
+        it.run(_even, _count, state, Frontier.all(n))
+    assert np.array_equal(state[0].sum(0), deg)
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (2, 2)])
+def test_in_edges(dataset, grid):
+    g, G = dataset("powerlaw", *grid, in_edges=True)
+    n = g.n
+    rng = np.random.default_rng(1)
+    for mem in (False, True):
+        with IoIterator(G, "in", threads=2, weights=True, in_memory=mem) as it:
+            for fr, act in frontiers(n, rng)[:3]:
+                deg, nsum, wsum = reference(g, act, reverse=True)
+                d1, s1, w1, _, _ = run_counts(it, n, fr)
+                assert np.array_equal(d1, deg) and np.array_equal(s1, nsum)
+                assert np.allclose(w1, wsum)
+
+
+def test_no_in_edges_is_a_clear_error(dataset):
+    g, G = dataset("powerlaw", 1, 1)
+    with pytest.raises(GrapheneError, match="in-edge"):
+        IoIterator(G, "in")
+
+
+@pytest.mark.parametrize("gname", ["powerlaw", "star"])
+def test_id_width_8(dataset, gname):
+    g, G = dataset(gname, 2, 2, id_width=8)
+    assert G.id_width == 8
+    n = g.n
+    rng = np.random.default_rng(2)
+    for mem in (False, True):
+        with IoIterator(G, threads=2, weights=True, in_memory=mem, max_io=8192) as it:
+            for fr, act in frontiers(n, rng):
+                deg, nsum, wsum = reference(g, act)
+                d1, s1, w1, _, _ = run_counts(it, n, fr)
+                assert np.array_equal(d1, deg) and np.array_equal(s1, nsum)
+                assert np.allclose(w1, wsum)
+
+
+def test_tiny_buffer_weighted_no_deadlock(dataset):
+    g, G = dataset("star", 2, 2)
+    n = g.n
+    deg, nsum, wsum = reference(g)
+    with IoIterator(G, threads=2, weights=True, buffer_mb=0.1, queue_depth=4) as it:
+        d1, s1, w1, _, st = run_counts(it, n, Frontier.all(n))
+        assert np.array_equal(d1, deg) and np.allclose(w1, wsum)
+        assert it.notes  # the raised pool size is reported
+
+
+def test_no_direct_and_block_size(dataset):
+    g, G = dataset("powerlaw", 2, 2)
+    n = g.n
+    rng = np.random.default_rng(3)
+    with IoIterator(G, threads=2, direct=False, block_size=4096, max_gap=0, max_io=4096) as it:
+        for fr, act in frontiers(n, rng):
+            deg, nsum, _ = reference(g, act)
+            d1, s1, _, _, st = run_counts(it, n, fr)
+            assert np.array_equal(d1, deg) and np.array_equal(s1, nsum)
+
+
+def test_stats_keys_and_modes(dataset):
+    g, G = dataset("powerlaw", 2, 2)
+    n = g.n
+    keys = {"frontier", "active_edges", "blocks_marked", "extents", "bytes_useful", "bytes_read",
+            "io_utility", "io_seconds", "compute_seconds", "wait_seconds", "plan_seconds",
+            "seconds", "mode"}
+    with IoIterator(G, threads=2) as it:
+        st_small = run_counts(it, n, Frontier.from_queue(np.array([1, 2, 3]), n))[-1]
+        st_big = run_counts(it, n, Frontier.from_queue(np.arange(n // 2), n))[-1]
+        st_mask = run_counts(it, n, Frontier.from_mask(np.ones(n, bool)))[-1]
+        st_all = run_counts(it, n, Frontier.all(n))[-1]
+        for st in (st_small, st_big, st_mask, st_all):
+            assert keys <= set(st)
+        assert (st_small["mode"], st_big["mode"], st_mask["mode"], st_all["mode"]) == \
+            ("queue", "scan", "scan", "all")
+        # dense streaming reads every byte of the adjacency files once, in large extents
+        assert st_all["bytes_read"] == sum(p.adj_bytes for p in G.partitions if p.num_edges)
+        assert st_all["extents"] <= st_mask["extents"]
+        assert st_mask["active_edges"] == st_all["active_edges"] == G.num_edges
+        assert it.stats["supersteps"] == 4
+        assert it.stats["bytes_read"] == sum(s["bytes_read"] for s in
+                                             (st_small, st_big, st_mask, st_all))
+
+
+def test_frontier_validation(dataset):
+    g, G = dataset("powerlaw", 1, 1)
+    n = g.n
+    with pytest.raises(ValueError):
+        Frontier.from_queue(np.array([n]), n)
+    with pytest.raises(ValueError):
+        Frontier.from_queue(np.array([-1]), n)
+    with IoIterator(G, threads=1) as it:
+        with pytest.raises(ValueError):
+            run_counts(it, n, Frontier.all(n + 1))
+        with pytest.raises(TypeError):
+            it.run(_always, _count, (), np.arange(3))
+    with pytest.raises(GrapheneError, match="no weights"):
+        _, Gu = dataset("powerlaw", 1, 1, weights=False)
+        IoIterator(Gu, weights=True)
+    assert len(Frontier.from_mask(np.array([0, 3, 0, 1]))) == 2
+
+
+def test_io_error_propagates_and_iterator_survives(dataset):
+    from graphene_py.io.faults import FaultEngine
+    g, G = dataset("powerlaw", 1, 1)
+    n = g.n
+    made = {}
+
+    def factory(files, disk_of, pool, queue_depth=64, direct=True):
+        made["e"] = FaultEngine(files, disk_of, pool, queue_depth=queue_depth, direct=direct,
+                                eio_at={(0, 0)})
+        return made["e"]
+
+    with IoIterator(G, threads=2, engine=factory) as it:
+        with pytest.raises(GrapheneIOError):
+            run_counts(it, n, Frontier.all(n))
+        # the batch was drained: the next superstep (which avoids block 0) still works
+        made["e"].eio_at = set()
+        deg, nsum, _ = reference(g)
+        d1, s1, _, _, _ = run_counts(it, n, Frontier.all(n))
+        assert np.array_equal(d1, deg)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("mem", [False, True])
+def test_python_api_table_4_1(dataset, weights, mem):
+    g, G = dataset("star", 2, 2)
+    n = g.n
+    rng = np.random.default_rng(4)
+    fr, act = frontiers(n, rng)[1]
+    deg_ref, nsum_ref, wsum_ref = reference(g, act)
+    deg = np.zeros(n, np.int64)
+    nsum = np.zeros(n, np.int64)
+    wsum = np.zeros(n)
+    with IoIterator(G, weights=weights, in_memory=mem, max_io=4096) as it:
+        it.start(fr)
+        blocks = 0
+        while it.has_more():
+            it.next()
+            blocks += 1
+            while True:
+                v = it.current()
+                if v < 0:
+                    break
+                nb = it.get_neighbors(v)
+                assert nb.dtype == np.int64
+                deg[v] += len(nb)
+                nsum[v] += int(nb.sum())
+                if weights:
+                    w = it.get_weights(v)
+                    assert len(w) == len(nb)
+                    wsum[v] += float(w.astype(np.float64).sum())
+        assert blocks > 1
+        assert not it.has_more()
+        # a second superstep with the block-iteration form
+        it.start(Frontier.all(n))
+        deg2 = np.zeros(n, np.int64)
+        while it.has_more():
+            for v in it.next():
+                deg2[v] += len(it.get_neighbors(v))
+    assert np.array_equal(deg, deg_ref) and np.array_equal(nsum, nsum_ref)
+    if weights:
+        assert np.allclose(wsum, wsum_ref)
+    assert np.array_equal(deg2, reference(g)[0])
+
+
+def test_python_api_abandoned_superstep(dataset):
+    g, G = dataset("powerlaw", 1, 1)
+    n = g.n
+    with IoIterator(G, max_io=4096) as it:
+        it.start(Frontier.all(n))
+        assert it.has_more()
+        it.next()
+        it.start(Frontier.all(n))   # abandon: drained and released, then a full pass works
+        deg = np.zeros(n, np.int64)
+        while it.has_more():
+            for v in it.next():
+                deg[v] += len(it.get_neighbors(v))
+        assert np.array_equal(deg, reference(g)[0])
+        d1 = run_counts(it, n, Frontier.all(n))[0]
+        assert np.array_equal(d1, deg)
+
+
+def test_empty_graph(dataset):
+    g, G = dataset("empty", 1, 1)
+    with IoIterator(G) as it:
+        st = run_counts(it, 0, Frontier.all(0))[-1]
+        assert st["extents"] == 0 and st["active_edges"] == 0
+
+
+# -- atomics ---------------------------------------------------------------------------------
+@njit(nogil=True)
+def _hammer(cnt, claim, mins, tid, reps):
+    won = 0
+    for i in range(reps):
+        atomic_add(cnt, 0, np.int64(1))
+        j = i % claim.shape[0]
+        if atomic_cas(claim, j, np.int32(-1), np.int32(tid)) == -1:
+            won += 1
+        atomic_min(mins, j, np.int64(reps - i + tid))
+    return won
+
+
+def test_atomics_under_threads():
+    cnt = np.zeros(1, np.int64)
+    claim = np.full(1000, -1, np.int32)
+    mins = np.full(1000, 1 << 40, np.int64)
+    won = [0, 0]
+
+    def work(t):
+        won[t] = _hammer(cnt, claim, mins, t, 200_000)
+
+    ts = [threading.Thread(target=work, args=(t,)) for t in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert cnt[0] == 400_000
+    assert sum(won) == 1000 and (claim >= 0).all()
+    # the minimum over both threads of reps - i + tid for i = j (mod 1000)
+    reps = 200_000
+    j = np.arange(1000)
+    last_i = j + ((reps - 1 - j) // 1000) * 1000
+    assert np.array_equal(mins, reps - last_i)
