@@ -17,6 +17,7 @@ NAME_EXPRESSIONS = (
     "bfs_push<1>", "bfs_push<32>", "bfs_push<0>", "bfs_push<-1>",
     "pr_pull<1>", "pr_pull<8>", "pr_pull<32>", "pr_pull<0>",
     "wcc_hook<1>", "wcc_hook<8>", "wcc_hook<32>", "wcc_hook<0>",
+    "wcc_sv_hook<1>", "wcc_sv_hook<8>", "wcc_sv_hook<32>", "wcc_sv_hook<0>",
     "msbfs_pull<unsigned int>", "msbfs_pull<unsigned long long>",
     "count_nonself<1>", "count_nonself<8>", "count_nonself<32>", "count_nonself<0>",
 )

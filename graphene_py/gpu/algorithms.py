@@ -13,6 +13,7 @@ Each function takes `stats=None`; pass a dict to receive counters (levels, direc
 from __future__ import annotations
 
 import math
+import time
 from typing import Optional
 
 import numpy as np
@@ -105,6 +106,7 @@ def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop
     prev_L = 0
     log = []                    # (kind, levels, frontier after)
     mode_pull = direction == "pull"
+    t_start = time.perf_counter()
     while L > 0:
         if (rep == "queue" and block_loop and direction != "pull" and L <= BLOCK_LOOP_VCAP
                 and ef <= BLOCK_LOOP_ECAP):
@@ -115,7 +117,7 @@ def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop
             h = st.get()
             L, level, cur, ef, explored, done = (int(x) for x in h[:6])
             m_u -= explored
-            log.append(("block", done, L))
+            log.append(("block", done, L, time.perf_counter()))
             prev_L = 0
             continue
         if use_pull and direction == "auto":
@@ -136,7 +138,7 @@ def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop
             bma, bmb = bmb, bma
             prev_L, L, ef = L, int(h.view(np.int32)[4]), int(h[3])
             level += 1
-            log.append(("pull", 1, L))
+            log.append(("pull", 1, L, time.perf_counter()))
         else:
             if rep == "bitmap":
                 qn = cp.flatnonzero(depth == level).astype(cp.int32)
@@ -162,20 +164,21 @@ def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop
             prev_L, L, ef = L, int(h.view(np.int32)[4]), int(h[3])
             cur ^= 1
             level += 1
-            log.append(("push", 1, L))
+            log.append(("push", 1, L, time.perf_counter()))
         m_u -= ef
     if stats is not None:
         stats["levels"] = level
-        stats["supersteps"] = _compress_log(log)
+        stats["supersteps"] = _compress_log(log, t_start)
     if not to_host:
         return parent, depth
     return parent.get().astype(np.int64), depth.get()
 
 
-def _compress_log(log):
+def _compress_log(log, t0):
     out = []
-    for kind, k, L in log:
-        out.append({"kind": kind, "levels": int(k), "frontier": int(L)})
+    for kind, k, L, t in log:
+        out.append({"kind": kind, "levels": int(k), "frontier": int(L), "us": round((t - t0) * 1e6, 1)})
+        t0 = t
     return out
 
 
@@ -229,23 +232,41 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
 # ------------------------------------------------------------------------------------------------
 # WCC
 # ------------------------------------------------------------------------------------------------
-def wcc(dg, stats: Optional[dict] = None):
-    """labels int64: the minimum vertex ID of each weakly connected component."""
+def wcc(dg, verify: bool = True, stats: Optional[dict] = None):
+    """labels int64: the minimum vertex ID of each weakly connected component.
+
+    One pass of lock-free union-find over the edges (larger root hooked under the smaller), labels
+    read off the forest, then (verify=True) one check pass over the edges that would also repair any
+    inconsistency by Shiloach-Vishkin rounds (hook by atomicMin + pointer jumping) until stable.
+    """
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
     comp = cp.arange(n, dtype=cp.int32)
+    lab = comp
+    repairs = 0
     if n and dg.num_edges:
-        for w, lst, ln in dg.bins("out"):
-            if ln == 0:
-                continue
-            g = _grid(ln * (w if w else BLOCK)) if w else min(ln, _module.sm_count() * 16)
-            mod.get_function(f"wcc_hook<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), dg.ptr, dg.idx, comp,
-                                                               np.int32(1 if dg.symmetric else 0)))
-        mod.get_function("wcc_compress")((_grid(n),), (BLOCK,), (comp, np.int32(n)))
-    labels = comp.get().astype(np.int64)
+        bins = [(w, lst, ln, _grid(ln * (w if w else BLOCK)) if w else min(ln, _module.sm_count() * 16))
+                for w, lst, ln in dg.bins("out") if ln]
+        sym = np.int32(1 if dg.symmetric else 0)
+        for w, lst, ln, g in bins:
+            mod.get_function(f"wcc_hook<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), dg.ptr, dg.idx, comp, sym))
+        lab = cp.empty_like(comp)
+        mod.get_function("wcc_compress")((_grid(n),), (BLOCK,), (comp, lab, np.int32(n)))
+        flag = cp.zeros(1, dtype=cp.int32)
+        while verify:
+            flag.fill(0)
+            for w, lst, ln, g in bins:
+                mod.get_function(f"wcc_sv_hook<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), dg.ptr, dg.idx,
+                                                                      lab, flag))
+            if not int(flag.get()[0]):
+                break
+            repairs += 1
+            mod.get_function("wcc_jump")((_grid(n),), (BLOCK,), (lab, np.int32(n)))
+    labels = lab.get().astype(np.int64)
     if stats is not None:
         stats["n_components"] = int(np.count_nonzero(labels == np.arange(n)))
+        stats["repair_rounds"] = repairs
     return labels
 
 

@@ -319,10 +319,47 @@ __global__ void wcc_hook(const i32 *__restrict__ list, i32 len, const i64 *__res
   }
 }
 
-extern "C" __global__ void wcc_compress(i32 *comp, i32 n) {
+// Labels from the union-find forest without writing it (no races): lab[v] = root of v.
+extern "C" __global__ void wcc_compress(const i32 *comp, i32 *lab, i32 n) {
   const i64 stride = (i64)gridDim.x * blockDim.x;
-  for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride)
-    comp[v] = uf_find(comp, (int)v);
+  for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
+    int r = comp[v];
+    while (true) { const int p = comp[r]; if (p == r) break; r = p; }
+    lab[v] = r;
+  }
+}
+
+// Check + repair (Shiloach-Vishkin style): for every edge with different labels, hook the larger
+// label under the smaller one (atomicMin) and raise *flag. With a correct union-find pass this finds
+// nothing and is the verification pass.
+template <int W>
+__global__ void wcc_sv_hook(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ ptr,
+                            const i32 *__restrict__ idx, i32 *lab, i32 *flag) {
+  i64 item, stride, lane, width;
+  schedule<W>(item, stride, lane, width);
+  int changed = 0;
+  for (; item < len; item += stride) {
+    const int u = list[item];
+    const i64 b = ptr[u], e = ptr[u + 1];
+    for (i64 j = b + lane; j < e; j += width) {
+      const int lu = lab[u], lv = lab[idx[j]];
+      if (lu != lv) {
+        atomicMin(&lab[lu > lv ? lu : lv], lu < lv ? lu : lv);
+        changed = 1;
+      }
+    }
+  }
+  if (changed) flag[0] = 1;
+}
+
+// Pointer jumping to the root; labels only decrease and every label is a vertex of the same component.
+extern "C" __global__ void wcc_jump(i32 *lab, i32 n) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
+    int r = lab[v];
+    while (true) { const int p = lab[r]; if (p == r) break; r = p; }
+    lab[v] = r;
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
