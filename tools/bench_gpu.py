@@ -194,6 +194,7 @@ def main():
                     "ours_gteps": und / np.mean(ours) / 1e9, "baseline_gteps": und / np.mean(base) / 1e9,
                     "ours_gteps_median": und / np.median(ours) / 1e9,
                     "supersteps_first_source": lv[0]}
+        log(f"  BFS levels (first source): {lv[0]}")
         log(f"  BFS ours {r['bfs']['ours_gteps']:.1f} GTEPS, baseline {r['bfs']['baseline_gteps']:.2f} "
             f"GTEPS, equal={ok}")
 
@@ -223,6 +224,10 @@ def main():
         r["pagerank"] = {"ours_ms_per_iter": t_o / 20 * 1e3, "baseline_ms_per_iter": t_b / 20 * 1e3,
                          "l1_vs_baseline": l1, "gapbs_rule_ms": t_std * 1e3,
                          "gapbs_rule_iterations": stp["iterations"]}
+        prof = {"profile": True}
+        gpu.pagerank(dg, tol=0.0, max_iter=5, stats=prof)
+        r["pagerank"]["profile_ms_5_iters"] = prof["profile_ms"]
+        log(f"  PR bins (len, ms over 5 iters): {prof['profile_ms']}")
         log(f"  PR ours {t_o / 20 * 1e3:.3f} ms/it, baseline {t_b / 20 * 1e3:.3f} ms/it, L1 diff {l1:.2e}")
 
         # ---- WCC ----

@@ -211,6 +211,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     ks = {w: mod.get_function(f"pr_pull<{w}>") for w in (1, 8, 32, 0)}
     it = 0
     err = float("inf")
+    prof = {} if (stats is not None and stats.get("profile")) else None
     for it in range(1, max_iter + 1):
         acc.fill(0)
         k_contrib((_grid(n),), (BLOCK,), (score, dg.ptr, contrib, np.int32(n), acc[0:1]))
@@ -218,14 +219,26 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
             if ln == 0:
                 continue
             g = _grid(ln * (w if w else BLOCK)) if w else min(ln, _module.sm_count() * 16)
+            if prof is not None:
+                e0 = cp.cuda.Event()
+                e0.record()
             ks[w]((g,), (BLOCK,), (lst, np.int32(ln), iptr, iidx, contrib, score, new,
                                    np.float64(alpha), np.int32(n), acc[0:1], acc[1:2]))
+            if prof is not None:
+                e1 = cp.cuda.Event()
+                e1.record()
+                e1.synchronize()
+                prof.setdefault(f"W{w}", [0, 0.0])
+                prof[f"W{w}"][0] = ln
+                prof[f"W{w}"][1] += cp.cuda.get_elapsed_time(e0, e1)
         score, new = new, score
         err = float(acc[1].get())
         if err < tol:
             break
     if stats is not None:
         stats.update(iterations=it, error=err)
+        if prof is not None:
+            stats["profile_ms"] = prof
     return score.get()
 
 
