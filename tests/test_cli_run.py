@@ -1,0 +1,104 @@
+"""`graphene run`: exit codes, stdout/stderr split, --json, --nl, --output, -v, runtime options."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from graphene_py.cli import main
+from graphene_py.partition import partition_arrays
+from tests import graphs as tg
+
+
+@pytest.fixture
+def ds(tmp_path):
+    g = tg.powerlaw()
+    disks = [str(tmp_path / "d0"), str(tmp_path / "d1")]
+    for d in disks:
+        os.makedirs(d)
+    G = partition_arrays(g.src, g.dst, num_vertices=g.n, disks=disks, name="pl", rows=2, cols=2)
+    return g, G
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["run", *args])
+
+
+def test_bfs_text_output_and_verify(ds):
+    g, G = ds
+    r = run("bfs", "--src", "7", "-v", "-n", "2")   # no --graph: the last partitioned dataset
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("Verification: PASS") == 2
+    assert "Trial 1:" in r.stdout and "Trial 2:" in r.stdout and "Average Time:" in r.stdout
+    assert "peak memory" in r.stdout
+    assert "level    0" in r.stderr and "frontier" not in r.stdout   # progress on stderr only
+
+
+def test_json_and_output(ds, tmp_path):
+    g, G = ds
+    out = tmp_path / "parent.npy"
+    r = run("bfs", "--graph", "pl", "--src", "3", "--json", "-v", "--output", str(out),
+            "--threads", "1", "--io-engine", "pread", "--max-gap", "0", "--max-io", "4096",
+            "--queue-depth", "8", "--buffer-mb", "2", "--no-direct")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["algorithm"] == "bfs" and d["verification"] == "PASS"
+    assert d["engine"].startswith("pread")
+    assert d["trials"][0]["src"] == 3
+    from graphene_py.algos import bfs
+    ref = bfs.run(G, src=3, in_memory=True)
+    assert d["result"]["n_reached"] == ref.n_reached
+    parent = np.load(out)
+    res = bfs.BFSResult(**{**ref.__dict__, "parent": parent})
+    assert bfs.verify(G, res) == []
+
+
+def test_nl_one_object_per_superstep(ds):
+    r = run("bfs", "--graph", "pl", "--src", "3", "--nl", "--quiet", "--in-memory")
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert len(lines) >= 2 and [x["superstep"] for x in lines] == list(range(len(lines)))
+    assert all("frontier" in x and "bytes_read" in x for x in lines)
+    assert r.stderr == ""
+
+
+def test_errors_exit_1(ds, tmp_path):
+    r = run("bfs", "--graph", "pl", "--src", "100000")
+    assert r.exit_code == 1 and "Error: source vertex 100000 is out of range" in r.stderr
+    r = run("bfs", "--graph", str(tmp_path / "nothing"))
+    assert r.exit_code == 1 and "Error:" in r.stderr
+    r = run("bfs", "--graph", "pl", "--device", "gpu", "--src", "1")
+    assert r.exit_code == 1 and "GPU path not available" in r.stderr
+
+
+def test_unknown_algorithm_exit_2(ds):
+    r = run("nosuch")
+    assert r.exit_code == 2 and "unknown algorithm" in r.stderr
+
+
+def test_missing_module_is_clear(ds, monkeypatch):
+    from graphene_py import algos
+    monkeypatch.setitem(algos.ALGORITHMS, "ghost", "graphene_py.algos.ghost_not_built")
+    r = run("ghost", "--graph", "pl")
+    assert r.exit_code == 1 and "not available" in r.stderr and "ghost_not_built" in r.stderr
+
+
+def test_verification_failure_exit_3(ds, monkeypatch):
+    from graphene_py.algos import bfs
+    monkeypatch.setattr(bfs, "verify", lambda graph, result, **kw: ["depth of vertex 1 is wrong"])
+    r = run("bfs", "--graph", "pl", "--src", "3", "-v")
+    assert r.exit_code == 3
+    assert "Verification: FAIL" in r.stderr and "depth of vertex 1" in r.stderr
+
+
+def test_help_lists_algorithms_and_options(ds):
+    r = run("--help")
+    assert r.exit_code == 0 and "bfs" in r.stdout and "pagerank" in r.stdout
+    r = run("bfs", "--help")
+    assert r.exit_code == 0
+    for opt in ("--src", "--trials", "--json", "--nl", "--output", "--io-engine", "--in-memory",
+                "--device", "--buffer-mb", "--max-gap", "--max-io", "--queue-depth", "--no-direct"):
+        assert opt in r.stdout
