@@ -29,7 +29,7 @@ BYTES_PER_EDGE_SORT = 40
 
 # ----------------------------------------------------------------------------------------------
 # kernels
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count(src, dst, n, sym, drop_self, counts):
     loops = 0
     for i in range(src.shape[0]):
@@ -47,7 +47,7 @@ def _count(src, dst, n, sym, drop_self, counts):
     return loops
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scatter(src, dst, w, has_w, sym, drop_self, pos, out_idx, out_w):
     for i in range(src.shape[0]):
         s = src[i]
@@ -74,7 +74,7 @@ def _scatter(src, dst, w, has_w, sym, drop_self, pos, out_idx, out_w):
             pos[d] = p + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _less(a_i, a_w, b_i, b_w, has_w):
     if a_i != b_i:
         return a_i < b_i
@@ -83,38 +83,91 @@ def _less(a_i, a_w, b_i, b_w, has_w):
     return False
 
 
-@njit(cache=True)
-def _sort_list(idx, w, a, b, has_w):
-    ln = b - a
-    if ln < 2:
-        return
-    if ln <= 24:
-        for i in range(a + 1, b):
-            xi = idx[i]
-            xw = w[i] if has_w else np.float32(0)
-            j = i - 1
-            while j >= a and _less(xi, xw, idx[j], w[j] if has_w else np.float32(0), has_w):
-                idx[j + 1] = idx[j]
-                if has_w:
-                    w[j + 1] = w[j]
-                j -= 1
-            idx[j + 1] = xi
-            if has_w:
-                w[j + 1] = xw
-        return
+@njit(cache=True, inline="always")
+def _swap(idx, w, i, j, has_w):
+    t = idx[i]
+    idx[i] = idx[j]
+    idx[j] = t
     if has_w:
-        # two stable sorts: by weight, then by destination -> (dst, weight) order
-        o1 = np.argsort(w[a:b], kind="mergesort")
-        i1 = idx[a:b][o1]
-        w1 = w[a:b][o1]
-        o2 = np.argsort(i1, kind="mergesort")
-        idx[a:b] = i1[o2]
-        w[a:b] = w1[o2]
-    else:
-        idx[a:b] = np.sort(idx[a:b])
+        tw = w[i]
+        w[i] = w[j]
+        w[j] = tw
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _insertion(idx, w, a, b, has_w):
+    for i in range(a + 1, b):
+        xi = idx[i]
+        xw = w[i] if has_w else np.float32(0)
+        j = i - 1
+        while j >= a and _less(xi, xw, idx[j], w[j] if has_w else np.float32(0), has_w):
+            idx[j + 1] = idx[j]
+            if has_w:
+                w[j + 1] = w[j]
+            j -= 1
+        idx[j + 1] = xi
+        if has_w:
+            w[j + 1] = xw
+
+
+@njit(cache=True, nogil=True)
+def _sort_list(idx, w, a, b, has_w):
+    """In-place sort of idx[a:b] (with w[a:b] alongside) by (idx, w): quicksort with median-of-3
+    pivots and an explicit stack (smaller side first, so <= 64 levels), insertion sort below 24.
+    Short lists (the most) allocate nothing."""
+    if b - a <= 24:
+        _insertion(idx, w, a, b, has_w)
+        return
+    stack = np.empty((64, 2), dtype=np.int64)
+    sp = 0
+    lo = a
+    hi = b
+    while True:
+        while hi - lo > 24:
+            mid = (lo + hi) >> 1
+            l1 = hi - 1
+            # median of three to idx[mid]
+            if _less(idx[mid], w[mid] if has_w else np.float32(0), idx[lo],
+                     w[lo] if has_w else np.float32(0), has_w):
+                _swap(idx, w, mid, lo, has_w)
+            if _less(idx[l1], w[l1] if has_w else np.float32(0), idx[mid],
+                     w[mid] if has_w else np.float32(0), has_w):
+                _swap(idx, w, l1, mid, has_w)
+                if _less(idx[mid], w[mid] if has_w else np.float32(0), idx[lo],
+                         w[lo] if has_w else np.float32(0), has_w):
+                    _swap(idx, w, mid, lo, has_w)
+            pi = idx[mid]
+            pw = w[mid] if has_w else np.float32(0)
+            i = lo
+            j = hi - 1
+            while i <= j:                       # Hoare-style partition around (pi, pw)
+                while _less(idx[i], w[i] if has_w else np.float32(0), pi, pw, has_w):
+                    i += 1
+                while _less(pi, pw, idx[j], w[j] if has_w else np.float32(0), has_w):
+                    j -= 1
+                if i <= j:
+                    _swap(idx, w, i, j, has_w)
+                    i += 1
+                    j -= 1
+            # [lo, j] <= pivot <= [i, hi)
+            if j + 1 - lo < hi - i:
+                stack[sp, 0] = i
+                stack[sp, 1] = hi
+                hi = j + 1
+            else:
+                stack[sp, 0] = lo
+                stack[sp, 1] = j + 1
+                lo = i
+            sp += 1
+        _insertion(idx, w, lo, hi, has_w)
+        if sp == 0:
+            break
+        sp -= 1
+        lo = stack[sp, 0]
+        hi = stack[sp, 1]
+
+
+@njit(parallel=True, cache=True, nogil=True)
 def _sort_lists(indptr, idx, w, has_w, dedupe, newdeg):
     n = indptr.shape[0] - 1
     for v in prange(n):
@@ -135,16 +188,24 @@ def _sort_lists(indptr, idx, w, has_w, dedupe, newdeg):
             newdeg[v] = b - a
 
 
-@njit(parallel=True, cache=True)
-def _compact(indptr, newptr, idx, w, has_w, out_idx, out_w):
+@njit(cache=True, nogil=True)
+def _compact(indptr, newptr, idx, w, has_w):
+    """Close the gaps left by deduplication, in place (serial: later lists move down)."""
     n = indptr.shape[0] - 1
-    for v in prange(n):
+    for v in range(n):
         a = indptr[v]
         o = newptr[v]
+        if a == o:
+            continue
         for j in range(newptr[v + 1] - o):
-            out_idx[o + j] = idx[a + j]
+            idx[o + j] = idx[a + j]
             if has_w:
-                out_w[o + j] = w[a + j]
+                w[o + j] = w[a + j]
+
+
+def idx_dtype(n: int):
+    """Indices dtype while sorting: uint32 when every vertex ID fits (half the memory traffic)."""
+    return np.dtype(np.uint32) if n <= (1 << 32) else np.dtype(np.int64)
 
 
 _EMPTY_W = np.zeros(0, dtype=np.float32)
@@ -152,7 +213,8 @@ _EMPTY_W = np.zeros(0, dtype=np.float32)
 
 def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True, dedupe=True,
                 base=0):
-    """Edges (src, dst int64 in [base, base+n)) -> (indptr int64[n+1] local to base, indices int64,
+    """Edges (src, dst int64 in [base, base+n)) -> (indptr int64[n+1] local to base, indices
+    (uint32, or int64 past 2^32 vertices: `idx_dtype`),
     weights float32|None, self_loops_seen). Lists sorted by (dst, weight); duplicates removed when
     `dedupe` (smallest weight kept)."""
     src = np.ascontiguousarray(src, dtype=np.int64)
@@ -168,7 +230,7 @@ def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True,
     indptr = np.cumsum(counts)
     del counts
     m = int(indptr[-1])
-    idx = np.empty(m, dtype=np.int64)
+    idx = np.empty(m, dtype=idx_dtype(base + n))
     ow = np.empty(m, dtype=np.float32) if has_w else _EMPTY_W
     _scatter(src, dst, w, has_w, symmetrize, drop_self_loops, indptr[:-1].copy(), idx, ow)
     newdeg = np.empty(n, dtype=np.int64)
@@ -178,10 +240,8 @@ def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True,
         np.cumsum(newdeg, out=newptr[1:])
         if newptr[-1] != m:
             m2 = int(newptr[-1])
-            idx2 = np.empty(m2, dtype=np.int64)
-            w2 = np.empty(m2, dtype=np.float32) if has_w else _EMPTY_W
-            _compact(indptr, newptr, idx, ow, has_w, idx2, w2)
-            idx, ow, indptr = idx2, w2, newptr
+            _compact(indptr, newptr, idx, ow, has_w)
+            idx, ow, indptr = idx[:m2], ow[:m2] if has_w else ow, newptr
     return indptr, idx, (ow if has_w else None), int(loops)
 
 
@@ -205,17 +265,19 @@ class MemoryCSR:
 
 
 class SpilledCSR:
-    """CSR whose indices (int64) and weights (float32) live in files; indptr in memory."""
+    """CSR whose indices (`dtype`) and weights (float32) live in files; indptr in memory."""
 
-    def __init__(self, indptr, idx_path, w_path):
+    def __init__(self, indptr, idx_path, w_path, dtype):
         self.indptr, self.idx_path, self.w_path = indptr, idx_path, w_path
+        self.dtype = np.dtype(dtype)
         self.n = len(indptr) - 1
         self.m = int(indptr[-1])
         self.weights = w_path is not None
 
     def get(self, v0: int, v1: int):
         a, b = int(self.indptr[v0]), int(self.indptr[v1])
-        idx = np.fromfile(self.idx_path, dtype=np.int64, count=b - a, offset=a * 8)
+        isz = self.dtype.itemsize
+        idx = np.fromfile(self.idx_path, dtype=self.dtype, count=b - a, offset=a * isz)
         w = (np.fromfile(self.w_path, dtype=np.float32, count=b - a, offset=a * 4)
              if self.w_path else None)
         return idx, w
@@ -257,7 +319,7 @@ class ExternalSorter:
         self.weighted = weighted
         self.budget = max(1, int(budget_edges))
         self.dedupe = dedupe
-        self.runs = []                      # (indptr_path, idx_path, w_path, n_run)
+        self.runs = []                      # (indptr_path, idx_path, w_path, n_run, idx dtype)
         _SORTERS[0] += 1
         self.tag = f"s{os.getpid()}_{_SORTERS[0]}"
         self.total_deg = np.zeros(0, dtype=np.int64)   # edges per source over all runs (pre-merge)
@@ -275,7 +337,8 @@ class ExternalSorter:
             self.total_deg = np.concatenate(
                 [self.total_deg, np.zeros(n_run - len(self.total_deg), dtype=np.int64)])
         self.total_deg[:n_run] += np.diff(indptr)
-        self.runs.append((p + ".ptr", p + ".idx", (p + ".w") if w is not None else None, n_run))
+        self.runs.append((p + ".ptr", p + ".idx", (p + ".w") if w is not None else None, n_run,
+                          idx.dtype))
 
     @staticmethod
     def _run_slice(ptr_p, n_run, v0, v1):
@@ -301,7 +364,7 @@ class ExternalSorter:
         with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
             for v0, v1 in vertex_blocks(cum, 0, n, self.budget):
                 parts_i, parts_w, parts_s = [], [], []
-                for ptr_p, idx_p, w_p, n_run in self.runs:
+                for ptr_p, idx_p, w_p, n_run, rdt in self.runs:
                     if v0 >= n_run:
                         continue
                     lp = self._run_slice(ptr_p, n_run, v0, v1)
@@ -309,7 +372,8 @@ class ExternalSorter:
                     if b == a:
                         continue
                     parts_s.append(np.repeat(np.arange(v0, v1, dtype=np.int64), np.diff(lp)))
-                    parts_i.append(np.fromfile(idx_p, dtype=np.int64, count=b - a, offset=a * 8))
+                    parts_i.append(np.fromfile(idx_p, dtype=rdt, count=b - a,
+                                               offset=a * rdt.itemsize).astype(np.int64))
                     if w_p:
                         parts_w.append(np.fromfile(w_p, dtype=np.float32, count=b - a, offset=a * 4))
                 if not parts_i:
@@ -322,7 +386,7 @@ class ExternalSorter:
                                              drop_self_loops=False, dedupe=self.dedupe, base=v0)
                 del s, d, ww
                 final_deg[v0:v1] = np.diff(ptr)
-                idx.tofile(fi)
+                idx.astype(idx_dtype(n), copy=False).tofile(fi)
                 if w_path:
                     w.tofile(fw)
                 if progress:
@@ -337,7 +401,7 @@ class ExternalSorter:
         self.runs = []
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(final_deg, out=indptr[1:])
-        return SpilledCSR(indptr, idx_path, w_path)
+        return SpilledCSR(indptr, idx_path, w_path, idx_dtype(n))
 
 
 class Batcher:
@@ -408,7 +472,7 @@ class Batcher:
     def finish(self, n):
         if self.sorter is None:
             ptr, idx, w = self._sort_batch(n) if self.src is not None else \
-                (np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64),
+                (np.zeros(n + 1, dtype=np.int64), np.zeros(0, idx_dtype(n)),
                  np.zeros(0, np.float32) if self.weighted else None)
             self.src = self.dst = self.w = None
             return MemoryCSR(ptr, idx, w)

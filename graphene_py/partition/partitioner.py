@@ -86,7 +86,7 @@ def assign_disks(sizes: dict, loads: list) -> dict:
 
 # ----------------------------------------------------------------------------------------------
 # kernels: split a block of a row's adjacency lists by column bounds
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _col_lens(lptr, idx, colb, lens):
     nb = lptr.shape[0] - 1
     C = colb.shape[0] - 1
@@ -108,7 +108,7 @@ def _col_lens(lptr, idx, colb, lens):
         lens[C - 1, v] = b - p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gather(lptr, idx, w, has_w, lens, starts, out_idx, out_w):
     nb = lptr.shape[0] - 1
     C = lens.shape[0]
