@@ -42,34 +42,45 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
+@nb.njit(nogil=True, cache=True, inline="always")
+def _quadrant_bits(r, t_a, t_ab, t_abc, s, d):
+    # quadrant a: (0,0), b: (0,1), c: (1,0), d: (1,1); branch-free (the choice is random)
+    sb = np.uint64(r >= t_ab)
+    db = np.uint64(r >= t_a) ^ sb ^ np.uint64(r >= t_abc)
+    return (s << np.uint64(1)) | sb, (d << np.uint64(1)) | db
+
+
 @nb.njit(nogil=True, cache=True, parallel=True)
-def _kron_fill(key, e0, scale, t_a, t_ab, t_abc, perm, src, dst, w, want_w):
-    """Fill src/dst (and w) for edges e0 .. e0+len(src)-1. Thresholds are on 32-bit uniforms."""
+def _kron_fill(key, e0, scale, t_a, t_ab, t_abc, src, dst, w, want_w):
+    """Fill src/dst (and w) for edges e0 .. e0+len(src)-1. Thresholds are on 32-bit uniforms;
+    one 64-bit hash feeds two levels."""
     count = src.shape[0]
     golden = np.uint64(0x9E3779B97F4A7C15)
+    lo32 = np.uint64(0xFFFFFFFF)
     for i in nb.prange(count):
-        e = np.uint64(e0 + i)
-        state = _mix64(key ^ (e * golden))
-        s = np.int64(0)
-        d = np.int64(0)
-        x = np.uint64(0)
-        for lvl in range(scale):
-            if lvl % 2 == 0:
-                state = state + golden
-                x = _mix64(state)
-                r = x & np.uint64(0xFFFFFFFF)
-            else:
-                r = x >> np.uint64(32)
-            # quadrant a: (0,0), b: (0,1), c: (1,0), d: (1,1); branch-free (the choice is random)
-            sb = np.int64(r >= t_ab)
-            db = np.int64(r >= t_a) ^ sb ^ np.int64(r >= t_abc)
-            s = (s << 1) | sb
-            d = (d << 1) | db
-        src[i] = perm[s]
-        dst[i] = perm[d]
+        state = _mix64(key ^ (np.uint64(e0 + i) * golden))
+        s = np.uint64(0)
+        d = np.uint64(0)
+        for lvl in range(0, scale, 2):
+            state = state + golden
+            x = _mix64(state)
+            s, d = _quadrant_bits(x & lo32, t_a, t_ab, t_abc, s, d)
+            if lvl + 1 < scale:
+                s, d = _quadrant_bits(x >> np.uint64(32), t_a, t_ab, t_abc, s, d)
+        src[i] = np.int64(s)
+        dst[i] = np.int64(d)
         if want_w:
             state = state + golden
-            w[i] = np.float32(1 + _mix64(state) % np.uint64(255))
+            w[i] = np.float32(np.uint64(1) + _mix64(state) % np.uint64(255))
+
+
+@nb.njit(nogil=True, cache=True, parallel=True)
+def _relabel(perm, src, dst):
+    # a separate tight loop (and function: a second prange in _kron_fill gets fused into the first
+    # and runs 4x slower) so the random reads of perm overlap
+    for i in nb.prange(src.shape[0]):
+        src[i] = perm[src[i]]
+        dst[i] = perm[dst[i]]
 
 
 @nb.njit(nogil=True, cache=True, parallel=True)
@@ -124,8 +135,7 @@ def kronecker(scale: int, edge_factor: int = 16, a: float = KRON_A, b: float = K
     if min(a, b, c) < 0 or a + b + c > 1.0:
         raise ValueError(f"bad Kronecker probabilities a={a} b={b} c={c} (need >= 0, a+b+c <= 1)")
     m = int(edge_factor) << scale
-    n = 1 << scale
-    perm = kron_permutation(scale, seed) if permute else np.arange(n, dtype=np.int64)
+    perm = kron_permutation(scale, seed) if permute else None
     t = lambda p: np.uint64(min(int(round(p * 2.0 ** 32)), 1 << 32))
     t_a, t_ab, t_abc = t(a), t(a + b), t(a + b + c)
     key = _key(seed, 1)
@@ -133,7 +143,9 @@ def kronecker(scale: int, edge_factor: int = 16, a: float = KRON_A, b: float = K
         src = np.empty(k, np.int64)
         dst = np.empty(k, np.int64)
         w = np.empty(k if weights else 0, np.float32)
-        _kron_fill(key, e0, scale, t_a, t_ab, t_abc, perm, src, dst, w, weights)
+        _kron_fill(key, e0, scale, t_a, t_ab, t_abc, src, dst, w, weights)
+        if permute:
+            _relabel(perm, src, dst)
         yield (src, dst, w) if weights else (src, dst)
 
 
