@@ -201,6 +201,19 @@ def test_pagerank_converged_equals_networkx(gf):
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-9)
 
 
+@pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.duplicates, G.one_vertex], ids=lambda f: f.__name__)
+def test_pagerank_reorder_off_same_result(gf):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, _ = make("directed", tg)
+    st1, st2 = {}, {}
+    a = gpu.pagerank(dg, reorder=True, stats=st1)
+    b = gpu.pagerank(dg, reorder=False, stats=st2)
+    assert st1["reordered"] and not st2["reordered"]
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-10)
+    np.testing.assert_allclose(a, naive_pagerank(tg.n, indptr, indices)[0], rtol=1e-5, atol=1e-9)
+
+
 def test_pagerank_empty():
     from graphene_py import gpu
     from graphene_py.gpu import DeviceGraph
@@ -345,8 +358,49 @@ def test_from_graph_roundtrip(tmp_path):
     from graphene_py import gpu
     from graphene_py.gpu import DeviceGraph
     tg = G.powerlaw()
-    graph = part.partition_arrays(tg.src, tg.dst, n=tg.n, disks=[str(tmp_path / "d0")], name="pl")
-    dg = DeviceGraph.from_graph(graph)
-    indptr, indices, _ = graph.to_csr("out")
-    parent, depth = gpu.bfs(dg, 0)
-    check_bfs(indptr, indices, 0, parent, depth)
+    for i, (sym, inn) in enumerate([(False, False), (False, True), (True, False)]):
+        for x in "ab":
+            (tmp_path / f"d{i}{x}").mkdir()
+        graph = part.partition_arrays(tg.src, tg.dst, weights=tg.weights, num_vertices=tg.n,
+                                      disks=[str(tmp_path / f"d{i}a"), str(tmp_path / f"d{i}b")],
+                                      name=f"pl{i}", rows=2, cols=2, symmetrize=sym, in_edges=inn,
+                                      register=False)
+        dg = DeviceGraph.from_graph(graph)
+        assert dg.symmetric == sym and dg.has_in_edges == (sym or inn)
+        indptr, indices, w = graph.to_csr("out")
+        s = int(np.flatnonzero(np.diff(indptr))[0])
+        parent, depth = gpu.bfs(dg, s)
+        check_bfs(indptr, indices, s, parent, depth)
+        np.testing.assert_array_equal(gpu.wcc(dg), ref_wcc(tg.n, indptr, indices))
+        a = scipy_sparse.csr_matrix((w.astype(np.float64), indices, indptr), shape=(tg.n, tg.n))
+        np.testing.assert_allclose(gpu.sssp(dg, s), csgraph.dijkstra(a, indices=s), rtol=1e-12)
+
+
+def test_run_entry_point_matches_cpu_path(tmp_path):
+    """gpu.run(name, graph) (what `graphene run --device gpu` calls) equals the CPU path's results."""
+    part = pytest.importorskip("graphene_py.partition")
+    algos = pytest.importorskip("graphene_py.algos.bfs")
+    from graphene_py import gpu
+    import graphene_py.algos.wcc as cwcc
+    import graphene_py.algos.kcore as ckcore
+    tg = G.powerlaw()
+    for x in "ab":
+        (tmp_path / x).mkdir()
+    graph = part.partition_arrays(tg.src, tg.dst, weights=tg.weights, num_vertices=tg.n,
+                                  disks=[str(tmp_path / "a"), str(tmp_path / "b")], name="r",
+                                  rows=2, cols=2, in_edges=True, register=False)
+    g = gpu.run("bfs", graph, src=5, threads=2)
+    c = algos.run(graph, src=5, in_memory=True)
+    np.testing.assert_array_equal(g.depth, c.depth)
+    assert g.n_reached == c.n_reached
+    np.testing.assert_array_equal(gpu.run("wcc", graph).labels, cwcc.run(graph, in_memory=True).labels)
+    np.testing.assert_array_equal(gpu.run("kcore", graph).core_number,
+                                  ckcore.run(graph, in_memory=True).core_number)
+    pr = gpu.run("pagerank", graph, tolerance=1e-4)
+    assert abs(pr.scores.sum() - 1) < 1e-6 and pr.iterations >= 1
+    ms = gpu.run("msbfs", graph, sources=[1, 2, 3])
+    assert ms.depths.shape == (3, tg.n)
+    sp = gpu.run("sssp", graph, src=5)
+    a = scipy_sparse.csr_matrix((graph.to_csr()[2].astype(np.float64), graph.to_csr()[1],
+                                 graph.to_csr()[0]), shape=(tg.n, tg.n))
+    np.testing.assert_allclose(sp.dist, csgraph.dijkstra(a, indices=5), rtol=1e-12)

@@ -10,7 +10,7 @@ offload policy for `--device auto` (policy.py, CPU-only).
 Kernels live in kernels.cu, compiled once per device with cupy.RawModule. Importing this package
 never needs CuPy; `available()` says whether CuPy and a GPU are usable (never raises).
 """
-from ._module import available
+from ._module import available, why_unavailable
 from .policy import OffloadPolicy, choose_device
 
 
@@ -22,8 +22,11 @@ def __getattr__(name):
     if name in ("bfs", "pagerank", "wcc", "msbfs", "sssp", "kcore"):
         from . import algorithms
         return getattr(algorithms, name)
+    if name == "run":
+        from .run import run
+        return run
     raise AttributeError(name)
 
 
-__all__ = ["available", "OffloadPolicy", "choose_device", "DeviceGraph", "GpuMemoryError",
+__all__ = ["available", "why_unavailable", "run", "OffloadPolicy", "choose_device", "DeviceGraph", "GpuMemoryError",
            "parse_bytes", "bfs", "pagerank", "wcc", "msbfs", "sssp", "kcore"]

@@ -38,6 +38,19 @@ def available() -> bool:
         return False
 
 
+def why_unavailable() -> str:
+    """A one-line reason when available() is False ('' when it is True)."""
+    try:
+        cp = cupy()
+    except Exception as e:  # noqa: BLE001
+        return f"CuPy is not installed ({e.__class__.__name__}: {e})"
+    try:
+        n = cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        return f"CuPy finds no usable CUDA driver/device ({e})"
+    return "" if n > 0 else "no CUDA device"
+
+
 def module():
     """The compiled kernels for the current device (compiled on first use, then cached)."""
     cp = cupy()

@@ -209,15 +209,19 @@ extern "C" __global__ void queue_to_bitmap(const i32 *__restrict__ q, i32 len, u
 // ------------------------------------------------------------------------------------------------
 
 // contrib[v] = score[v] / outdeg[v] (float32 for the gather), dangling[0] += score of sinks.
+// With has_inv, contrib is stored at inv[v] (vertices renumbered by descending out-degree), so the
+// gathers of the pull step hit a compact, mostly L2-resident prefix of the array.
 extern "C" __global__ void pr_contrib(const double *__restrict__ score, const i64 *__restrict__ optr,
-                                      float *contrib, i32 n, double *dangling) {
+                                      float *contrib, i32 n, double *dangling,
+                                      const i32 *__restrict__ inv, i32 has_inv) {
   double acc = 0.0;
   const i64 stride = (i64)gridDim.x * blockDim.x;
   for (i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
     const i64 d = optr[v + 1] - optr[v];
     const double s = score[v];
-    if (d == 0) { acc += s; contrib[v] = 0.0f; }
-    else contrib[v] = (float)(s / (double)d);
+    const i64 at = has_inv ? (i64)inv[v] : v;
+    if (d == 0) { acc += s; contrib[at] = 0.0f; }
+    else contrib[at] = (float)(s / (double)d);
   }
   const double t = block_sum<double>(acc);
   if (threadIdx.x == 0 && t != 0.0) atomicAdd(dangling, t);
@@ -247,7 +251,12 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
       if (item < len) {
         v = list[item];
         const i64 b = iptr[v], e = iptr[v + 1];
-        for (i64 j = b + sl; j < e; j += W) sum += contrib[iidx[j]];
+        i64 j = b + sl;
+        for (; j + 3 * W < e; j += 4 * W) {  // four independent gathers in flight
+          const int a0 = iidx[j], a1 = iidx[j + W], a2 = iidx[j + 2 * W], a3 = iidx[j + 3 * W];
+          sum += (contrib[a0] + contrib[a1]) + (contrib[a2] + contrib[a3]);
+        }
+        for (; j < e; j += W) sum += contrib[iidx[j]];
       }
       if constexpr (W > 1) {
         for (int off = W / 2; off > 0; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off, W);
@@ -263,7 +272,13 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
       const int v = list[item];
       const i64 b = iptr[v], e = iptr[v + 1];
       double sum = 0.0;
-      for (i64 j = b + threadIdx.x; j < e; j += blockDim.x) sum += (double)contrib[iidx[j]];
+      const i64 bd = blockDim.x;
+      i64 j = b + threadIdx.x;
+      for (; j + 3 * bd < e; j += 4 * bd) {
+        const int a0 = iidx[j], a1 = iidx[j + bd], a2 = iidx[j + 2 * bd], a3 = iidx[j + 3 * bd];
+        sum += (double)((contrib[a0] + contrib[a1]) + (contrib[a2] + contrib[a3]));
+      }
+      for (; j < e; j += bd) sum += (double)contrib[iidx[j]];
       const double t = block_sum<double>(sum);
       if (threadIdx.x == 0) {
         const double nv = add + alpha * t;
