@@ -14,8 +14,9 @@ fresh subprocess (so peak RSS is its own, from getrusage) with the page cache of
   numpy         baseline: read the text with np.fromstring(sep=' '), drop self-loops, key=src*n+dst,
                 np.unique (sort + dedupe), CSR via bincount, write uint32 adj + uint64 offsets.
 
-Reported: seconds, input edges/s (end to end, input edges / wall seconds), peak RSS, ratio to the
-baseline. Numba compilation is warmed in a first small run that is not measured.
+Reported: seconds, input edges/s (end to end, input edges / wall seconds), CPU seconds (user+sys,
+incl. process start and imports), peak RSS, ratio to the baseline. The machine is shared: compare
+the ratios of one run. Numba compilation is warmed in a first small run that is not measured.
 """
 from __future__ import annotations
 
@@ -38,9 +39,10 @@ t = time.perf_counter()
 g = partition({inp!r}, [{disk!r}], name="bench", rows=1, cols=1, quiet=True, force=True,
               register=False, memory_limit={limit!r})
 dt = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({{"seconds": dt, "edges": g.num_edges, "input_edges": g.stats["input_edges"],
-                  "rss": rss, "runs": g.manifest["options"]["spilled_runs"]}}))
+                  "rss": ru.ru_maxrss * 1024, "cpu": ru.ru_utime + ru.ru_stime,
+                  "runs": g.manifest["options"]["spilled_runs"]}}))
 """
 
 BASELINE = r"""
@@ -67,8 +69,9 @@ off.tofile(os.path.join({disk!r}, "off"))
 for p in ("adj", "off"):
     fd = os.open(os.path.join({disk!r}, p), os.O_RDONLY); os.fsync(fd); os.close(fd)
 dt = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({{"seconds": dt, "edges": int(len(adj)), "input_edges": m_in, "rss": rss}}))
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({{"seconds": dt, "edges": int(len(adj)), "input_edges": m_in,
+                  "rss": ru.ru_maxrss * 1024, "cpu": ru.ru_utime + ru.ru_stime}}))
 """
 
 
@@ -120,7 +123,8 @@ def main():
         r["edges_per_s"] = r["input_edges"] / r["seconds"]
         results.append(r)
         extra = f", {r['runs']} runs spilled" if r.get("runs") else ""
-        print(f"{name:<22} {r['seconds']:7.2f} s  {r['edges_per_s'] / 1e6:6.2f} M input edges/s  "
+        print(f"{name:<26} {r['seconds']:7.2f} s  {r['edges_per_s'] / 1e6:6.2f} M input edges/s  "
+              f"cpu {r['cpu']:6.1f} s  "
               f"peak RSS {r['rss'] / 2**20:7.0f} MiB  ({r['edges']:,} edges kept{extra})", flush=True)
 
     print(f"input {inp}: {size / 1e6:.0f} MB text; {args.threads} threads", flush=True)
@@ -137,7 +141,7 @@ def main():
     if not args.no_baseline:
         base = results[0]["seconds"]
         for r in results[1:]:
-            print(f"{r['name']:<22} speedup vs numpy baseline: {base / r['seconds']:.2f}x")
+            print(f"{r['name']:<26} speedup vs numpy baseline: {base / r['seconds']:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"input": inp, "bytes": size, "threads": args.threads, "results": results},

@@ -213,26 +213,36 @@ _EMPTY_W = np.zeros(0, dtype=np.float32)
 
 def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True, dedupe=True,
                 base=0):
-    """Edges (src, dst int64 in [base, base+n)) -> (indptr int64[n+1] local to base, indices
-    (uint32, or int64 past 2^32 vertices: `idx_dtype`),
-    weights float32|None, self_loops_seen). Lists sorted by (dst, weight); duplicates removed when
-    `dedupe` (smallest weight kept)."""
-    src = np.ascontiguousarray(src, dtype=np.int64)
-    dst = np.ascontiguousarray(dst, dtype=np.int64)
-    if base:
-        src = src - base
-        if symmetrize:
-            raise ValueError("symmetrize needs base 0")
+    """Edges (src, dst int64 in [base, base+n); arrays, or lists of chunk arrays, so a batch needs
+    no concatenation copy) -> (indptr int64[n+1] local to base, indices (uint32, or int64 past 2^32
+    vertices: `idx_dtype`), weights float32|None, self_loops_seen). Lists sorted by (dst, weight);
+    duplicates removed when `dedupe` (smallest weight kept)."""
+    if not isinstance(src, (list, tuple)):
+        src, dst = [src], [dst]
+        weights = None if weights is None else [weights]
     has_w = weights is not None
-    w = np.ascontiguousarray(weights, dtype=np.float32) if has_w else _EMPTY_W
+    if symmetrize and base:
+        raise ValueError("symmetrize needs base 0")
+    chunks = []
+    for i in range(len(src)):
+        s = np.ascontiguousarray(src[i], dtype=np.int64)
+        if base:
+            s = s - base
+        chunks.append((s, np.ascontiguousarray(dst[i], dtype=np.int64),
+                       np.ascontiguousarray(weights[i], dtype=np.float32) if has_w else _EMPTY_W))
     counts = np.zeros(n + 1, dtype=np.int64)
-    loops = _count(src, dst, n, symmetrize, drop_self_loops, counts[1:])
+    loops = 0
+    for s, d, _ in chunks:
+        loops += _count(s, d, n, symmetrize, drop_self_loops, counts[1:])
     indptr = np.cumsum(counts)
     del counts
     m = int(indptr[-1])
     idx = np.empty(m, dtype=idx_dtype(base + n))
     ow = np.empty(m, dtype=np.float32) if has_w else _EMPTY_W
-    _scatter(src, dst, w, has_w, symmetrize, drop_self_loops, indptr[:-1].copy(), idx, ow)
+    pos = indptr[:-1].copy()
+    for s, d, w in chunks:
+        _scatter(s, d, w, has_w, symmetrize, drop_self_loops, pos, idx, ow)
+    del pos, chunks
     newdeg = np.empty(n, dtype=np.int64)
     _sort_lists(indptr, idx, ow, has_w, dedupe, newdeg)
     if dedupe:
@@ -405,9 +415,9 @@ class ExternalSorter:
 
 
 class Batcher:
-    """Collects edge chunks into a preallocated batch of `budget` edges; a full batch is sorted into
-    a run and spilled. `finish(n)` returns a MemoryCSR when everything fit in one batch, else the
-    merged SpilledCSR. Counts self-loops seen (for the stats)."""
+    """Collects edge chunks (kept as they come: no copy) up to `budget` edges; a full batch is
+    sorted into a run and spilled. `finish(n)` returns a MemoryCSR when everything fit in one batch,
+    else the merged SpilledCSR. Counts self-loops seen (for the stats)."""
 
     def __init__(self, budget_edges, weighted, spill_dirs_fn, *, symmetrize, drop_self_loops,
                  dedupe, merge_budget=None, progress=None):
@@ -417,19 +427,13 @@ class Batcher:
         self.sym, self.drop_self, self.dedupe = symmetrize, drop_self_loops, dedupe
         self.merge_budget = merge_budget or self.cap
         self.progress = progress
-        self.src = self.dst = self.w = None
+        self.parts = []                     # (src, dst, w|None) chunks of the current batch
         self.fill = 0
         self.maxid = -1
         self.loops = 0
         self.sorter = None
         self.input_edges = 0
         self.spilled_runs = 0
-
-    def _alloc(self):
-        if self.src is None:
-            self.src = np.empty(self.cap, dtype=np.int64)
-            self.dst = np.empty(self.cap, dtype=np.int64)
-            self.w = np.empty(self.cap, dtype=np.float32) if self.weighted else None
 
     def add(self, src, dst, w=None):
         m = len(src)
@@ -438,25 +442,21 @@ class Batcher:
             self.maxid = max(self.maxid, int(src.max()), int(dst.max()))
         pos = 0
         while pos < m:
-            self._alloc()
             k = min(self.cap - self.fill, m - pos)
-            self.src[self.fill:self.fill + k] = src[pos:pos + k]
-            self.dst[self.fill:self.fill + k] = dst[pos:pos + k]
-            if self.weighted:
-                self.w[self.fill:self.fill + k] = w[pos:pos + k]
+            self.parts.append((src[pos:pos + k], dst[pos:pos + k],
+                               w[pos:pos + k] if self.weighted else None))
             self.fill += k
             pos += k
             if self.fill == self.cap:
                 self._spill()
 
     def _sort_batch(self, n):
-        f = self.fill
-        ptr, idx, w, loops = sort_to_csr(self.src[:f], self.dst[:f],
-                                         self.w[:f] if self.weighted else None, n,
+        parts, self.parts, self.fill = self.parts, [], 0
+        ptr, idx, w, loops = sort_to_csr([p[0] for p in parts], [p[1] for p in parts],
+                                         [p[2] for p in parts] if self.weighted else None, n,
                                          symmetrize=self.sym, drop_self_loops=self.drop_self,
                                          dedupe=self.dedupe)
         self.loops += loops
-        self.fill = 0
         return ptr, idx, w
 
     def _spill(self):
@@ -471,14 +471,10 @@ class Batcher:
 
     def finish(self, n):
         if self.sorter is None:
-            ptr, idx, w = self._sort_batch(n) if self.src is not None else \
-                (np.zeros(n + 1, dtype=np.int64), np.zeros(0, idx_dtype(n)),
-                 np.zeros(0, np.float32) if self.weighted else None)
-            self.src = self.dst = self.w = None
+            ptr, idx, w = self._sort_batch(n)
             return MemoryCSR(ptr, idx, w)
         if self.fill:
             self._spill()
-        self.src = self.dst = self.w = None
         return self.sorter.merge(n, self.sorter.dirs[0], self.progress)
 
 

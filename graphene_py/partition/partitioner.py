@@ -487,7 +487,7 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
         sym = bool(symmetrize or getattr(reader, "symmetric", False))
         n_known = len(uniq) if uniq is not None else (getattr(reader, "header_vertices", None) or 0)
         free = limit - BYTES_PER_VERTEX * n_known - 4 * chunk_bytes
-        per_edge = extsort.BYTES_PER_EDGE_SORT * (2 if sym else 1)
+        per_edge = extsort.BYTES_PER_EDGE_SORT + (16 if sym else 0)
         budget = max(1 << 14, free // per_edge)
         spill = lambda: [writer.spill_dir(i) for i in range(len(writer.disks))]  # noqa: E731
         batch = extsort.Batcher(budget, w_on, spill, symmetrize=sym, drop_self_loops=drop_self_loops,
