@@ -122,6 +122,24 @@ def _format_text(src, dst, w, has_w, sep, base, out):
     return pos
 
 
+@nb.njit(nogil=True, cache=True, parallel=True)
+def _format_text_par(src, dst, w, has_w, sep, base, out, lens):
+    """Format len(lens) equal slices of the edges in parallel; slice j goes to out[j*cap:] where
+    cap = out.size // len(lens); its byte count to lens[j]."""
+    nseg = lens.shape[0]
+    k = src.shape[0]
+    cap = out.shape[0] // nseg
+    per = (k + nseg - 1) // nseg
+    for j in nb.prange(nseg):
+        a = min(k, j * per)
+        b = min(k, a + per)
+        seg = out[j * cap:(j + 1) * cap]
+        if has_w:
+            lens[j] = _format_text(src[a:b], dst[a:b], w[a:b], True, sep, base, seg)
+        else:
+            lens[j] = _format_text(src[a:b], dst[a:b], w, False, sep, base, seg)
+
+
 def format_float32(x) -> str:
     """The text the writers use for one float32 weight (for tests and messages)."""
     out = np.empty(64, np.uint8)
@@ -156,7 +174,10 @@ class EdgeWriter:
         self._raw = raw
         self._f = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=compresslevel,
                                 filename="", mtime=0) if self.compressed else raw
-        self._buf = np.empty(WRITE_CHUNK_EDGES * _LINE_MAX, np.uint8)
+        nseg = max(1, nb.get_num_threads())
+        self._lens = np.zeros(nseg, np.int64)
+        # each of nseg slices needs room for ceil(WRITE_CHUNK_EDGES / nseg) lines
+        self._buf = np.empty(nseg * (WRITE_CHUNK_EDGES // nseg + 1) * _LINE_MAX, np.uint8)
         ext = self.path[:-3] if self.compressed else self.path
         self._sep = ord("\t") if ext.endswith(".tsv") else ord(",") if ext.endswith(".csv") else ord(" ")
         self._closed = False
@@ -194,6 +215,8 @@ class EdgeWriter:
             raise ValueError(f"negative vertex ID {lo}")
         if self.kind == "bin" and self.id_width == 4 and hi > 0xFFFFFFFF:
             raise ValueError(f"vertex ID {hi} does not fit {self.fmt} (uint32); use {self.fmt[:-2]}64")
+        if self.kind == "mtx" and hi >= (1 << 63) - 1:
+            raise ValueError(f"vertex ID {hi} is not representable 1-based in MatrixMarket")
         if self.kind == "mtx" and hi >= self._num_vertices:
             raise ValueError(f"vertex ID {hi} >= num_vertices {self._num_vertices}")
         if self.num_edges is not None and self.edges_written + k > self.num_edges and self.kind == "mtx":
@@ -211,11 +234,19 @@ class EdgeWriter:
             base = 1 if self.kind == "mtx" else 0
             has_w = weight is not None
             wa = weight if has_w else np.empty(0, np.float32)
+            nseg = self._lens.shape[0]
+            cap = self._buf.shape[0] // nseg
             for a in range(0, k, WRITE_CHUNK_EDGES):
                 b = min(k, a + WRITE_CHUNK_EDGES)
-                n = _format_text(src[a:b], dst[a:b], wa[a:b] if has_w else wa, has_w,
-                                 self._sep, base, self._buf)
-                self._f.write(memoryview(self._buf[:n]))
+                if b - a < 4096:
+                    n = _format_text(src[a:b], dst[a:b], wa[a:b] if has_w else wa, has_w,
+                                     self._sep, base, self._buf)
+                    self._f.write(memoryview(self._buf[:n]))
+                    continue
+                _format_text_par(src[a:b], dst[a:b], wa[a:b] if has_w else wa, has_w, self._sep,
+                                 base, self._buf, self._lens)
+                for j in range(nseg):
+                    self._f.write(memoryview(self._buf[j * cap:j * cap + self._lens[j]]))
         self.edges_written += k
 
     def _abort(self):
