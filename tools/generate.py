@@ -7,13 +7,19 @@
 
 Kronecker = Graph500 R-MAT (a, b, c = 0.57, 0.19, 0.19) with a seeded vertex permutation; uniform =
 GAPBS `-u`. Weights (--weighted) are integers 1..255 like GAPBS. Same --seed, same file.
-Prints one JSON line (path, format, vertices, edges, bytes, seconds) on stdout.
+Prints one JSON line (path, format, vertices, edges, bytes, seconds, cpu_seconds) on stdout.
+
+`--read-back` then streams the file through `graphene_py.partition.readers.open_edges` (the reader
+benchmark), checks the edge count and adds read_seconds, read_cpu_seconds, read_MBps (file bytes per
+wall second) and read_MBps_per_cpu (per CPU second, the number that survives a shared machine).
+`--keep/--no-keep` with `--read-back` on an existing file skips generation (reuse a big file).
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 
 import click
 
@@ -35,18 +41,48 @@ from graphene_py.generate import generate_to_file  # noqa: E402
 @click.option("--format", "fmt", help="el, wel, mtx, bin32, bin64, wbin32, wbin64 (+.gz); "
               "default from the output suffix.")
 @click.option("--weighted", is_flag=True, help="Add integer weights 1..255.")
-def main(kind, output, scale, edge_factor, num_vertices, num_edges, seed, fmt, weighted):
+@click.option("--read-back", is_flag=True, help="Then time reading the file with open_edges.")
+@click.option("--reuse", is_flag=True, help="With --read-back: if OUTPUT exists, do not regenerate.")
+@click.option("--chunk-bytes", type=int, default=config.READ_CHUNK_BYTES, show_default=True,
+              help="Reader chunk size for --read-back.")
+def main(kind, output, scale, edge_factor, num_vertices, num_edges, seed, fmt, weighted, read_back,
+         reuse, chunk_bytes):
     """Generate a KIND ('kron' or 'uniform') graph into OUTPUT."""
     if kind == "kron" and scale is None:
         raise click.UsageError("kron needs --scale")
     if kind == "uniform" and num_vertices is None and scale is None:
         raise click.UsageError("uniform needs -n (or --scale)")
     try:
-        info = generate_to_file(output, kind, scale=scale, edge_factor=edge_factor, n=num_vertices,
-                                m=num_edges, seed=seed, fmt=fmt, weighted=weighted)
+        if reuse and read_back and os.path.exists(output):
+            info = {"path": output, "reused": True}
+        else:
+            c0 = time.process_time()
+            info = generate_to_file(output, kind, scale=scale, edge_factor=edge_factor,
+                                    n=num_vertices, m=num_edges, seed=seed, fmt=fmt,
+                                    weighted=weighted)
+            info["cpu_seconds"] = time.process_time() - c0
+        if read_back:
+            info.update(read_benchmark(output, fmt, chunk_bytes, info.get("num_edges")))
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e))
     click.echo(json.dumps(info))
+
+
+def read_benchmark(path, fmt, chunk_bytes, expect_edges=None):
+    from graphene_py.partition.readers import open_edges
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    m = 0
+    with open_edges(path, fmt=fmt, chunk_bytes=chunk_bytes) as r:
+        for ch in r:
+            m += len(ch.src)
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    if expect_edges is not None and m != expect_edges:
+        raise click.ClickException(f"read back {m} edges, expected {expect_edges}")
+    return {"read_edges": m, "read_seconds": round(dt, 3), "read_cpu_seconds": round(dc, 3),
+            "read_MBps": round(r.total_bytes / dt / 1e6, 1),
+            "read_MBps_per_cpu": round(r.total_bytes / dc / 1e6, 1),
+            "load_avg_1min": os.getloadavg()[0]}
 
 
 if __name__ == "__main__":
