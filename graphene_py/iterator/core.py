@@ -25,6 +25,7 @@ from ..io import bitmap as _bm
 from ..io import planner as _pl
 from . import kernels as K
 from .frontier import Frontier
+from .specialize import kernel_for
 
 STAT_KEYS = ("frontier", "active_edges", "blocks_marked", "extents", "bytes_useful", "bytes_read",
              "io_utility", "io_seconds", "compute_seconds", "wait_seconds", "plan_seconds",
@@ -401,6 +402,7 @@ class IoIterator:
         kernel_args = (self.buf, self.wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
                        weighted)
+        call = self._bind(is_active, compute, state, kernel_args)
         pc = time.perf_counter
         abort = [False]
 
@@ -437,16 +439,14 @@ class IoIterator:
                             n, nd = K.pair_rows(c, self.pending, sb, rows, done)
                         try:
                             if n:
-                                edges += K_process(is_active, compute, state, tid, rows, n,
-                                                   *kernel_args)
+                                edges += call(state, tid, rows, n, *kernel_args)
                         finally:
                             if nd:
                                 eng.release(done[:nd].copy())
                     else:
                         n = K.slots_to_rows(c, sb, rows)
                         try:
-                            edges += K_process(is_active, compute, state, tid, rows, n,
-                                               *kernel_args)
+                            edges += call(state, tid, rows, n, *kernel_args)
                         finally:
                             eng.release(c[:, 1].copy())
                 except Exception as e:
@@ -468,6 +468,7 @@ class IoIterator:
         kernel_args = (self.buf, self.wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
                        weighted)
+        call = self._bind(is_active, compute, state, kernel_args)
         total = len(offs)
         chunk = max(1, min(256, total // (4 * self.threads) or 1))
         nxt = [0]
@@ -488,12 +489,17 @@ class IoIterator:
                 t1 = pc()
                 n = K.mem_rows(lo, hi, fids, offs, woff, self.file_base, self.wfile_base, weighted,
                                rows)
-                edges += K_process(is_active, compute, state, tid, rows, n, *kernel_args)
+                edges += call(state, tid, rows, n, *kernel_args)
                 tc += pc() - t1
             acc["edges"][tid] = edges
             acc["compute"][tid] = tc
 
         return job
+
+    def _bind(self, is_active, compute, state, kernel_args):
+        """The compiled kernel for these user functions and argument types (see specialize.py)."""
+        rows = np.empty((BATCH, 3), dtype=np.int64)
+        return kernel_for(is_active, compute).bind((state, 0, rows, 0) + kernel_args)
 
     # -- Table 4.1: the plain-Python API ----------------------------------------------------------
     def start(self, frontier):
@@ -740,5 +746,3 @@ class Block:
         wb = (self.wpos - self.woff) >> 2
         return np.array(self.it.wbuf[wb + s:wb + e], dtype=np.float32)
 
-
-K_process = K.process_batch
