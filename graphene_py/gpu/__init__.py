@@ -23,7 +23,7 @@ def __getattr__(name):
         from . import algorithms
         return getattr(algorithms, name)
     if name == "run":
-        from .run import run
+        from .runner import run
         return run
     raise AttributeError(name)
 

@@ -204,15 +204,17 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         if stats is not None:
             stats.update(iterations=0, error=0.0)
         return np.zeros(0, dtype=np.float64)
-    iptr, iidx = dg.in_csr()
-    bins = dg.bins("in")
-    inv = None
-    if reorder:
-        lay = dg.gather_layout()
-        if lay is not None:
-            inv, iidx = lay
-    has_inv = np.int32(inv is not None)
-    inv_arg = inv if inv is not None else iptr
+    lay = dg.gather_layout() if reorder else None
+    if lay is not None:        # run in the renumbered space, map back at the end
+        order, inv, iptr, iidx, optr = lay
+        bins = dg.bins_for("gather_in", iptr)
+    else:
+        inv = None
+        iptr, iidx = dg.in_csr()
+        optr = dg.ptr
+        bins = dg.bins("in")
+    has_inv = np.int32(0)
+    inv_arg = iptr
     score = cp.full(n, 1.0 / n, dtype=cp.float64)
     new = cp.empty(n, dtype=cp.float64)
     contrib = cp.empty(n, dtype=cp.float32)
@@ -224,7 +226,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     prof = {} if (stats is not None and stats.get("profile")) else None
     for it in range(1, max_iter + 1):
         acc.fill(0)
-        k_contrib((_grid(n),), (BLOCK,), (score, dg.ptr, contrib, np.int32(n), acc[0:1], inv_arg, has_inv))
+        k_contrib((_grid(n),), (BLOCK,), (score, optr, contrib, np.int32(n), acc[0:1], inv_arg, has_inv))
         for w, lst, ln in bins:
             if ln == 0:
                 continue
@@ -249,6 +251,8 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         stats.update(iterations=it, error=err, reordered=inv is not None)
         if prof is not None:
             stats["profile_ms"] = prof
+    if inv is not None:
+        score = score[inv]
     return score.get()
 
 
