@@ -7,11 +7,21 @@ import numpy as np
 import pytest
 
 from graphene_py.errors import InputFormatError
+from graphene_py.partition import readers
 from graphene_py.partition.readers import FORMATS, detect_format, open_edges, read_edges
 from graphene_py.partition.writers import EdgeWriter, format_float32, write_edges
 from tests import graphs
 
 CHUNKS = [1, 7, 64, 1 << 20]
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def par(request, monkeypatch):
+    """Run a test with the one-thread parser and with every chunk split over 3 parser threads."""
+    if request.param == "parallel":
+        monkeypatch.setattr(readers, "PARALLEL_MIN_BYTES", 1)
+        return {"threads": 3}
+    return {"threads": 1}
 ALL_FMTS = [f + gz for f in FORMATS for gz in ("", ".gz")]
 
 
@@ -74,14 +84,14 @@ def _random_text(rng, m, weighted, huge=False):
 
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_text_matches_naive_parser(tmp_path, weighted, seed):
+def test_text_matches_naive_parser(tmp_path, weighted, seed, par):
     rng = np.random.default_rng(seed)
     data = _random_text(rng, 300, weighted, huge=seed == 2)
     p = tmp_path / "g.txt"
     p.write_bytes(data)
     es, ed, ew = naive_text(data)
     for cb in [1, 5, 7, 33, 1 << 20]:
-        s, d, w, r = _read(p, chunk_bytes=cb)
+        s, d, w, r = _read(p, chunk_bytes=cb, **par)
         np.testing.assert_array_equal(s, es)
         np.testing.assert_array_equal(d, ed)
         assert r.weighted == weighted
@@ -93,7 +103,7 @@ def test_text_matches_naive_parser(tmp_path, weighted, seed):
     pg = tmp_path / "g.txt.gz"
     pg.write_bytes(gzip.compress(data))
     for pf in [None, False, True]:
-        s, d, w, r = _read(pg, chunk_bytes=11, prefetch=pf)
+        s, d, w, r = _read(pg, chunk_bytes=11, prefetch=pf, **par)
         np.testing.assert_array_equal(s, es)
         np.testing.assert_array_equal(d, ed)
         assert r.bytes_read == r.total_bytes == os.path.getsize(pg)
@@ -294,12 +304,12 @@ TEXT_ERRORS = [
 
 @pytest.mark.parametrize("content,kw,line,what,text", TEXT_ERRORS)
 @pytest.mark.parametrize("gz", [False, True])
-def test_text_errors(tmp_path, content, kw, line, what, text, gz):
+def test_text_errors(tmp_path, content, kw, line, what, text, gz, par):
     p = tmp_path / ("bad.el.gz" if gz else "bad.el")
     p.write_bytes(gzip.compress(content) if gz else content)
     for cb in CHUNKS:
         with pytest.raises(InputFormatError) as e:
-            _read(p, chunk_bytes=cb, **kw)
+            _read(p, chunk_bytes=cb, **kw, **par)
         err = e.value
         assert err.path == str(p) and err.line == line and err.text == text, (cb, str(err))
         assert re.search(what, err.what), err.what
@@ -329,15 +339,46 @@ MTX_ERRORS = [
 
 
 @pytest.mark.parametrize("content,line,what", MTX_ERRORS)
-def test_mtx_errors(tmp_path, content, line, what):
+def test_mtx_errors(tmp_path, content, line, what, par):
     p = tmp_path / "bad.mtx"
     p.write_bytes(content)
     for cb in CHUNKS:
         with pytest.raises(InputFormatError) as e:
-            _read(p, chunk_bytes=cb)
+            _read(p, chunk_bytes=cb, **par)
         assert e.value.line == line, (cb, str(e.value))
         assert re.search(what, e.value.what), e.value.what
         assert str(e.value).startswith(f"{p}:{line}: ")
+
+
+def test_parallel_first_error_wins_and_large_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "PARALLEL_MIN_BYTES", 1)
+    rng = np.random.default_rng(3)
+    n = 20000
+    src, dst = rng.integers(0, 1 << 40, n), rng.integers(0, 50, n)
+    p = tmp_path / "big.el"
+    write_edges(p, src, dst)
+    for threads in (2, 3, 8):
+        for cb in (1000, 1 << 16, 1 << 22):
+            s, d, _, r = _read(p, chunk_bytes=cb, threads=threads)
+            np.testing.assert_array_equal(s, src)
+            np.testing.assert_array_equal(d, dst)
+            assert r.lines_read == n
+    wts = rng.integers(1, 256, n).astype(np.float32) / 4
+    for ext in ("mtx", "wel"):
+        q = tmp_path / f"big.{ext}"
+        write_edges(q, src, dst, wts)
+        for cb in (1000, 1 << 22):
+            s, d, w, r = _read(q, chunk_bytes=cb, threads=3)
+            np.testing.assert_array_equal(s, src)
+            np.testing.assert_array_equal(w, wts)
+    lines = p.read_bytes().split(b"\n")
+    lines[15000] = b"1 bad"  # two errors: the earlier one (line 12001) must be reported
+    lines[12000] = b"1 -2"
+    p.write_bytes(b"\n".join(lines))
+    for threads in (1, 2, 3, 8):
+        with pytest.raises(InputFormatError) as e:
+            _read(p, chunk_bytes=1 << 22, threads=threads)
+        assert e.value.line == 12001 and e.value.text == "1 -2"
 
 
 def test_mtx_symmetric_integer_and_comments(tmp_path):

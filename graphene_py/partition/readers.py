@@ -60,6 +60,8 @@ from .. import config
 from ..errors import InputFormatError
 
 MAX_ID = (1 << 63) - 1
+#: Chunks at least this large are parsed by all numba threads at once (runs of whole lines).
+PARALLEL_MIN_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ def _is_term(c):
     return c == 32 or c == 9 or c == 44 or c == 13 or c == 10
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, inline="always")
 def _parse_id(buf, pos, end):
     """-> (pos after token, value, error code)."""
     maxi = np.int64(9223372036854775807)
@@ -361,6 +363,32 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
     res[8] = pos
 
 
+@nb.njit(nogil=True, cache=True, parallel=True)
+def _parse_text_par(buf, starts, offs, ncols, base, max_src, max_dst, src, dst, w, resm):
+    """_parse_text on len(starts)-1 runs of whole lines at once; run j's edges go to offs[j]:."""
+    for j in nb.prange(starts.shape[0] - 1):
+        a = starts[j]
+        o = offs[j]
+        ww = w[o:offs[j + 1]] if w.shape[0] > 0 else w
+        _parse_text(buf[a:starts[j + 1]], starts[j + 1] - a, ncols, base, max_src, max_dst, -1,
+                    src[o:offs[j + 1]], dst[o:offs[j + 1]], ww, resm[j])
+
+
+@nb.njit(nogil=True, cache=True)
+def _segment_starts(buf, limit, nseg):
+    """nseg+1 cut points in buf[:limit], each just after a newline (buf[limit-1] is a newline or
+    the end of input); runs may be empty."""
+    starts = np.empty(nseg + 1, np.int64)
+    starts[0] = 0
+    for j in range(1, nseg):
+        p = max(starts[j - 1], limit * j // nseg)
+        while p < limit and (p == 0 or buf[p - 1] != 10):
+            p += 1
+        starts[j] = p
+    starts[nseg] = limit
+    return starts
+
+
 @nb.njit(nogil=True, cache=True)
 def _last_newline(buf, n):
     for i in range(n - 1, -1, -1):
@@ -478,7 +506,7 @@ class EdgeReader:
     header_cols, header_entries (MTX), symmetric (MTX 'symmetric': caller must symmetrize)."""
 
     def __init__(self, path, fmt=None, weighted=None, chunk_bytes=config.READ_CHUNK_BYTES,
-                 max_id=None, prefetch=None):
+                 max_id=None, prefetch=None, threads=None):
         self.path = os.fspath(path)
         self.fmt, gz_name = detect_format(self.path, fmt)
         spec = FORMATS[self.fmt]
@@ -486,6 +514,7 @@ class EdgeReader:
         self.id_width = spec.id_width
         if chunk_bytes < 1:
             raise ValueError("chunk_bytes must be >= 1")
+        self._threads = max(1, nb.get_num_threads()) if threads is None else max(1, int(threads))
         self.max_id = MAX_ID if max_id is None else int(max_id)
         if not 0 <= self.max_id <= MAX_ID:
             raise ValueError(f"max_id must be in 0..2^63-1, got {max_id}")
@@ -731,28 +760,58 @@ class EdgeReader:
             if limit <= 0:
                 self.bytes_read = pos
                 continue
-            ecap = limit // 4 + 1
-            if mtx:
-                ecap = min(ecap, self.header_entries - self.edges_read + 1)
-            src = np.empty(ecap, np.int64)
-            dst = np.empty(ecap, np.int64)
-            w = np.empty(ecap if self._ncols != 2 else 0, np.float32)  # virtual until touched
-            max_edges = self.header_entries - self.edges_read if mtx else -1
-            _parse_text(buf, limit, self._ncols, base, max_src, max_dst, max_edges, src, dst, w, res)
-            k, nl, ncols, err = int(res[0]), int(res[1]), int(res[2]), int(res[3])
-            if err:
-                self._raise_text(buf, limit, res, self.lines_read + nl + 1)
-            self._ncols = ncols
+            ecap = limit // 4 + 1  # a data line takes >= 4 bytes ("0 0\n")
+            remaining = self.header_entries - self.edges_read if mtx else -1
+            nseg = self._threads if limit >= PARALLEL_MIN_BYTES else 1
+            out = []
+            if nseg > 1 and self._ncols != 0 and (not mtx or ecap <= remaining):
+                # several threads, each on a run of whole lines; the first error in file order wins
+                starts = _segment_starts(buf, limit, nseg)
+                caps = np.diff(starts) // 4 + 1
+                offs = np.zeros(nseg + 1, np.int64)
+                np.cumsum(caps, out=offs[1:])
+                src = np.empty(offs[-1], np.int64)
+                dst = np.empty(offs[-1], np.int64)
+                w = np.empty(offs[-1] if self._ncols == 3 else 0, np.float32)
+                resm = np.zeros((nseg, 9), np.int64)
+                _parse_text_par(buf, starts, offs, self._ncols, base, max_src, max_dst, src, dst, w,
+                                resm)
+                nl_before = 0
+                for j in range(nseg):
+                    if resm[j, 3]:
+                        a = int(starts[j])
+                        self._raise_text(buf[a:], int(starts[j + 1]) - a, resm[j],
+                                         self.lines_read + nl_before + int(resm[j, 1]) + 1)
+                    nl_before += int(resm[j, 1])
+                    k = int(resm[j, 0])
+                    o = int(offs[j])
+                    out.append((src[o:o + k], dst[o:o + k], w[o:o + k] if len(w) else w))
+                nl = nl_before
+            else:
+                if mtx:
+                    ecap = min(ecap, remaining + 1)
+                src = np.empty(ecap, np.int64)
+                dst = np.empty(ecap, np.int64)
+                w = np.empty(ecap if self._ncols != 2 else 0, np.float32)  # virtual until touched
+                _parse_text(buf, limit, self._ncols, base, max_src, max_dst, remaining, src, dst, w,
+                            res)
+                k, nl, ncols, err = int(res[0]), int(res[1]), int(res[2]), int(res[3])
+                if err:
+                    self._raise_text(buf, limit, res, self.lines_read + nl + 1)
+                self._ncols = ncols
+                out.append((src[:k], dst[:k], w[:k] if len(w) else w))
             self.lines_read += nl + (1 if eof and limit > 0 and buf[limit - 1] != 10 else 0)
-            self.edges_read += k
             self.bytes_read = pos
             rest = have - limit
             if rest:
                 buf[:rest] = buf[limit:have]
             have = rest
-            if k:
-                wt = w[:k] if (self._keep_w and ncols == 3) else None
-                yield EdgeChunk(src[:k], dst[:k], wt)
+            for s_, d_, w_ in out:
+                k = len(s_)
+                if k:
+                    self.edges_read += k
+                    wt = w_ if (self._keep_w and self._ncols == 3) else None
+                    yield EdgeChunk(s_, d_, wt)
         if mtx and self.edges_read != self.header_entries:
             raise InputFormatError(self.path, max(self.lines_read, 1),
                                    f"MatrixMarket file has {self.edges_read} entries but its size "
@@ -900,12 +959,14 @@ class EdgeReader:
 
 
 def open_edges(path, fmt=None, weighted=None, chunk_bytes=config.READ_CHUNK_BYTES, max_id=None,
-               prefetch=None) -> EdgeReader:
+               prefetch=None, threads=None) -> EdgeReader:
     """Open an edge-list file for streaming; see the module docstring for formats and errors.
 
-    prefetch: read/inflate the next chunk in a background thread (default: only for gzip input)."""
+    prefetch: read/inflate the next chunk in a background thread (default: only for gzip input).
+    threads: numba threads parsing one text chunk (default numba.get_num_threads(); chunks of at
+    least PARALLEL_MIN_BYTES are split into runs of whole lines)."""
     return EdgeReader(path, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes, max_id=max_id,
-                      prefetch=prefetch)
+                      prefetch=prefetch, threads=threads)
 
 
 def read_edges(path, **kw):
