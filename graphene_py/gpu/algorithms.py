@@ -186,7 +186,8 @@ def _compress_log(log, t0):
 # PageRank
 # ------------------------------------------------------------------------------------------------
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
-             max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, stats: Optional[dict] = None):
+             max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=(4, 32, 1024),
+             stats: Optional[dict] = None, to_host: bool = True):
     """Pull PageRank: float64 scores summing to 1.
 
     score'[v] = (1 - alpha)/n + alpha * (sum_{u->v} score[u]/outdeg[u] + D/n), D = total score of
@@ -202,17 +203,17 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     n = dg.num_vertices
     if n == 0:
         if stats is not None:
-            stats.update(iterations=0, error=0.0)
-        return np.zeros(0, dtype=np.float64)
+            stats.update(iterations=0, error=0.0, reordered=False)
+        return np.zeros(0, dtype=np.float64) if to_host else cp.zeros(0, dtype=cp.float64)
     lay = dg.gather_layout() if reorder else None
     if lay is not None:        # run in the renumbered space, map back at the end
         order, inv, iptr, iidx, optr = lay
-        bins = dg.bins_for("gather_in", iptr)
+        bins = dg.bins_for("gather_in", iptr, tuple(bounds))
     else:
         inv = None
         iptr, iidx = dg.in_csr()
         optr = dg.ptr
-        bins = dg.bins("in")
+        bins = dg.bins("in", tuple(bounds))
     has_inv = np.int32(0)
     inv_arg = iptr
     score = cp.full(n, 1.0 / n, dtype=cp.float64)
@@ -253,7 +254,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
             stats["profile_ms"] = prof
     if inv is not None:
         score = score[inv]
-    return score.get()
+    return score.get() if to_host else score
 
 
 # ------------------------------------------------------------------------------------------------
