@@ -19,8 +19,8 @@ _CACHE = {}
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    def make(gname, R=1, C=1, symmetrize=False):
-        key = (gname, R, C, symmetrize)
+    def make(gname, R=1, C=1, symmetrize=False, in_edges=False):
+        key = (gname, R, C, symmetrize, in_edges)
         if key not in _CACHE:
             g = tg.by_name(gname)
             base = tmp_path_factory.mktemp("bfs")
@@ -28,7 +28,7 @@ def dataset(tmp_path_factory):
             for d in disks:
                 os.makedirs(d)
             G = partition_arrays(g.src, g.dst, num_vertices=g.n, disks=disks, name="b", rows=R,
-                                 cols=C, symmetrize=symmetrize, register=False)
+                                 cols=C, symmetrize=symmetrize, in_edges=in_edges, register=False)
             _CACHE[key] = (g, G)
         return _CACHE[key]
     return make
@@ -112,6 +112,39 @@ def test_bfs_engines(dataset, engine, gname, grid, sym):
         src = sources(g)[1]
         res = bfs.run(G, src=src, threads=threads, engine=engine, max_gap=4)
         check(g, res, src, symmetrize=sym)
+
+
+_UP = [f.__name__ for f in tg.ALL if f.__name__ not in ("empty", "chain")]
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)], ids=lambda g: f"{g[0]}x{g[1]}")
+@pytest.mark.parametrize("gname", _UP)
+def test_bfs_bottom_up(dataset, gname, grid):
+    """Forced bottom-up levels: over in-edges of a directed dataset, over out-edges of an
+    undirected one; plus the cost-model choice (mixed directions) on the directed one."""
+    for sym in (False, True):
+        g, G = dataset(gname, *grid, symmetrize=sym, in_edges=not sym)
+        for src in sources(g):
+            res = bfs.run(G, src=src, threads=2, bottom_up="always")
+            check(g, res, src, symmetrize=sym)
+            assert all(s["direction"] == "bottom-up" for s in res.supersteps)
+            assert bfs.verify(G, res) == []
+        src = sources(g)[-1]
+        res = bfs.run(G, src=src, threads=2)
+        check(g, res, src, symmetrize=sym)
+        mem = bfs.run(G, src=src, threads=2, bottom_up="always", in_memory=True)
+        assert np.array_equal(mem.depth, res.depth)
+
+
+def test_bfs_direction_choice_reads_less(dataset):
+    g, G = dataset("powerlaw", 1, 1, symmetrize=True)
+    src = sources(g)[1]
+    td = bfs.run(G, src=src, bottom_up=False)
+    do = bfs.run(G, src=src)
+    assert np.array_equal(td.depth, do.depth)
+    assert {s["direction"] for s in td.supersteps} == {"top-down"}
+    assert "bottom-up" in {s["direction"] for s in do.supersteps}
+    assert do.totals()["bytes_read"] < td.totals()["bytes_read"]
 
 
 def test_bfs_chain_thousands_of_levels(dataset):

@@ -4,13 +4,18 @@ Computes: `parent` int64[n] (GAPBS encoding: parent[src] == src, -1 = unreached)
 (-1 = unreached) and `n_reached`. No level cap (a chain of any length works; int32 depths).
 Returns: BFSResult(parent, depth, n_reached, src, levels, supersteps, seconds).
 
-Algorithm (Graphene §4.7): one superstep per level. The frontier (a queue of the vertices found in
+Algorithm (Graphene §4.7, plus Beamer's direction optimisation): one superstep per level. The frontier (a queue of the vertices found in
 the previous level) is translated into block requests for their adjacency lists; for every list
-(chunk) that arrives, each unvisited neighbour u is claimed with one compare-and-swap on depth[u]
-(-1 -> level+1): the single winner sets parent[u] and appends u to the next queue (fetch-and-add on
-its tail). So every vertex enters the next frontier exactly once, depths are exact on any schedule,
+(chunk) that arrives, each unvisited neighbour u is claimed with one atomic fetch-or on its bit of a visited bitmap (1 bit
+per vertex, so the hot check stays in cache; checked with a plain read first): the single winner
+sets depth[u] = level+1 and parent[u] and appends u to the next queue (fetch-and-add on its tail). So every vertex enters the next frontier exactly once, depths are exact on any schedule,
 and a parent is always a vertex of the previous level with an edge to u (a valid BFS parent; which
 one may differ between runs with several threads).
+A level runs bottom-up instead (every unvisited vertex with edges reads its in-list — the out-list
+on an undirected dataset — and adopts the first neighbour of the current level) when that reads
+fewer bytes by the cost model deg*id_width + 512 per touched vertex: on Kronecker graphs this skips
+the late levels' scattered single-block reads (-30% bytes at scale 22). Directed datasets without
+in-edges stay top-down.
 
 Verification (`verify`): an independent serial BFS over the whole CSR recomputes every depth; each
 reached vertex's parent must be reached one level above and hold an edge to it.
@@ -40,21 +45,58 @@ def _always(v, state):
 
 @njit(cache=True)
 def _visit(v, nbrs, wts, tid, state):
-    depth, parent, nxt, tail, level = state
+    visited, depth, parent, nxt, tail, level = state
     nd = np.int32(level + 1)
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
-        if depth[u] < 0:
-            if _cas(depth, u, np.int32(-1), nd) == -1:
+        w = u >> 6
+        bit = np.uint64(1) << np.uint64(u & 63)
+        if visited[w] & bit == 0:          # plain read first: a 1-bit-per-vertex map stays in cache
+            if _or(visited, w, bit) & bit == 0:   # claimed by this thread alone
+                depth[u] = nd
                 parent[u] = v
-                k = _add(tail, 0, np.int64(1))
-                nxt[k] = u
+                nxt[_add(tail, 0, np.int64(1))] = u
 
 
-from ..iterator.atomics import atomic_add as _add, atomic_cas as _cas  # noqa: E402
+from ..iterator.atomics import atomic_add as _add, atomic_or as _or  # noqa: E402
 
 
-def run(graph, *, device="cpu", in_memory=False, src=None, **runtime) -> BFSResult:
+@njit(cache=True)
+def _unvisited(v, state):
+    return state[0][v >> 6] & (np.uint64(1) << np.uint64(v & 63)) == 0
+
+
+@njit(cache=True)
+def _adopt(v, nbrs, wts, tid, state):
+    """Bottom-up step: unvisited v takes the first neighbour found in the current level."""
+    visited, depth, parent, nxt, tail, level = state
+    for i in range(nbrs.shape[0]):
+        u = np.int64(nbrs[i])
+        if depth[u] == level:
+            bit = np.uint64(1) << np.uint64(v & 63)
+            if _or(visited, v >> 6, bit) & bit == 0:   # another chunk of v's list may race us
+                depth[v] = np.int32(level + 1)
+                parent[v] = u
+                nxt[_add(tail, 0, np.int64(1))] = v
+            return
+
+
+@njit(cache=True)
+def _mark_unvisited(depth, deg, mask):
+    cnt = 0
+    for v in range(depth.shape[0]):
+        a = depth[v] < 0 and deg[v] > 0
+        mask[v] = a
+        cnt += a
+    return cnt
+
+
+def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
+        **runtime) -> BFSResult:
+    """BFS from `src` (default: pick_source). bottom_up: take a bottom-up step (unvisited vertices
+    look for a parent in the frontier) whenever its estimated IO is smaller than the top-down
+    step's (needs in-edges, or an undirected dataset whose out-lists are the in-lists);
+    "always" makes every level bottom-up (for tests), False every level top-down."""
     from ..iterator import Frontier, IoIterator
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
@@ -73,24 +115,62 @@ def run(graph, *, device="cpu", in_memory=False, src=None, **runtime) -> BFSResu
     qa = np.empty(n, dtype=np.int64)
     qb = np.empty(n, dtype=np.int64)
     tail = np.zeros(1, dtype=np.int64)
+    visited = np.zeros((n + 63) // 64, dtype=np.uint64)
+    visited[src >> 6] |= np.uint64(1) << np.uint64(src & 63)
     depth[src] = 0
     parent[src] = src
     qa[0] = src
     size = 1
     level = 0
     steps = []
-    with IoIterator(graph, "out", in_memory=in_memory, **runtime) as it:
+    # Direction optimisation (Beamer et al., SC'12) with an IO cost model: a step reads about
+    # deg*id_width + one 512-byte block per vertex it touches, capped at the adjacency bytes.
+    up_dir = None
+    if bottom_up:
+        if not graph.directed:
+            up_dir = "out"
+        elif graph.in_partitions is not None:
+            up_dir = "in"
+    w = graph.id_width
+    deg_out = graph.degrees("out")
+    cost_out = deg_out * w + 512 * (deg_out > 0)
+    if up_dir is not None:
+        deg_in = deg_out if up_dir == "out" else graph.degrees("in")
+        cost_in = cost_out if up_dir == "out" else deg_in * w + 512 * (deg_in > 0)
+        cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
+        unvisited_cost = int(cost_in.sum()) - int(cost_in[src])
+        mask = np.zeros(n, dtype=np.uint8)
+    cap_out = sum(p.adj_bytes for p in graph.partitions)
+    its = {}
+    try:
+        its["out"] = IoIterator(graph, "out", in_memory=in_memory, **runtime)
         while size > 0:
             tail[0] = 0
-            fr = Frontier("queue", n, ids=qa[:size], count=size)
-            st = it.run(_always, _visit, (depth, parent, qb, tail, np.int64(level)), fr)
+            state = (visited, depth, parent, qb, tail, np.int64(level))
+            top = min(int(cost_out[qa[:size]].sum()), cap_out)
+            if up_dir is not None and (bottom_up == "always" or min(unvisited_cost, cap_in) < top):
+                if up_dir not in its:
+                    its[up_dir] = IoIterator(graph, up_dir, in_memory=in_memory, **runtime)
+                _mark_unvisited(depth, deg_in, mask)
+                st = its[up_dir].run(_unvisited, _adopt, state, Frontier.from_mask(mask))
+                st["direction"] = "bottom-up"
+            else:
+                fr = Frontier("queue", n, ids=qa[:size], count=size)
+                st = its["out"].run(_always, _visit, state, fr)
+                st["direction"] = "top-down"
             st["level"] = level
+            st["found"] = int(tail[0])
             steps.append(st)
             if progress is not None:
                 progress(st)
             size = int(tail[0])
+            if up_dir is not None:
+                unvisited_cost -= int(cost_in[qb[:size]].sum())
             qa, qb = qb, qa
             level += 1
+    finally:
+        for it in its.values():
+            it.close()
     n_reached = int(np.count_nonzero(depth >= 0))
     return BFSResult(parent=parent, depth=depth, n_reached=n_reached, src=src,
                      levels=int(depth.max()) + 1, supersteps=steps,
@@ -172,4 +252,6 @@ def verify(graph, result, **options) -> list:
 CLI_OPTIONS = [
     click.Option(["--src", "-r"], type=int, default=None,
                  help="Source vertex (default: a random vertex with out-edges, fixed seed)."),
+    click.Option(["--top-down", "bottom_up"], flag_value=False, default=True,
+                 help="Top-down steps only (no direction optimisation)."),
 ]

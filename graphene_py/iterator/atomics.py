@@ -8,6 +8,7 @@ and its parent is the claimer), and appends to a shared queue with one fetch-and
     atomic_cas(arr, i, expected, new) -> old value   (arr[i] = new if arr[i] == expected)
     atomic_add(arr, i, delta)         -> old value   (integer arrays)
     atomic_min(arr, i, value)         -> old value   (signed integer arrays)
+    atomic_or(arr, i, bits)           -> old value   (integer arrays; e.g. claim a bit of a bitmap)
 
 `arr` must be a C-contiguous numpy array of a 4- or 8-byte integer dtype; call these only from
 @njit code. Monotonic ordering is enough: the superstep barrier (thread join) orders everything
@@ -68,5 +69,20 @@ def atomic_min(typingctx, ary, idx, val):
         arr, i, v = args
         ptr = _ptr(context, builder, signature.args[0], arr, i)
         return builder.atomic_rmw(op, ptr, v, "monotonic")
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_or(typingctx, ary, idx, val):
+    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
+        return None
+    dt = ary.dtype
+    sig = dt(ary, types.intp, dt)
+
+    def codegen(context, builder, signature, args):
+        arr, i, v = args
+        ptr = _ptr(context, builder, signature.args[0], arr, i)
+        return builder.atomic_rmw("or", ptr, v, "monotonic")
 
     return sig, codegen
