@@ -186,8 +186,8 @@ def _compress_log(log, t0):
 # PageRank
 # ------------------------------------------------------------------------------------------------
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
-             max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=(4, 32, 1024),
-             stats: Optional[dict] = None, to_host: bool = True):
+             max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=(8, 64, 512),
+             block_threads: int = 256, stats: Optional[dict] = None, to_host: bool = True):
     """Pull PageRank: float64 scores summing to 1.
 
     score'[v] = (1 - alpha)/n + alpha * (sum_{u->v} score[u]/outdeg[u] + D/n), D = total score of
@@ -219,24 +219,30 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     score = cp.full(n, 1.0 / n, dtype=cp.float64)
     new = cp.empty(n, dtype=cp.float64)
     contrib = cp.empty(n, dtype=cp.float32)
-    acc = cp.zeros(2, dtype=cp.float64)        # [0] dangling mass, [1] L1 change
+    cnext = cp.empty(n, dtype=cp.float32)
+    acc = cp.zeros(3, dtype=cp.float64)        # [0], [2]: dangling mass (ping-pong), [1]: L1 change
     k_contrib = mod.get_function("pr_contrib")
     ks = {w: mod.get_function(f"pr_pull<{w}>") for w in (1, 8, 32, 0)}
+    # Iteration 1's contributions; later ones come out of the pull kernels themselves.
+    k_contrib((_grid(n),), (BLOCK,), (score, optr, contrib, np.int32(n), acc[0:1], inv_arg, has_inv))
     it = 0
     err = float("inf")
     prof = {} if (stats is not None and stats.get("profile")) else None
     for it in range(1, max_iter + 1):
-        acc.fill(0)
-        k_contrib((_grid(n),), (BLOCK,), (score, optr, contrib, np.int32(n), acc[0:1], inv_arg, has_inv))
+        dcur = acc[0:1] if it % 2 else acc[2:3]
+        dnext = acc[2:3] if it % 2 else acc[0:1]
+        dnext.fill(0)
+        acc[1:2].fill(0)
         for w, lst, ln in bins:
             if ln == 0:
                 continue
+            bt = block_threads if w == 0 else BLOCK
             g = _grid(ln * (w if w else BLOCK)) if w else min(ln, _module.sm_count() * 16)
             if prof is not None:
                 e0 = cp.cuda.Event()
                 e0.record()
-            ks[w]((g,), (BLOCK,), (lst, np.int32(ln), iptr, iidx, contrib, score, new,
-                                   np.float64(alpha), np.int32(n), acc[0:1], acc[1:2]))
+            ks[w]((g,), (bt,), (lst, np.int32(ln), iptr, iidx, contrib, score, new,
+                                np.float64(alpha), np.int32(n), dcur, acc[1:2], optr, cnext, dnext))
             if prof is not None:
                 e1 = cp.cuda.Event()
                 e1.record()
@@ -245,6 +251,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
                 prof[f"W{w}"][0] = ln
                 prof[f"W{w}"][1] += cp.cuda.get_elapsed_time(e0, e1)
         score, new = new, score
+        contrib, cnext = cnext, contrib
         err = float(acc[1].get())
         if err < tol:
             break

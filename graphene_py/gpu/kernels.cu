@@ -229,13 +229,16 @@ extern "C" __global__ void pr_contrib(const double *__restrict__ score, const i6
 
 // new[v] = (1-alpha)/n + alpha * (sum_{u->v} contrib[u] + dangling/n); err += |new - old|.
 // Vertices come from a static in-degree bin `list` (len known on the host).
+// Fused with the next iteration's contributions: cnext[v] = new[v]/outdeg[v], and *dnext += new
+// scores of sinks (their contributions are never gathered: no vertex has them as in-neighbours).
 template <int W>
 __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ iptr,
                         const i32 *__restrict__ iidx, const float *__restrict__ contrib,
                         const double *__restrict__ old, double *out, double alpha, i32 n,
-                        const double *dangling, double *err) {
+                        const double *dangling, double *err, const i64 *__restrict__ optr,
+                        float *cnext, double *dnext) {
   const double add = (1.0 - alpha) / (double)n + alpha * dangling[0] / (double)n;
-  double e_acc = 0.0;
+  double e_acc = 0.0, d_acc = 0.0;
   if constexpr (W >= 1 && W <= 32) {
     // Loop is uniform per warp (all lanes iterate together) so the shuffles below are safe.
     const i64 gtid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -251,12 +254,20 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
       if (item < len) {
         v = list[item];
         const i64 b = iptr[v], e = iptr[v + 1];
+        // Edge IDs stream once (__ldcs: evict-first, so they do not push the hubs' contributions
+        // out of L1/L2); several independent gathers in flight per thread.
         i64 j = b + sl;
-        for (; j + 3 * W < e; j += 4 * W) {  // four independent gathers in flight
-          const int a0 = iidx[j], a1 = iidx[j + W], a2 = iidx[j + 2 * W], a3 = iidx[j + 3 * W];
-          sum += (contrib[a0] + contrib[a1]) + (contrib[a2] + contrib[a3]);
+        for (; j + 3 * W < e; j += 4 * W) {
+          const int a0 = __ldcs(iidx + j), a1 = __ldcs(iidx + j + W), a2 = __ldcs(iidx + j + 2 * W),
+                    a3 = __ldcs(iidx + j + 3 * W);
+          sum += (__ldg(contrib + a0) + __ldg(contrib + a1)) + (__ldg(contrib + a2) + __ldg(contrib + a3));
         }
-        for (; j < e; j += W) sum += contrib[iidx[j]];
+        if (j + W < e) {
+          const int a0 = __ldcs(iidx + j), a1 = __ldcs(iidx + j + W);
+          sum += __ldg(contrib + a0) + __ldg(contrib + a1);
+          j += 2 * W;
+        }
+        if (j < e) sum += __ldg(contrib + __ldcs(iidx + j));
       }
       if constexpr (W > 1) {
         for (int off = W / 2; off > 0; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off, W);
@@ -265,6 +276,8 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
         const double nv = add + alpha * (double)sum;
         e_acc += fabs(nv - old[v]);
         out[v] = nv;
+        const i64 d = optr[v + 1] - optr[v];
+        if (d == 0) d_acc += nv; else cnext[v] = (float)(nv / (double)d);
       }
     }
   } else {  // one block per vertex
@@ -275,21 +288,29 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
       const i64 bd = blockDim.x;
       i64 j = b + threadIdx.x;
       for (; j + 3 * bd < e; j += 4 * bd) {
-        const int a0 = iidx[j], a1 = iidx[j + bd], a2 = iidx[j + 2 * bd], a3 = iidx[j + 3 * bd];
-        sum += (double)((contrib[a0] + contrib[a1]) + (contrib[a2] + contrib[a3]));
+        const int a0 = __ldcs(iidx + j), a1 = __ldcs(iidx + j + bd), a2 = __ldcs(iidx + j + 2 * bd),
+                  a3 = __ldcs(iidx + j + 3 * bd);
+        sum += (double)((__ldg(contrib + a0) + __ldg(contrib + a1)) +
+                        (__ldg(contrib + a2) + __ldg(contrib + a3)));
       }
-      for (; j < e; j += bd) sum += (double)contrib[iidx[j]];
+      for (; j < e; j += bd) sum += (double)__ldg(contrib + __ldcs(iidx + j));
       const double t = block_sum<double>(sum);
       if (threadIdx.x == 0) {
         const double nv = add + alpha * t;
         e_acc += fabs(nv - old[v]);
         out[v] = nv;
+        const i64 d = optr[v + 1] - optr[v];
+        if (d == 0) d_acc += nv; else cnext[v] = (float)(nv / (double)d);
       }
       __syncthreads();
     }
   }
   const double t = block_sum<double>(e_acc);
-  if (threadIdx.x == 0 && t != 0.0) atomicAdd(err, t);
+  const double dd = block_sum<double>(d_acc);
+  if (threadIdx.x == 0) {
+    if (t != 0.0) atomicAdd(err, t);
+    if (dd != 0.0) atomicAdd(dnext, dd);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
