@@ -211,6 +211,9 @@ def test_pagerank_reorder_off_same_result(gf):
     b = gpu.pagerank(dg, reorder=False, stats=st2)
     assert st1["reordered"] and not st2["reordered"]
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-10)
+    for bounds in [(4, 32, 1024), (1, 2, 3)]:
+        c = gpu.pagerank(dg, hub_cache=True, bounds=bounds, block_threads=512)
+        np.testing.assert_allclose(c, b, rtol=1e-5, atol=1e-10)
     np.testing.assert_allclose(a, naive_pagerank(tg.n, indptr, indices)[0], rtol=1e-5, atol=1e-9)
 
 

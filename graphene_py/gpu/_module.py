@@ -15,7 +15,8 @@ KERNEL_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels.
 #: Template instantiations compiled from kernels.cu (RawModule name_expressions).
 NAME_EXPRESSIONS = (
     "bfs_push<1>", "bfs_push<32>", "bfs_push<0>", "bfs_push<-1>",
-    "pr_pull<1>", "pr_pull<8>", "pr_pull<32>", "pr_pull<0>",
+    "pr_pull<1, 0>", "pr_pull<8, 0>", "pr_pull<32, 0>", "pr_pull<0, 0>",
+    "pr_pull<1, 8192>", "pr_pull<8, 8192>", "pr_pull<32, 8192>", "pr_pull<0, 8192>",
     "wcc_hook<1>", "wcc_hook<8>", "wcc_hook<32>", "wcc_hook<0>",
     "wcc_sv_hook<1>", "wcc_sv_hook<8>", "wcc_sv_hook<32>", "wcc_sv_hook<0>",
     "msbfs_pull<unsigned int>", "msbfs_pull<unsigned long long>",

@@ -187,7 +187,8 @@ def _compress_log(log, t0):
 # ------------------------------------------------------------------------------------------------
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
              max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=(8, 64, 512),
-             block_threads: int = 256, stats: Optional[dict] = None, to_host: bool = True):
+             block_threads: int = 256, hub_cache: bool = False, stats: Optional[dict] = None,
+             to_host: bool = True):
     """Pull PageRank: float64 scores summing to 1.
 
     score'[v] = (1 - alpha)/n + alpha * (sum_{u->v} score[u]/outdeg[u] + D/n), D = total score of
@@ -222,7 +223,8 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     cnext = cp.empty(n, dtype=cp.float32)
     acc = cp.zeros(3, dtype=cp.float64)        # [0], [2]: dangling mass (ping-pong), [1]: L1 change
     k_contrib = mod.get_function("pr_contrib")
-    ks = {w: mod.get_function(f"pr_pull<{w}>") for w in (1, 8, 32, 0)}
+    hub = 8192 if (hub_cache and lay is not None) else 0
+    ks = {w: mod.get_function(f"pr_pull<{w}, {hub if w != 1 else 0}>") for w in (1, 8, 32, 0)}
     # Iteration 1's contributions; later ones come out of the pull kernels themselves.
     k_contrib((_grid(n),), (BLOCK,), (score, optr, contrib, np.int32(n), acc[0:1], inv_arg, has_inv))
     it = 0

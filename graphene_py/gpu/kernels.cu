@@ -231,12 +231,21 @@ extern "C" __global__ void pr_contrib(const double *__restrict__ score, const i6
 // Vertices come from a static in-degree bin `list` (len known on the host).
 // Fused with the next iteration's contributions: cnext[v] = new[v]/outdeg[v], and *dnext += new
 // scores of sinks (their contributions are never gathered: no vertex has them as in-neighbours).
-template <int W>
+// HUB > 0: the first HUB contributions (the hubs, after renumbering by degree) are staged in shared
+// memory once per block and gathered from there.
+#define PR_GATHER(a) (((HUB) > 0 && (a) < hub_n) ? s_hub[(a)] : __ldg(contrib + (a)))
+template <int W, int HUB>
 __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ iptr,
                         const i32 *__restrict__ iidx, const float *__restrict__ contrib,
                         const double *__restrict__ old, double *out, double alpha, i32 n,
                         const double *dangling, double *err, const i64 *__restrict__ optr,
                         float *cnext, double *dnext) {
+  __shared__ float s_hub[HUB > 0 ? HUB : 1];
+  const int hub_n = HUB > 0 ? (n < HUB ? n : HUB) : 0;
+  if constexpr (HUB > 0) {
+    for (int i = threadIdx.x; i < hub_n; i += blockDim.x) s_hub[i] = contrib[i];
+    __syncthreads();
+  }
   const double add = (1.0 - alpha) / (double)n + alpha * dangling[0] / (double)n;
   double e_acc = 0.0, d_acc = 0.0;
   if constexpr (W >= 1 && W <= 32) {
@@ -260,14 +269,17 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
         for (; j + 3 * W < e; j += 4 * W) {
           const int a0 = __ldcs(iidx + j), a1 = __ldcs(iidx + j + W), a2 = __ldcs(iidx + j + 2 * W),
                     a3 = __ldcs(iidx + j + 3 * W);
-          sum += (__ldg(contrib + a0) + __ldg(contrib + a1)) + (__ldg(contrib + a2) + __ldg(contrib + a3));
+          sum += (PR_GATHER(a0) + PR_GATHER(a1)) + (PR_GATHER(a2) + PR_GATHER(a3));
         }
         if (j + W < e) {
           const int a0 = __ldcs(iidx + j), a1 = __ldcs(iidx + j + W);
-          sum += __ldg(contrib + a0) + __ldg(contrib + a1);
+          sum += PR_GATHER(a0) + PR_GATHER(a1);
           j += 2 * W;
         }
-        if (j < e) sum += __ldg(contrib + __ldcs(iidx + j));
+        if (j < e) {
+          const int a0 = __ldcs(iidx + j);
+          sum += PR_GATHER(a0);
+        }
       }
       if constexpr (W > 1) {
         for (int off = W / 2; off > 0; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off, W);
@@ -290,10 +302,12 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
       for (; j + 3 * bd < e; j += 4 * bd) {
         const int a0 = __ldcs(iidx + j), a1 = __ldcs(iidx + j + bd), a2 = __ldcs(iidx + j + 2 * bd),
                   a3 = __ldcs(iidx + j + 3 * bd);
-        sum += (double)((__ldg(contrib + a0) + __ldg(contrib + a1)) +
-                        (__ldg(contrib + a2) + __ldg(contrib + a3)));
+        sum += (double)((PR_GATHER(a0) + PR_GATHER(a1)) + (PR_GATHER(a2) + PR_GATHER(a3)));
       }
-      for (; j < e; j += bd) sum += (double)__ldg(contrib + __ldcs(iidx + j));
+      for (; j < e; j += bd) {
+        const int a0 = __ldcs(iidx + j);
+        sum += (double)PR_GATHER(a0);
+      }
       const double t = block_sum<double>(sum);
       if (threadIdx.x == 0) {
         const double nv = add + alpha * t;
