@@ -286,6 +286,11 @@ def test_reader_single_pass_and_close(tmp_path):
 TEXT_ERRORS = [
     # (content, kwargs, line, what-regex, offending line text)
     (b"0 1\n1 x\n", {}, 2, r"vertex ID 'x' is not a non-negative integer", "1 x"),
+    (b"0 1\n12x 3\n", {}, 2, r"vertex ID '12x' is not", "12x 3"),
+    (b"0 1\n1 2 3\n", {}, 2, r"expected 2 columns", "1 2 3"),
+    (b"0 1 1\n1 2\n", {}, 2, r"expected 3 columns", "1 2"),
+    (b"0 1 1\n1 2 3 4\n", {}, 2, r"found more than 3", "1 2 3 4"),
+    (b"0 1\n1 1234567890123456789012\n", {}, 2, r"above 2\^63-1", "1 1234567890123456789012"),
     (b"0 1\n# c\n\n1 2.5\n", {}, 4, r"vertex ID '2\.5' is not", "1 2.5"),
     (b"0 1\r\n\r\n2 -3\r\n", {}, 3, r"negative vertex ID -3", "2 -3"),
     (b"0 1\n5 12\n", {"max_id": 11}, 2, r"vertex ID 12 above max_id 11", "5 12"),
@@ -305,7 +310,10 @@ TEXT_ERRORS = [
 
 @pytest.mark.parametrize("content,kw,line,what,text", TEXT_ERRORS)
 @pytest.mark.parametrize("gz", [False, True])
-def test_text_errors(tmp_path, content, kw, line, what, text, gz, par):
+@pytest.mark.parametrize("tail", [False, True])
+def test_text_errors(tmp_path, content, kw, line, what, text, gz, par, tail):
+    if tail:  # bytes after the bad line, so the fast path (64 bytes of look-ahead) meets it
+        content = content + b"\n" + b"# padding comment line\n" * 8
     p = tmp_path / ("bad.el.gz" if gz else "bad.el")
     p.write_bytes(gzip.compress(content) if gz else content)
     for cb in CHUNKS:

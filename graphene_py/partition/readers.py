@@ -264,6 +264,56 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
     line_start = 0
     while pos < end:
         line_start = pos
+        if pos + 64 <= end and k != max_edges and base == 0 and ncols != 0:
+            # fast path for the common line `digits SP|TAB digits [SP|TAB int-weight] LF`; any
+            # other shape (or an out-of-range ID) falls through to the general parser below,
+            # which reports errors. 64 bytes ahead are in the buffer: no end checks needed.
+            p = pos
+            v1 = np.int64(0)
+            while True:
+                d = np.int64(buf[p]) - 48
+                if d < 0 or d > 9:
+                    break
+                v1 = v1 * 10 + d
+                p += 1
+            c = buf[p]
+            if 0 < p - pos <= 18 and (c == 32 or c == 9):
+                p += 1
+                q = p
+                v2 = np.int64(0)
+                while True:
+                    d = np.int64(buf[p]) - 48
+                    if d < 0 or d > 9:
+                        break
+                    v2 = v2 * 10 + d
+                    p += 1
+                c = buf[p]
+                ok = 0 < p - q <= 18 and v1 <= max_src and v2 <= max_dst
+                if ok and ncols == 2 and c == 10:
+                    src[k] = v1
+                    dst[k] = v2
+                    k += 1
+                    nl += 1
+                    pos = p + 1
+                    continue
+                if ok and ncols == 3 and (c == 32 or c == 9):
+                    p += 1
+                    q = p
+                    wi = np.int64(0)
+                    while True:
+                        d = np.int64(buf[p]) - 48
+                        if d < 0 or d > 9:
+                            break
+                        wi = wi * 10 + d
+                        p += 1
+                    if 0 < p - q <= 7 and buf[p] == 10:  # < 10^7 < 2^24: exact in float32
+                        src[k] = v1
+                        dst[k] = v2
+                        w[k] = np.float32(wi)
+                        k += 1
+                        nl += 1
+                        pos = p + 1
+                        continue
         c = buf[pos]
         while c == 32 or c == 9 or c == 13:
             pos += 1
