@@ -266,6 +266,18 @@ def main():
         r["wcc"] = {"ours_ms": float(np.median(ts) * 1e3), "n_components": int((lab == np.arange(n)).sum())}
         log(f"  WCC ours {r['wcc']['ours_ms']:.2f} ms (incl. D2H of labels)")
 
+        # ---- k-core and SSSP (unit weights; this graph is unweighted) ----
+        st_k = {}
+        t_k, core = timed(lambda: gpu.kcore(dg, stats=st_k), sync)
+        st_s = {}
+        t_s, dist = timed(lambda: gpu.sssp(dg, int(srcs[0]), stats=st_s), sync)
+        _, d0 = gpu.bfs(dg, int(srcs[0]))
+        sssp_ok = bool(np.array_equal(np.where(np.isinf(dist), -1, dist).astype(np.int64), d0))
+        r["kcore"] = {"ours_ms": t_k * 1e3, "max_core": st_k["max_core"], "rounds": st_k["rounds"]}
+        r["sssp_unit"] = {"ours_ms": t_s * 1e3, "equals_bfs_depth": sssp_ok, **st_s}
+        log(f"  k-core {t_k * 1e3:.1f} ms (max core {st_k['max_core']}, {st_k['rounds']} rounds); "
+            f"SSSP unit weights {t_s * 1e3:.1f} ms, equals BFS depths={sssp_ok}")
+
         # ---- multi-source BFS ----
         ms = [int(x) for x in srcs[:16]] + [int(x) for x in rng.choice(nz, 16, replace=False)]
         gpu.msbfs(dg, ms[:2], word_bits=32, to_host=False)
