@@ -236,6 +236,21 @@ def test_only_comments_is_empty_graph(tmp_path):
     assert len(_read(p)[0]) == 0
 
 
+def test_utf8_bom_and_header_hint(tmp_path):
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbf3,4\r\n5,6\r\n")
+    for cb in (1, 2, 4, 1 << 20):
+        s, d, _, r = _read(p, chunk_bytes=cb)
+        assert s.tolist() == [3, 5] and d.tolist() == [4, 6]
+    q = tmp_path / "bom.mtx"
+    q.write_bytes(b"\xef\xbb\xbf%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n")
+    assert _read(q)[0].tolist() == [0]
+    h = tmp_path / "h.csv"
+    h.write_bytes(b"src,dst\n1,2\n")
+    with pytest.raises(InputFormatError, match=r"h\.csv:1: vertex ID 'src' .*header line"):
+        _read(h)
+
+
 def test_long_line_across_many_chunks(tmp_path):
     p = tmp_path / "g.el"
     p.write_bytes(b"1" + b" " * 5000 + b"2\n" + b"0" * 3000 + b"7 8\n")

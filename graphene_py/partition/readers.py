@@ -710,6 +710,8 @@ class EdgeReader:
         if ln is None:
             raise InputFormatError(self.path, 1, "empty file: no MatrixMarket header "
                                    "('%%MatrixMarket matrix coordinate ...')")
+        if ln.startswith(b"\xef\xbb\xbf"):
+            ln = ln[3:]
         lines_used = 1
         text = ln.decode("utf-8", "replace").strip()
         tok = text.split()
@@ -802,10 +804,18 @@ class EdgeReader:
             max_src = max_dst = self.max_id
         base = 1 if mtx else 0
         eof = False
+        bom_checked = mtx  # the MTX header reader strips a BOM itself
         while not eof:
             buf, n, pos = self._fill_into(buf, have)
             eof = n == 0
             have += n
+            if not bom_checked and (have >= 3 or eof):
+                bom_checked = True
+                if have >= 3 and buf[0] == 0xEF and buf[1] == 0xBB and buf[2] == 0xBF:
+                    buf[:have - 3] = buf[3:have]  # UTF-8 byte order mark (spreadsheet exports)
+                    have -= 3
+            elif not bom_checked:
+                continue
             limit = have if eof else _last_newline(buf, have) + 1
             if limit <= 0:
                 self.bytes_read = pos
@@ -884,6 +894,8 @@ class EdgeReader:
         what_id = ("row index", "column index")[min(col, 1)] if mtx else "vertex ID"
         if err == _E_NONNUM:
             what = f"{what_id} {tok!r} is not a non-negative integer"
+            if self.edges_read == 0 and int(res[0]) == 0 and not mtx and tok[:1].isalpha():
+                what += " (a header line? comment it out with '#')"
         elif err == _E_NEG:
             what = f"negative {what_id} {tok}"
         elif err == _E_HUGE:
