@@ -11,8 +11,9 @@ fresh subprocess (so peak RSS is its own, from getrusage) with the page cache of
 
   ours          graphene_py.partition(input, 1 disk, 1x1 grid), default memory limit (in memory)
   ours-limit    the same with --memory-limit L (external sort: spilled runs + merge), per L given
-  numpy         baseline: read the text with np.fromstring(sep=' '), drop self-loops, key=src*n+dst,
-                np.unique (sort + dedupe), CSR via bincount, write uint32 adj + uint64 offsets.
+  numpy         baseline: read the text whole, parse with np.fromstring(sep=' ') (a vectorized
+                digit-mask parser was slower), drop self-loops, key=src*n+dst, np.unique (sort + dedupe), CSR via bincount,
+                write uint32 adj + uint64 offsets (1x1, no checksums, not atomic).
 
 Reported: seconds, input edges/s (end to end, input edges / wall seconds), CPU seconds (user+sys,
 incl. process start and imports), peak RSS, ratio to the baseline. The machine is shared: compare
@@ -48,16 +49,17 @@ print(json.dumps({{"seconds": dt, "edges": g.num_edges, "input_edges": g.stats["
 BASELINE = r"""
 import json, os, resource, time
 import numpy as np
+
 t = time.perf_counter()
 with open({inp!r}, "rb") as f:
     text = f.read()
-a = np.fromstring(text, dtype=np.int64, sep=" ")
+a = np.fromstring(text, dtype=np.int64, sep=" ")   # whitespace-separated integers
 del text
 src, dst = a[0::2], a[1::2]
 m_in = len(src)
 n = int(max(src.max(), dst.max())) + 1 if m_in else 0
 keep = src != dst
-key = np.unique(src[keep] * n + dst[keep])
+key = np.unique(src[keep] * n + dst[keep])      # sort + dedupe
 del a, src, dst, keep
 s = key // n
 adj = (key % n).astype("<u4")

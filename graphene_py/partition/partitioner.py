@@ -363,9 +363,10 @@ def default_memory_limit() -> int:
     return int(total * config.MEMORY_LIMIT_FRACTION)
 
 
-#: Bytes per vertex of the O(|V|) arrays alive at once (degrees, indptr, a histogram and its prefix
-#: sums, bincount's result, the relabel table): taken off the memory limit before edge buffers.
-BYTES_PER_VERTEX = 48
+#: Bytes per vertex of the O(|V|) arrays alive at once (counts, indptr, scatter positions, new
+#: degrees and indptr, run degrees; later a histogram, its prefix sums and bincount's result):
+#: taken off the memory limit before edge buffers.
+BYTES_PER_VERTEX = 64
 
 
 class StderrProgress:
@@ -498,6 +499,13 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
             if uniq is not None:
                 s = np.searchsorted(uniq, s)
                 d = np.searchsorted(uniq, d)
+            # the O(|V|) arrays grow with the IDs seen: shrink the edge batch to stay in the limit
+            nv = max(n_known, batch.maxid + 1 if len(s) == 0 else
+                     max(batch.maxid, int(s.max()), int(d.max())) + 1)
+            # (runs of fewer than |V|/2 edges would cost more in O(|V|) work per run than they
+            # save: a limit below ~64 B per vertex is exceeded rather than crawled through)
+            batch.cap = max(1 << 14, nv // 2,
+                            (free - BYTES_PER_VERTEX * (nv - n_known)) // per_edge)
             batch.add(s, d, ch.weight if w_on else None)
             if (batch.maxid + 1) * 16 > limit:
                 raise GrapheneError(
