@@ -667,31 +667,35 @@ class EdgeReader:
 
     def _detect_columns(self):
         """weighted=None on text: the column count of the first data line (2 or 3) decides."""
-        data = b""
+        def cols(line):
+            s = line.strip(b" \t\r")
+            if not s or s[:1] in (b"#", b"%"):
+                return None
+            return len(s.replace(b",", b" ").split())
+
+        tail = b""  # the incomplete last line seen so far
         while True:
-            lines = data.split(b"\n")
-            complete = lines[:-1]
-            for ln in complete:
-                s = ln.strip(b" \t\r")
-                if not s or s[:1] in (b"#", b"%"):
-                    continue
-                n = len([t for t in s.replace(b",", b" ").split() if t])
-                self._ncols = 3 if n == 3 else 0  # other counts: the kernel reports the error
-                return
             b = self._pull_ahead()
             if not b:
-                s = lines[-1].strip(b" \t\r")
-                if s and s[:1] not in (b"#", b"%"):
-                    n = len(s.replace(b",", b" ").split())
-                    self._ncols = 3 if n == 3 else 0
+                n = cols(tail)
+                self._ncols = 3 if n == 3 else 0
                 return
-            data = lines[-1] + b if len(complete) else data + b
+            data = tail + b
+            pos = 0
+            while True:
+                i = data.find(b"\n", pos)
+                if i < 0:
+                    tail = data[pos:]
+                    break
+                n = cols(data[pos:i])
+                pos = i + 1
+                if n is not None:
+                    self._ncols = 3 if n == 3 else 0  # other counts: the kernel reports the error
+                    return
 
     def _read_mtx_header(self):
         data = b""
         lines_used = 0
-        pending = []
-        header = None
 
         def next_line():
             nonlocal data
