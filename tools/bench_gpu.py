@@ -202,6 +202,7 @@ def main():
             var = {}
             for name, kw in [("push_bins", dict(push="bins")), ("push_warp", dict(push="warp")),
                              ("no_block_loop", dict(block_loop=False)),
+                             ("block_loop_ecap_32k", dict(block_loop_ecap=32768)),
                              ("push_only", dict(direction="push")),
                              ("pull_only", dict(direction="pull", block_loop=False))]:
                 ts = []

@@ -24,9 +24,10 @@ from . import _module
 
 BLOCK = 256
 #: Single-block device loop limits: it runs while a level's frontier has at most this many vertices
-#: and out-edges (beyond that a grid of blocks is faster than one block).
+#: and out-edges (beyond that a grid of blocks is faster than one block: with 32,768 edges the loop cost
+#: 90-110 us for the first two Kronecker levels, 8-10% of a scale-24 BFS; see tools/gpu_notes.md).
 BLOCK_LOOP_VCAP = 2048
-BLOCK_LOOP_ECAP = 32768
+BLOCK_LOOP_ECAP = 4096
 BLOCK_LOOP_THREADS = 1024
 #: Beamer's direction-optimizing constants (GAPBS defaults): go bottom-up when the frontier's edges
 #: exceed unexplored edges / ALPHA; return top-down when the frontier is below |V| / BETA and shrinking.
@@ -52,7 +53,8 @@ def _check_src(dg, src):
 # BFS
 # ------------------------------------------------------------------------------------------------
 def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop: bool = True,
-        alpha: float = ALPHA, beta: float = BETA, stats: Optional[dict] = None, to_host: bool = True):
+        alpha: float = ALPHA, beta: float = BETA, block_loop_ecap: int = None,
+        stats: Optional[dict] = None, to_host: bool = True):
     """(parent int64, depth int32): parent[src] == src, -1 unreached; depth -1 unreached.
 
     direction: "auto" (direction-optimizing; needs in-edges, else push only), "push", "pull".
@@ -63,6 +65,7 @@ def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop
     mod = _module.module()
     n = dg.num_vertices
     src = _check_src(dg, src)
+    ecap = BLOCK_LOOP_ECAP if block_loop_ecap is None else int(block_loop_ecap)
     depth = cp.full(n, -1, dtype=cp.int32)
     parent = cp.full(n, -1, dtype=cp.int32)
     depth[src] = 0
@@ -109,11 +112,11 @@ def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop
     t_start = time.perf_counter()
     while L > 0:
         if (rep == "queue" and block_loop and direction != "pull" and L <= BLOCK_LOOP_VCAP
-                and ef <= BLOCK_LOOP_ECAP):
+                and ef <= ecap):
             st.set(np.array([L, level, cur, ef, 0, 0, 0, 0], dtype=np.int64))
             k_loop((1,), (BLOCK_LOOP_THREADS,),
                    (optr, oidx, depth, parent, qa, qb, st, np.int32(BLOCK_LOOP_VCAP),
-                    np.int64(BLOCK_LOOP_ECAP), np.int64(1 << 40)))
+                    np.int64(ecap), np.int64(1 << 40)))
             h = st.get()
             L, level, cur, ef, explored, done = (int(x) for x in h[:6])
             m_u -= explored
