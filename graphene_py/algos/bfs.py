@@ -28,14 +28,17 @@ import click
 import numpy as np
 from numba import njit
 
+from .. import config
 from ..errors import GrapheneError
 from .common import Result, pick_source
 
 MAIN = "parent"
+_BLOCK = 64
 
 
 class BFSResult(Result):
     MAIN = "parent"
+_BLOCK = 64
 
 
 @njit(cache=True)
@@ -43,9 +46,22 @@ def _always(v, state):
     return True
 
 
+@njit(cache=True, inline="always")
+def _push(nxt, tail, cur, tid, u):
+    """Append u to the next queue: each thread claims 64-slot blocks with one fetch-and-add on the
+    shared tail, so threads do not fight over one counter's cache line per vertex. Unfilled slots
+    of a thread's last block stay -1 and are squeezed out after the superstep."""
+    if cur[tid, 0] == cur[tid, 1]:
+        b = _add(tail, 0, np.int64(_BLOCK))
+        cur[tid, 0] = b
+        cur[tid, 1] = b + _BLOCK
+    nxt[cur[tid, 0]] = u
+    cur[tid, 0] += 1
+
+
 @njit(cache=True)
 def _visit(v, nbrs, wts, tid, state):
-    visited, depth, parent, nxt, tail, level = state
+    visited, front, depth, parent, nxt, tail, cur, level = state
     nd = np.int32(level + 1)
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
@@ -55,7 +71,7 @@ def _visit(v, nbrs, wts, tid, state):
             if _or(visited, w, bit) & bit == 0:   # claimed by this thread alone
                 depth[u] = nd
                 parent[u] = v
-                nxt[_add(tail, 0, np.int64(1))] = u
+                _push(nxt, tail, cur, tid, u)
 
 
 from ..iterator.atomics import atomic_add as _add, atomic_or as _or  # noqa: E402
@@ -69,16 +85,41 @@ def _unvisited(v, state):
 @njit(cache=True)
 def _adopt(v, nbrs, wts, tid, state):
     """Bottom-up step: unvisited v takes the first neighbour found in the current level."""
-    visited, depth, parent, nxt, tail, level = state
+    visited, front, depth, parent, nxt, tail, cur, level = state
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
-        if depth[u] == level:
+        if front[u >> 6] & (np.uint64(1) << np.uint64(u & 63)):   # u is in the current level
             bit = np.uint64(1) << np.uint64(v & 63)
             if _or(visited, v >> 6, bit) & bit == 0:   # another chunk of v's list may race us
                 depth[v] = np.int32(level + 1)
                 parent[v] = u
-                nxt[_add(tail, 0, np.int64(1))] = v
+                _push(nxt, tail, cur, tid, v)
             return
+
+
+@njit(cache=True)
+def _set_front(front, q):
+    front[:] = 0
+    for k in range(q.shape[0]):
+        u = q[k]
+        front[u >> 6] |= np.uint64(1) << np.uint64(u & 63)
+
+
+@njit(cache=True)
+def _squeeze(nxt, tail, cur):
+    """Close every thread's last 64-slot block: drop its unfilled slots; returns the queue size."""
+    t = tail[0]
+    for k in range(cur.shape[0]):
+        for j in range(cur[k, 0], cur[k, 1]):
+            nxt[j] = -1
+        cur[k, 0] = 0
+        cur[k, 1] = 0
+    m = 0
+    for j in range(t):
+        if nxt[j] >= 0:
+            nxt[m] = nxt[j]
+            m += 1
+    return m
 
 
 @njit(cache=True)
@@ -112,9 +153,12 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
         raise GrapheneError(f"source vertex {src} is out of range [0, {n})")
     depth = np.full(n, -1, dtype=np.int32)
     parent = np.full(n, -1, dtype=np.int64)
-    qa = np.empty(n, dtype=np.int64)
-    qb = np.empty(n, dtype=np.int64)
+    threads = runtime.get("threads") or config.default_threads()
+    qa = np.empty(n + threads * _BLOCK, dtype=np.int64)
+    qb = np.empty(n + threads * _BLOCK, dtype=np.int64)
     tail = np.zeros(1, dtype=np.int64)
+    cur = np.zeros((threads, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
+    front = np.zeros((n + 63) // 64, dtype=np.uint64)
     visited = np.zeros((n + 63) // 64, dtype=np.uint64)
     visited[src >> 6] |= np.uint64(1) << np.uint64(src & 63)
     depth[src] = 0
@@ -146,24 +190,25 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
         its["out"] = IoIterator(graph, "out", in_memory=in_memory, **runtime)
         while size > 0:
             tail[0] = 0
-            state = (visited, depth, parent, qb, tail, np.int64(level))
+            state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
             top = min(int(cost_out[qa[:size]].sum()), cap_out)
             if up_dir is not None and (bottom_up == "always" or min(unvisited_cost, cap_in) < top):
                 if up_dir not in its:
                     its[up_dir] = IoIterator(graph, up_dir, in_memory=in_memory, **runtime)
                 _mark_unvisited(depth, deg_in, mask)
+                _set_front(front, qa[:size])
                 st = its[up_dir].run(_unvisited, _adopt, state, Frontier.from_mask(mask))
                 st["direction"] = "bottom-up"
             else:
                 fr = Frontier("queue", n, ids=qa[:size], count=size)
                 st = its["out"].run(_always, _visit, state, fr)
                 st["direction"] = "top-down"
+            size = int(_squeeze(qb, tail, cur))
             st["level"] = level
-            st["found"] = int(tail[0])
+            st["found"] = size
             steps.append(st)
             if progress is not None:
                 progress(st)
-            size = int(tail[0])
             if up_dir is not None:
                 unvisited_cost -= int(cost_in[qb[:size]].sum())
             qa, qb = qb, qa

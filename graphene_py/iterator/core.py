@@ -34,6 +34,8 @@ STAT_KEYS = ("frontier", "active_edges", "blocks_marked", "extents", "bytes_usef
 #: Extent size for dense (Frontier.all) supersteps: whole files in large sequential reads
 #: (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio table).
 DENSE_EXTENT = 128 * 1024
+#: Supersteps marking at least this many bytes plan with extents up to DENSE_EXTENT.
+BIG_PLAN_BYTES = 16 << 20
 #: Completions taken per engine.get call / per kernel call.
 BATCH = 16
 
@@ -113,6 +115,10 @@ class IoIterator:
         self.queue_depth = int(queue_depth or config.QUEUE_DEPTH)
         self.max_gap = config.MAX_GAP_BLOCKS if max_gap is None else int(max_gap)
         self.max_io = int(max_io or config.MAX_IO_BYTES)
+        # Supersteps that read a lot (>= BIG_PLAN_BYTES marked): unless the caller fixed max_io,
+        # their extents may grow to DENSE_EXTENT (fewer, larger IOs: 128 KB reads run at ~880 MB/s
+        # here vs ~690 MB/s at 16 KB; BASELINES.md). Small supersteps keep Graphene's 16 KB cap.
+        self.scan_max_io = self.max_io if max_io else max(self.max_io, DENSE_EXTENT)
         self.block_size = int(block_size or graph.block_size or config.BLOCK_SIZE)
         _bm.shift_of(self.block_size)  # validates: power of two
         if self.block_size < 512:
@@ -192,6 +198,7 @@ class IoIterator:
             self.notes.append(f"buffer pool raised to {nslots * slot >> 20} MiB "
                               f"({nslots} slots x {slot >> 10} KiB) to keep {qd} IOs in flight per disk")
         self.slot_bytes = slot
+        self.scan_max_io = min(self.scan_max_io, slot)
         self.pool = BufferPool(slot, nslots)
         files = [self.parts[i].adj_path for i in self.file_parts]
         disk_of = list(self.file_disk)
@@ -265,7 +272,7 @@ class IoIterator:
             active = self.mask   # set by the caller for queue frontiers
         blocks = 0
         useful = 0
-        fids, offs, lens = [], [], []
+        marked = []
         for f in range(self.F):
             i = self.file_parts[f]
             p = self.parts[i]
@@ -276,12 +283,17 @@ class IoIterator:
             else:
                 nb, u = _bm.mark_queue(self.bitmaps[f], off, p.row_lo, frontier.ids, self.id_width,
                                        self.block_size)
-            if nb == 0:
-                continue
-            blocks += int(nb)
-            useful += int(u)
+            if nb:
+                blocks += int(nb)
+                useful += int(u)
+                marked.append(f)
+        # A superstep that reads a lot is bandwidth-bound, not latency-bound: let its extents grow
+        # to scan_max_io (fewer, larger IOs). Small ones keep the max_io cap (16 KB, Graphene).
+        cap = self.scan_max_io if blocks * self.block_size >= BIG_PLAN_BYTES else self.max_io
+        fids, offs, lens = [], [], []
+        for f in marked:
             o, ln = _pl.plan(self.bitmaps[f], int(self.file_bytes[f]), self.block_size, self.max_gap,
-                             self.max_io, clear=True)
+                             cap, clear=True)
             fids.append(np.full(len(o), f, dtype=np.int32))
             offs.append(o)
             lens.append(ln)
