@@ -3,9 +3,5 @@
 Public API: `partition_arrays(src, dst, ...)` (in-memory arrays) and `partition(input, disks, ...)`
 (an edge-list file, streamed, externally sorted past the memory limit). Both return a `Graph`.
 """
-from .partitioner import balanced_bounds, default_grid, partition_arrays  # noqa: F401
-
-try:  # the streaming entry point (needs readers.py from the formats engineer)
-    from .partitioner import partition  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
+from .partitioner import (balanced_bounds, default_grid, parse_size, partition,  # noqa: F401
+                          partition_arrays)

@@ -84,15 +84,21 @@ class PartFile:
             return
         self.crc = zlib.crc32(b, self.crc)
         n = 0
-        while n < len(b):
-            n += self.f.write(b[n:])
+        try:
+            while n < len(b):
+                n += self.f.write(b[n:])
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, self.path) from None
         self.size += len(b)
 
     def close(self) -> str:
         if self.pad and self.size % ALIGN:
             self.write(np.zeros(ALIGN - self.size % ALIGN, dtype=np.uint8))
-        os.fsync(self.f.fileno())
-        self.f.close()
+        try:
+            os.fsync(self.f.fileno())
+            self.f.close()
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, self.path) from None
         return f"{self.crc:08x}"
 
     def abort(self) -> None:
