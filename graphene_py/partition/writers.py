@@ -24,21 +24,32 @@ WRITE_CHUNK_EDGES = 1 << 18
 _LINE_MAX = 80
 
 
+_DIGIT_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), np.uint8).copy()
+
+
 @nb.njit(nogil=True, cache=True, inline="always")
 def _put_uint(out, pos, v):
-    # v >= 0 (int64); write decimal digits
+    # v >= 0 (int64); write decimal digits, two at a time from a 00..99 table
     nd = 1
     t = v
-    while t >= 10:
-        t //= 10
+    while t >= 100:
+        t //= 100
+        nd += 2
+    if t >= 10:
         nd += 1
-    p = pos + nd - 1
-    while True:
-        out[p] = 48 + v % 10
-        v //= 10
-        p -= 1
-        if v == 0:
-            break
+    p = pos + nd
+    while v >= 100:
+        r = (v % 100) * 2
+        v //= 100
+        p -= 2
+        out[p] = _DIGIT_PAIRS[r]
+        out[p + 1] = _DIGIT_PAIRS[r + 1]
+    if v >= 10:
+        p -= 2
+        out[p] = _DIGIT_PAIRS[v * 2]
+        out[p + 1] = _DIGIT_PAIRS[v * 2 + 1]
+    else:
+        out[p - 1] = 48 + v
     return pos + nd
 
 
