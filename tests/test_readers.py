@@ -176,6 +176,19 @@ def test_float32_bit_exact_round_trip(tmp_path):
         np.testing.assert_array_equal(back.view(np.uint32), w.view(np.uint32))
 
 
+def test_digit_boundaries_text(tmp_path):
+    vals = sorted({max(0, 10 ** k + e) for k in range(19) for e in (-1, 0, 1)} | {(1 << 63) - 1})
+    v = np.array(vals, np.int64)
+    p = tmp_path / "d.el"
+    write_edges(p, v, v[::-1])
+    assert p.read_bytes().split(b"\n")[:3] == [f"{vals[0]} {vals[-1]}".encode(),
+                                                f"{vals[1]} {vals[-2]}".encode(),
+                                                f"{vals[2]} {vals[-3]}".encode()]
+    s, d, _, _ = _read(p)
+    np.testing.assert_array_equal(s, v)
+    np.testing.assert_array_equal(d, v[::-1])
+
+
 def test_weight_text_is_short():
     assert format_float32(0.1) == "0.1"
     assert format_float32(17.0) == "17"
