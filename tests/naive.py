@@ -85,8 +85,9 @@ def closeness(depth_row):
     return ((r - 1) / (n - 1)) * ((r - 1) / total)
 
 
-def pagerank(n, src, dst, alpha=0.85, tol=1e-13, max_iter=100000):
-    """Power iteration to (numerically) the fixed point; dangling mass spread uniformly.
+def pagerank(n, src, dst, alpha=0.85, tol=1e-14, max_iter=400):
+    """Power iteration to (numerically) the fixed point (error shrinks by >= alpha per iteration:
+    400 iterations leave < 1e-28); dangling mass spread uniformly.
     p_new[d] = (1-alpha)/n + alpha*dangling/n + alpha * sum over edges s->d of p[s]/outdeg[s]."""
     if n == 0:
         return np.zeros(0)

@@ -28,16 +28,11 @@ from numba import njit
 
 from ..errors import GrapheneError
 
-try:
-    from .common import Result
-except ImportError:  # pragma: no cover - until common.py lands
-    class Result:
-        def __init__(self, **kw):
-            self.__dict__.update(kw)
+from .common import Result
 
 
 class KCoreResult(Result):
-    pass
+    MAIN = "core_number"
 
 
 # ---------------------------------------------------------------------------------------------

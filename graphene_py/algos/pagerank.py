@@ -41,12 +41,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-try:
-    from .common import Result
-except ImportError:  # pragma: no cover - until common.py lands
-    class Result:
-        def __init__(self, **kw):
-            self.__dict__.update(kw)
+from .common import Result
 
 VARIANTS = {"pagerank": "delta", "pagerank-pull": "pull"}
 
@@ -57,7 +52,7 @@ DELTA_THRESHOLD = 0.1
 
 
 class PageRankResult(Result):
-    pass
+    MAIN = "scores"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,16 +22,11 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-try:
-    from .common import Result
-except ImportError:  # pragma: no cover - until common.py lands
-    class Result:
-        def __init__(self, **kw):
-            self.__dict__.update(kw)
+from .common import Result
 
 
 class SpMVResult(Result):
-    pass
+    MAIN = "y"
 
 
 @njit(cache=True)

@@ -26,12 +26,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-try:
-    from .common import Result
-except ImportError:  # pragma: no cover - until common.py lands
-    class Result:
-        def __init__(self, **kw):
-            self.__dict__.update(kw)
+from .common import Result
 
 #: Bucket width for weights like GAPBS's 1..255: ~1/4 of the mean weight keeps re-relaxation low
 #: while needing far fewer supersteps than delta = 1.
@@ -39,7 +34,7 @@ DEFAULT_DELTA = 32.0
 
 
 class SSSPResult(Result):
-    pass
+    MAIN = "dist"
 
 
 # ---------------------------------------------------------------------------------------------

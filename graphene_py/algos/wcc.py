@@ -9,17 +9,17 @@ Algorithm (Graphene §4.7, "hybrid WCC"):
    the frontier's out-lists and, when the dataset has in-edge partitions, their in-lists too. On a
    power-law graph this finds the giant component in a few supersteps of sparse IO. Every reached
    vertex gets the smallest reached ID.
-2. Label propagation (min label) for the rest, Jacobi-style: in a superstep every active vertex v
-   pushes label[v] to its neighbours into per-thread minimum buffers (indexed by compute thread id:
-   no atomics, no lost updates), merged after the superstep; vertices whose label dropped are the
-   next frontier. Undirected datasets and datasets with in-edges push along both directions, so the
-   changed vertices are the whole frontier.
+2. Label propagation (min label) for the rest: in a superstep every active vertex v pushes label[v]
+   to its neighbours with an atomic min (no lost updates; labels only decrease, so reading a label
+   another thread is lowering is harmless and speeds propagation); vertices whose label dropped are
+   the next frontier. Undirected datasets and datasets with in-edges push along both directions, so
+   the changed vertices are the whole frontier.
    A directed dataset *without* in-edges cannot push "backwards"; there each compute call both
    pushes the min of {v, its chunk of neighbours} to the neighbours and pulls it into v, and every
    vertex with out-edges is active every superstep (Frontier.all) until nothing changes. Correct,
    but re-reads the graph each superstep: partition with --in-edges for speed.
-Labels are exact on every schedule: the per-thread buffers make the result independent of how
-lists are chunked or which thread runs them.
+Labels are exact on every schedule: a superstep ends with no change only at the fixed point, where
+every edge joins equal labels, i.e. every vertex holds its component's minimum ID.
 """
 from __future__ import annotations
 
@@ -30,16 +30,11 @@ from numba import njit
 
 from ..errors import GrapheneError  # noqa: F401
 
-try:
-    from .common import Result
-except ImportError:  # pragma: no cover - until common.py lands
-    class Result:
-        def __init__(self, **kw):
-            self.__dict__.update(kw)
+from .common import Result
 
 
 class WCCResult(Result):
-    pass
+    MAIN = "labels"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,50 +61,37 @@ def _bfs_visit(v, nbrs, wts, tid, state):
 
 @njit(cache=True)
 def _lp_push(v, nbrs, wts, tid, state):
-    """best[tid, u] = min(best[tid, u], label[v]) for every neighbour u."""
-    active, label, best = state
+    """label[u] = min(label[u], label[v]) for every neighbour u (atomic min); lowered -> changed."""
+    active, label, changed = state
     lv = label[v]
-    row = best[tid]
     for i in range(len(nbrs)):
         u = np.int64(nbrs[i])
-        if lv < row[u]:
-            row[u] = lv
+        if lv < label[u]:
+            if _amin(label, u, lv) > lv:
+                changed[u] = 1
 
 
 @njit(cache=True)
 def _lp_both(v, nbrs, wts, tid, state):
-    """Push and pull along out-edges (directed datasets without in-edges)."""
-    active, label, best = state
+    """Push and pull along out-edges (directed datasets without in-edges): v and its neighbours in
+    this chunk all get the minimum label among them."""
+    active, label, changed = state
     m = label[v]
     for i in range(len(nbrs)):
         lu = label[np.int64(nbrs[i])]
         if lu < m:
             m = lu
-    row = best[tid]
-    if m < row[v]:
-        row[v] = m
+    if m < label[v]:
+        if _amin(label, v, m) > m:
+            changed[v] = 1
     for i in range(len(nbrs)):
         u = np.int64(nbrs[i])
-        if m < row[u]:
-            row[u] = m
+        if m < label[u]:
+            if _amin(label, u, m) > m:
+                changed[u] = 1
 
 
-@njit(cache=True)
-def _merge_min(label, best):
-    """label = min(label, best[t]) over threads; best reset; returns changed mask (uint8)."""
-    n = label.shape[0]
-    changed = np.zeros(n, dtype=np.uint8)
-    big = np.iinfo(np.int64).max
-    for t in range(best.shape[0]):
-        row = best[t]
-        for v in range(n):
-            b = row[v]
-            if b != big:
-                if b < label[v]:
-                    label[v] = b
-                    changed[v] = 1
-                row[v] = big
-    return changed
+from ..iterator.atomics import atomic_min as _amin  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,26 +154,26 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         label[reached] = int(np.flatnonzero(reached)[0])
         n_reached = int(reached.sum())
         # 2. label propagation for the rest
-        T = max(it.threads for it in its)
-        best = np.full((T, n), np.iinfo(np.int64).max, dtype=np.int64)
         has_edges = deg > 0
         step = 0
         if symmetric or has_in:
             active = (~reached & has_edges).view(np.uint8)
             while active.any():
                 fr = Frontier.from_mask(active)
+                changed = np.zeros(n, dtype=np.uint8)
                 for it in its:
-                    st = it.run(_in_frontier, _lp_push, (active, label, best), fr)
+                    st = it.run(_in_frontier, _lp_push, (active, label, changed), fr)
                     _note(steps, progress, st, "lp", step)
-                active = _merge_min(label, best)
+                active = changed
                 step += 1
         elif not reached.all():
             ones = np.ones(n, dtype=np.uint8)
             while True:
-                st = its[0].run(_always, _lp_both, (ones, label, best), Frontier.all(n))
+                changed = np.zeros(n, dtype=np.uint8)
+                st = its[0].run(_always, _lp_both, (ones, label, changed), Frontier.all(n))
                 _note(steps, progress, st, "lp", step)
                 step += 1
-                if not _merge_min(label, best).any():
+                if not changed.any():
                     break
     finally:
         for it in its:
