@@ -9,8 +9,11 @@ duplicate edges are kept (the partitioner drops them, like GAPBS).
 
 `uniform(n, m)` makes m edges with src and dst uniform in [0, n) (GAPBS `-u`).
 
-Randomness is counter-based: the random bits of edge e are a hash (splitmix64) of (seed, e), so the
-output is identical whatever `chunk` is and however many threads generate it. Both generators yield
+Randomness is counter-based: the random bits of edge e are a hash (splitmix64) of (seed, e), one
+64-bit hash per two levels (each level compares 32 bits against the cumulative probabilities), so the
+output is identical whatever `chunk` is and however many threads generate it. The graph is not
+bit-identical to GAPBS's or the Graph500 reference generator's (different random streams), only
+equal in distribution. The permutation costs 8 * 2^scale bytes (32 MB at scale 22). Both generators yield
 chunks `(src, dst)` of int64 arrays, or `(src, dst, weight)` with float32 integer weights 1..255
 (GAPBS's weight range) when `weights=True`; a chunk holds at most `chunk` edges, so scale 24+ needs
 no O(|E|) memory. `generate_to_file` streams them into any format of `partition.writers`.
