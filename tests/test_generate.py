@@ -156,3 +156,10 @@ def test_tools_generate_cli(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "generate.py"), "kron",
                         "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "--scale" in r.stderr
+    el = tmp_path / "u.el"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "generate.py"), "uniform",
+                        "-n", "100", "-m", "500", "-o", str(el), "--read-back",
+                        "--compare-loadtxt"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["read_edges"] == 500 and info["loadtxt_agrees"] is True
