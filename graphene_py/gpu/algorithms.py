@@ -37,6 +37,25 @@ BETA = 18.0
 PUSH_BINS = (32, 256, 65536)
 
 
+def _oom_to_error(fn):
+    """Turn CuPy's OutOfMemoryError into GpuMemoryError with the algorithm's name and the sizes."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(dg, *args, **kwargs):
+        cp = _module.cupy()
+        try:
+            return fn(dg, *args, **kwargs)
+        except cp.cuda.memory.OutOfMemoryError as e:
+            from .device_graph import GpuMemoryError
+            free, total = cp.cuda.runtime.memGetInfo()
+            raise GpuMemoryError(
+                f"{fn.__name__}: out of GPU memory on |V|={dg.num_vertices}, |E|={dg.num_edges} "
+                f"({e}); {free / 2**30:.2f} of {total / 2**30:.2f} GiB free. Use fewer sources per "
+                f"pass (msbfs), a smaller graph, or the CPU path (--device cpu)") from None
+    return wrapper
+
+
 def _grid(work_items: int, per_block: int = BLOCK) -> int:
     cap = _module.sm_count() * 16
     return max(1, min(cap, (int(work_items) + per_block - 1) // per_block))
@@ -52,6 +71,7 @@ def _check_src(dg, src):
 # ------------------------------------------------------------------------------------------------
 # BFS
 # ------------------------------------------------------------------------------------------------
+@_oom_to_error
 def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop: bool = True,
         alpha: float = ALPHA, beta: float = BETA, block_loop_ecap: int = None,
         stats: Optional[dict] = None, to_host: bool = True):
@@ -188,6 +208,7 @@ def _compress_log(log, t0):
 # ------------------------------------------------------------------------------------------------
 # PageRank
 # ------------------------------------------------------------------------------------------------
+@_oom_to_error
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
              max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=(8, 64, 512),
              block_threads: int = 256, hub_cache: bool = False, stats: Optional[dict] = None,
@@ -272,6 +293,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
 # ------------------------------------------------------------------------------------------------
 # WCC
 # ------------------------------------------------------------------------------------------------
+@_oom_to_error
 def wcc(dg, verify: bool = True, stats: Optional[dict] = None):
     """labels int64: the minimum vertex ID of each weakly connected component.
 
@@ -313,6 +335,7 @@ def wcc(dg, verify: bool = True, stats: Optional[dict] = None):
 # ------------------------------------------------------------------------------------------------
 # Multi-source BFS (iBFS)
 # ------------------------------------------------------------------------------------------------
+@_oom_to_error
 def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optional[dict] = None,
           to_host: bool = True):
     """depth int32[len(sources), n]: BFS depth of every vertex from each source (-1 unreached).
@@ -372,6 +395,7 @@ def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optio
 # ------------------------------------------------------------------------------------------------
 # SSSP
 # ------------------------------------------------------------------------------------------------
+@_oom_to_error
 def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = None):
     """dist float64 (np.inf unreached) by delta-stepping. Unweighted graphs use weight 1.
     delta: bucket width (default: 4 x the mean weight)."""
@@ -431,6 +455,7 @@ def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = No
 # ------------------------------------------------------------------------------------------------
 # k-core
 # ------------------------------------------------------------------------------------------------
+@_oom_to_error
 def kcore(dg, stats: Optional[dict] = None):
     """core_number int32 of every vertex; degree = out + in on directed graphs (out on symmetric
     ones, where each undirected edge is stored both ways); self-loops ignored."""
