@@ -407,3 +407,20 @@ def test_run_entry_point_matches_cpu_path(tmp_path):
     a = scipy_sparse.csr_matrix((graph.to_csr()[2].astype(np.float64), graph.to_csr()[1],
                                  graph.to_csr()[0]), shape=(tg.n, tg.n))
     np.testing.assert_allclose(sp.dist, csgraph.dijkstra(a, indices=5), rtol=1e-12)
+
+
+def test_out_of_memory_becomes_gpu_memory_error():
+    import cupy as cp
+    from graphene_py import gpu
+    from graphene_py.gpu import GpuMemoryError
+    tg = G.star()
+    dg, *_ = make("sym", tg)
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    try:
+        pool.set_limit(size=pool.total_bytes() + (1 << 20))
+        with pytest.raises(GpuMemoryError, match="msbfs"):
+            gpu.msbfs(dg, list(range(64)))
+    finally:
+        pool.set_limit(size=0)
+    assert gpu.msbfs(dg, [3]).shape == (1, tg.n)      # works again without the limit
