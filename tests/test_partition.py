@@ -249,6 +249,19 @@ def test_round_trip_formats(tmp_path, fmt, gname):
     assert G.manifest["input"]["format"] == fmt
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("grid", GRIDS, ids=lambda g: f"{g[0]}x{g[1]}")
+@pytest.mark.parametrize("width", [4, 8])
+def test_formats_grids_widths(tmp_path, fmt, grid, width):
+    g = graphs.powerlaw(scale=10, edge_factor=8)
+    path, w = write_input(tmp_path, g, fmt)
+    G = partition(path, make_disks(tmp_path, 3), name="g", rows=grid[0], cols=grid[1], quiet=True,
+                  id_width=width, symmetrize=(width == 8))
+    assert G.id_width == width
+    n = g.n if fmt == "mtx" else int(max(g.src.max(), g.dst.max())) + 1
+    check_graph(G, g.src, g.dst, w, n, weighted=w is not None, symmetrize=(width == 8))
+
+
 def test_mtx_header_isolated_max_id_and_symmetric(tmp_path):
     p = tmp_path / "s.mtx"
     p.write_text("%%MatrixMarket matrix coordinate real symmetric\n% c\n10 10 3\n2 1 5\n3 2 1.5\n"

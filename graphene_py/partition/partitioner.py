@@ -387,9 +387,9 @@ class StderrProgress:
         newline = phase != self.phase and self.phase is not None and self.tty
         self.phase, self.last = phase, now
         el = max(now - self.t0, 1e-9)
-        if phase == "read":
+        if phase in ("read", "relabel scan"):
             rate = done / el
-            msg = f"read {_mb(done)}"
+            msg = f"{phase} {_mb(done)}"
             if total:
                 eta = (total - done) / rate if rate > 0 else 0
                 msg += f" / {_mb(total)} ({100 * done / total:.0f}%)"
@@ -452,7 +452,6 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     kept in relabel.npy on disk 0. memory_limit: bytes or '4G'; default config.MEMORY_LIMIT_FRACTION
     of RAM: edges beyond it are sorted in runs spilled to the target disks and merged.
     progress: callable(phase, done, total) or None (stderr unless quiet)."""
-    from .readers import open_edges
     t0 = time.time()
     disks = check_disks(disks)
     if name is None:
@@ -472,6 +471,22 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     if progress is None and not quiet:
         progress = own_progress = StderrProgress()
     chunk_bytes = int(min(config.READ_CHUNK_BYTES, max(1 << 16, limit // 32)))
+    try:
+        path = _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
+                               in_edges, limit, force, progress, drop_self_loops, drop_duplicates,
+                               chunk_bytes, t0)
+    finally:
+        if own_progress:
+            own_progress.done()
+    if register:
+        registry.register(name, path)
+    return Graph.open(path)
+
+
+def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
+                    in_edges, limit, force, progress, drop_self_loops, drop_duplicates, chunk_bytes,
+                    t0):
+    from .readers import open_edges
     with DatasetWriter(disks, name, force=force) as writer:
         uniq = None
         if relabel:
@@ -563,8 +578,4 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
                              relabel=uniq, in_store_fn=in_store if in_edges else None,
                              progress=prog, t0=t0)
         store.close()
-    if own_progress:
-        own_progress.done()
-    if register:
-        registry.register(name, path)
-    return Graph.open(path)
+    return path
