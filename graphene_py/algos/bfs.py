@@ -176,25 +176,29 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
         elif graph.in_partitions is not None:
             up_dir = "in"
     w = graph.id_width
-    deg_out = graph.degrees("out")
-    cost_out = deg_out * w + 512 * (deg_out > 0)
-    if up_dir is not None:
-        deg_in = deg_out if up_dir == "out" else graph.degrees("in")
-        cost_in = cost_out if up_dir == "out" else deg_in * w + 512 * (deg_in > 0)
-        cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
-        unvisited_cost = int(cost_in.sum()) - int(cost_in[src])
-        mask = np.zeros(n, dtype=np.uint8)
-    cap_out = sum(p.adj_bytes for p in graph.partitions)
     its = {}
     try:
         its["out"] = IoIterator(graph, "out", in_memory=in_memory, **runtime)
+        setup = its["out"].open_seconds
+        deg_out = its["out"].degrees()
+        cost_out = deg_out * w + 512 * (deg_out > 0)
+        if up_dir is not None:
+            if up_dir == "out":
+                deg_in, cost_in = deg_out, cost_out
+            else:
+                its["in"] = IoIterator(graph, "in", in_memory=in_memory, **runtime)
+                setup += its["in"].open_seconds
+                deg_in = its["in"].degrees()
+                cost_in = deg_in * w + 512 * (deg_in > 0)
+            cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
+            unvisited_cost = int(cost_in.sum()) - int(cost_in[src])
+            mask = np.zeros(n, dtype=np.uint8)
+        cap_out = sum(p.adj_bytes for p in graph.partitions)
         while size > 0:
             tail[0] = 0
             state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
             top = min(int(cost_out[qa[:size]].sum()), cap_out)
             if up_dir is not None and (bottom_up == "always" or min(unvisited_cost, cap_in) < top):
-                if up_dir not in its:
-                    its[up_dir] = IoIterator(graph, up_dir, in_memory=in_memory, **runtime)
                 _mark_unvisited(depth, deg_in, mask)
                 _set_front(front, qa[:size])
                 st = its[up_dir].run(_unvisited, _adopt, state, Frontier.from_mask(mask))
@@ -218,7 +222,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
             it.close()
     n_reached = int(np.count_nonzero(depth >= 0))
     return BFSResult(parent=parent, depth=depth, n_reached=n_reached, src=src,
-                     levels=int(depth.max()) + 1, supersteps=steps,
+                     levels=int(depth.max()) + 1, supersteps=steps, setup_seconds=setup,
                      seconds=time.perf_counter() - t0)
 
 

@@ -129,7 +129,15 @@ def pick_source(graph, seed: int = config.SEED, trial: int = 0) -> int:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process in MiB (ru_maxrss)."""
+    """Peak resident set size of this process in MiB: VmHWM from /proc/self/status (reset at exec,
+    unlike ru_maxrss, which Linux carries over from the parent of a fork+exec), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return r / 1024.0 if sys.platform != "darwin" else r / (1 << 20)
 

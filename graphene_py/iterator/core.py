@@ -104,6 +104,7 @@ class IoIterator:
     def __init__(self, graph, direction="out", *, engine="auto", threads=None, queue_depth=None,
                  max_gap=None, max_io=None, buffer_mb=None, block_size=None, direct=True,
                  in_memory=False, weights=False):
+        t_open = time.perf_counter()
         if direction not in ("out", "in"):
             raise ValueError(f"direction must be 'out' or 'in', got {direction!r}")
         self.graph = graph
@@ -142,12 +143,14 @@ class IoIterator:
         np.cumsum(lens, out=self.part_base[1:])
         self._offs_u = np.empty(int(self.part_base[-1]), dtype=np.uint64)
         for i, p in enumerate(parts):
-            off = np.fromfile(p.off_path, dtype="<u8")
+            off = p.offsets()
             if len(off) != lens[i] or (len(off) and int(off[-1]) != p.num_edges):
                 raise GrapheneError(f"{p.off_path}: offsets do not match the manifest "
                                     f"({len(off)} entries, last {int(off[-1]) if len(off) else None}; "
                                     f"want {lens[i]} entries ending at {p.num_edges})")
-            self._offs_u[self.part_base[i]:self.part_base[i + 1]] = off
+            mine = self._offs_u[self.part_base[i]:self.part_base[i + 1]]
+            mine[:] = off
+            p._off = mine   # share one copy with the Partition's cache (graph.degrees() etc.)
         self.offs = self._offs_u.view(np.int64)
         self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
         self.part_nedges = np.array([p.num_edges for p in parts], dtype=np.int64)
@@ -182,8 +185,15 @@ class IoIterator:
         except BaseException:
             self.close()
             raise
+        self.open_seconds = time.perf_counter() - t_open
 
     # -- setup -----------------------------------------------------------------------------------
+    def degrees(self) -> np.ndarray:
+        """Degree of every vertex in this iterator's direction (int64), from the offsets in RAM."""
+        deg = np.zeros(self.n, dtype=np.int64)
+        K.add_degrees(self.offs, self.part_base, self.part_row_lo, deg)
+        return deg
+
     def _open_engine(self, engine, direct):
         from ..io.buffers import BufferPool
         from ..io.engines import make_engine

@@ -148,3 +148,12 @@ def weight_extents(offs, lens, id_width, wfile_bytes_of, file_ids, out_off, out_
                 b = lim
             out_off[k] = a
             out_len[k] = b - a
+
+
+@njit(cache=True, nogil=True)
+def add_degrees(offs, part_base, part_row_lo, deg):
+    for p in range(part_row_lo.shape[0]):
+        b0 = part_base[p]
+        lo = part_row_lo[p]
+        for i in range(part_base[p + 1] - b0 - 1):
+            deg[lo + i] += offs[b0 + i + 1] - offs[b0 + i]
