@@ -98,3 +98,8 @@ class FaultEngine(PreadEngine):
                                 f"read past the end of the file (file is {size} bytes, "
                                 f"got {got} of {length} bytes)")
         return super()._eof(fid, disk, off, length, got)
+
+    def _at_eof(self, fid, pos):
+        if fid in self.truncate:
+            return pos >= self.truncate[fid]
+        return super()._at_eof(fid, pos)

@@ -205,6 +205,12 @@ class LiburingEngine(ThreadedEngine):
                     done = True
                 else:
                     self._st["short_reads"] += 1
+                    try:
+                        if self._at_eof(fid, off + got) and self._eof(fid, disk, off, length, got):
+                            mv[got:] = bytes(length - got)
+                            done = True
+                    except GrapheneIOError as ge:
+                        err = ge
                     if self.fd_direct[fid]:
                         got &= ~(ALIGN - 1)
             if err is not None or done:

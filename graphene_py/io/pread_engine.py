@@ -127,6 +127,10 @@ class ThreadedEngine(Engine):
         return GrapheneIOError(f"{what}: disk {disk}, file {self.files[fid]}, offset {off}, "
                                f"length {length}")
 
+    def _at_eof(self, fid, pos):
+        """After a short read: is `pos` at or past the file's current end?"""
+        return pos >= os.fstat(self.fds[fid]).st_size
+
     def _eof(self, fid, disk, off, length, got):
         """Reached end of file after `got` bytes of request (off, length): zero-fill when only the
         file's 512-byte padding is missing, else raise GrapheneIOError (file shorter than expected)."""
@@ -382,6 +386,10 @@ class PreadEngine(ThreadedEngine):
             got += n
             if got < length:
                 self._st["short_reads"] += 1
+                if self._at_eof(fid, off + got):
+                    if self._eof(fid, disk, off, length, got):
+                        mv[got:] = bytes(length - got)
+                        return
                 if self.fd_direct[fid]:
                     got &= ~(ALIGN - 1)   # O_DIRECT: resume at a 512-byte boundary
 
