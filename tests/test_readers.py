@@ -502,3 +502,105 @@ def test_writer_validation(tmp_path):
         with EdgeWriter(tmp_path / "m.mtx", num_vertices=3, num_edges=2) as w:
             w.write([0], [1])
     assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------------------------------------
+# fuzz: mutated text against a naive validating parser (same grammar, written the obvious way)
+
+_SEPCH = " \t\r,"
+_FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def naive_validate(data: bytes):
+    """-> (error line or None, src, dst, weights-or-None) by the documented text grammar."""
+    ncols = 0
+    src, dst, w = [], [], []
+    lines = data.split(b"\n")
+    for no, raw in enumerate(lines, 1):
+        s = raw.decode("latin-1")
+        t = s.lstrip(" \t\r")
+        if not t or t[0] in "#%":
+            continue
+        toks, i, bad = [], 0, False
+        while i < len(t):
+            j = i
+            while j < len(t) and t[j] not in _SEPCH:
+                j += 1
+            toks.append(t[i:j])
+            k = j
+            while k < len(t) and t[k] in _SEPCH:
+                k += 1
+            if t[j:k].count(",") > 1:
+                bad = True
+            i = k
+        if bad or len(toks) not in (2, 3) or (ncols and len(toks) != ncols):
+            return no, None, None, None
+        ncols = ncols or len(toks)
+        ids = []
+        for tok in toks[:2]:
+            if not tok.isdigit() or not tok.isascii() or int(tok) > (1 << 63) - 1:
+                return no, None, None, None
+            ids.append(int(tok))
+        if len(toks) == 3:
+            if not _FLOAT_RE.fullmatch(toks[2]):
+                return no, None, None, None
+            with np.errstate(over="ignore"):
+                wv = np.float32(float(toks[2]))
+            if not np.isfinite(wv):
+                return no, None, None, None
+            w.append(wv)
+        src.append(ids[0])
+        dst.append(ids[1])
+    return (None, np.array(src, np.int64), np.array(dst, np.int64),
+            np.array(w, np.float32) if ncols == 3 else None)
+
+
+def _mutate(rng, data: bytes) -> bytes:
+    b = bytearray(data)
+    alphabet = b"x-.+ \t\r,#%9e0\n"
+    for _ in range(rng.integers(1, 4)):
+        if not b:
+            break
+        i = int(rng.integers(0, len(b)))
+        op = rng.integers(0, 3)
+        c = alphabet[rng.integers(0, len(alphabet))]
+        if op == 0:
+            b[i] = c
+        elif op == 1:
+            b.insert(i, c)
+        else:
+            del b[i]
+    return bytes(b)
+
+
+def test_fuzz_mutated_text_against_naive(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "PARALLEL_MIN_BYTES", 1)
+    rng = np.random.default_rng(2024)
+    p = tmp_path / "f.txt"
+    n_err = 0
+    for case in range(150):
+        weighted = bool(case % 2)
+        lines = []
+        for _ in range(int(rng.integers(1, 30))):
+            ln = f"{rng.integers(0, 10 ** rng.integers(1, 6))} {rng.integers(0, 1000)}"
+            if weighted:
+                ln += " " + ("%.4g" % rng.standard_normal())
+            lines.append(ln)
+        data = _mutate(rng, ("\n".join(lines) + "\n").encode())
+        p.write_bytes(data)
+        line, es, ed, ew = naive_validate(data)
+        for kw in ({"chunk_bytes": 3, "threads": 1}, {"chunk_bytes": 1 << 20, "threads": 3}):
+            if line is not None:
+                with pytest.raises(InputFormatError) as e:
+                    _read(p, **kw)
+                assert e.value.line == line, (data, kw, str(e.value))
+            else:
+                s, d, w, r = _read(p, **kw)
+                np.testing.assert_array_equal(s, es, err_msg=repr(data))
+                np.testing.assert_array_equal(d, ed, err_msg=repr(data))
+                if ew is None:
+                    assert w is None
+                else:
+                    np.testing.assert_array_equal(w, ew, err_msg=repr(data))
+        n_err += line is not None
+    assert 20 < n_err < 140  # the mutations hit both valid and invalid inputs
