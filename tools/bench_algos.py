@@ -93,6 +93,7 @@ def measure(spec):
     if hasattr(mod, "VARIANTS") and algo in mod.VARIANTS:
         opts["variant"] = mod.VARIANTS[algo]
     rt = {"threads": spec.get("threads", 2)}
+    rt.update(spec.get("runtime", {}))
     G = Graph.open(spec["graph"])
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -227,10 +228,18 @@ def memlimit(scale, limit_mb, grid="1x1"):
             pass
         print(f"adjacency {adj / 1e6:.0f} MB; cgroup memory.max {limit_mb:.0f} MiB "
               f"({limit_mb * (1 << 20) / adj:.0%} of adjacency)", flush=True)
-        for algo in ("bfs", "pagerank"):
-            spec = {"algo": algo, "graph": path_of(scale, grid), "in_memory": False, "threads": 2,
-                    "options": {"src": None} if algo == "bfs" else {}}
+        # BFS and PageRank from SSD, then in-memory BFS as the control that must not fit.
+        for algo, in_memory in (("bfs", False), ("pagerank", False), ("bfs", True)):
+            spec = {"algo": algo, "graph": path_of(scale, grid), "in_memory": in_memory,
+                    "threads": 2, "options": {"src": None} if algo == "bfs" else {},
+                    "runtime": {"buffer_mb": 16}}
             r = sub_measure(spec, cgroup=cg)
+            r["in_memory"] = in_memory
+            try:
+                with open(os.path.join(cg, "memory.events")) as f:
+                    r["memory_events"] = dict(line.split() for line in f)
+            except OSError:
+                pass
             print(json.dumps(r), flush=True)
     finally:
         try:

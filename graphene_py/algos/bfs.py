@@ -123,6 +123,26 @@ def _squeeze(nxt, tail, cur):
 
 
 @njit(cache=True)
+def _cost(deg, q, w):
+    """Estimated bytes read for the lists of the vertices in q: deg*w + one 512-byte block each."""
+    c = 0
+    for k in range(q.shape[0]):
+        d = deg[q[k]]
+        if d > 0:
+            c += d * w + 512
+    return c
+
+
+@njit(cache=True)
+def _cost_all(deg, w):
+    c = 0
+    for v in range(deg.shape[0]):
+        if deg[v] > 0:
+            c += deg[v] * w + 512
+    return c
+
+
+@njit(cache=True)
 def _mark_unvisited(depth, deg, mask):
     cnt = 0
     for v in range(depth.shape[0]):
@@ -181,23 +201,21 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
         its["out"] = IoIterator(graph, "out", in_memory=in_memory, **runtime)
         setup = its["out"].open_seconds
         deg_out = its["out"].degrees()
-        cost_out = deg_out * w + 512 * (deg_out > 0)
         if up_dir is not None:
             if up_dir == "out":
-                deg_in, cost_in = deg_out, cost_out
+                deg_in = deg_out
             else:
                 its["in"] = IoIterator(graph, "in", in_memory=in_memory, **runtime)
                 setup += its["in"].open_seconds
                 deg_in = its["in"].degrees()
-                cost_in = deg_in * w + 512 * (deg_in > 0)
             cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
-            unvisited_cost = int(cost_in.sum()) - int(cost_in[src])
+            unvisited_cost = _cost_all(deg_in, w) - _cost(deg_in, qa[:1], w)
             mask = np.zeros(n, dtype=np.uint8)
         cap_out = sum(p.adj_bytes for p in graph.partitions)
         while size > 0:
             tail[0] = 0
             state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
-            top = min(int(cost_out[qa[:size]].sum()), cap_out)
+            top = min(_cost(deg_out, qa[:size], w), cap_out)
             if up_dir is not None and (bottom_up == "always" or min(unvisited_cost, cap_in) < top):
                 _mark_unvisited(depth, deg_in, mask)
                 _set_front(front, qa[:size])
@@ -214,7 +232,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
             if progress is not None:
                 progress(st)
             if up_dir is not None:
-                unvisited_cost -= int(cost_in[qb[:size]].sum())
+                unvisited_cost -= _cost(deg_in, qb[:size], w)
             qa, qb = qb, qa
             level += 1
     finally:
