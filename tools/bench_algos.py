@@ -37,7 +37,11 @@ def path_of(scale, grid):
     return os.path.join(DISKS[0], name_of(scale, grid))
 
 
-def prepare(scale):
+def weighted_path(scale):
+    return os.path.join(DISKS[0], f"bench_kron{scale}w_1x1")
+
+
+def prepare(scale, weighted=True):
     from graphene_py.generate import generate_to_file
     from graphene_py.partition import partition
     os.makedirs(SCRATCH, exist_ok=True)
@@ -54,10 +58,19 @@ def prepare(scale):
         G = partition(src, DISKS, name=name_of(scale, grid), symmetrize=True, rows=R, cols=C,
                       force=True, quiet=True, memory_limit="4G")
         print(f"partitioned {G} in {time.time() - t0:.1f} s", flush=True)
+    # SSSP needs weights: the same graph with GAPBS-style integer weights 1..255, 1x1 only.
+    if weighted and not os.path.exists(os.path.join(weighted_path(scale), "manifest.json")):
+        wsrc = os.path.join(SCRATCH, f"kron{scale}.wbin32")
+        if not os.path.exists(wsrc):
+            generate_to_file(wsrc, "kron", scale=scale, edge_factor=16, weighted=True)
+        t0 = time.time()
+        G = partition(wsrc, DISKS, name=os.path.basename(weighted_path(scale)), symmetrize=True,
+                      rows=1, cols=1, force=True, quiet=True, memory_limit="4G")
+        print(f"partitioned {G} in {time.time() - t0:.1f} s", flush=True)
 
 
 # -- one measurement (runs in a subprocess) ------------------------------------------------------
-def _tiny_graph(tmp):
+def _tiny_graph(tmp, weighted=False):
     """A small symmetrized dataset with the bench graph's id width, for JIT warm-up."""
     import numpy as np
     from graphene_py.partition import partition_arrays
@@ -67,8 +80,9 @@ def _tiny_graph(tmp):
     disks = [os.path.join(tmp, "w0"), os.path.join(tmp, "w1")]
     for x in disks:
         os.makedirs(x, exist_ok=True)
-    return partition_arrays(s, d, num_vertices=n, disks=disks, name="warm", symmetrize=True,
-                            rows=1, cols=1, force=True, register=False)
+    w = rng.integers(1, 256, 20000).astype(np.float32) if weighted else None
+    return partition_arrays(s, d, weights=w, num_vertices=n, disks=disks, name="warm",
+                            symmetrize=True, rows=1, cols=1, force=True, register=False)
 
 
 def _drop_caches():
@@ -97,7 +111,7 @@ def measure(spec):
     G = Graph.open(spec["graph"])
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        W = _tiny_graph(tmp)
+        W = _tiny_graph(tmp, spec.get("weighted", False))
         wopts = dict(opts)
         if "src" in wopts:
             wopts["src"] = 1
@@ -179,9 +193,14 @@ def run(scale, algos, trials, grids):
     for grid in grids:
         for algo in algos:
             opts = {"src": None} if algo in ("bfs", "sssp") else {}
+            gpath = path_of(scale, grid)
+            if algo == "sssp":
+                if grid != "1x1" or not os.path.exists(weighted_path(scale)):
+                    continue
+                gpath = weighted_path(scale)
             for in_memory in (False, True):
-                spec = {"algo": algo, "graph": path_of(scale, grid), "in_memory": in_memory,
-                        "threads": 2, "options": opts}
+                spec = {"algo": algo, "graph": gpath, "in_memory": in_memory,
+                        "threads": 2, "options": opts, "weighted": algo == "sssp"}
                 best = None
                 for _ in range(trials if not in_memory else 1):
                     r = sub_measure(spec)
