@@ -486,3 +486,76 @@ def test_sigkill_midway_keeps_old_dataset(tmp_path):
     for d in disks:
         assert sorted(os.listdir(d)) == ["x", "y"]
     assert Graph.open(os.path.join(disks[1], "x")).uuid == old.uuid
+
+
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+def test_batcher_runs_merge_equals_in_memory(tmp_path, seed):
+    """Many tiny runs (cap 1024 edges) whose vertex ranges grow run by run (later runs see larger
+    IDs) merge to exactly the in-memory CSR, with weights, symmetrize, loops and duplicates."""
+    from graphene_py.partition import extsort
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2000, 9000))
+    n = int(rng.integers(50, 3000))
+    src = np.sort(rng.integers(0, n, m))          # IDs grow through the input
+    dst = rng.integers(0, n, m)
+    dup = rng.integers(0, m, m // 5)
+    src = np.concatenate([src, src[dup]])
+    dst = np.concatenate([dst, dst[dup]])
+    w = rng.integers(1, 9, len(src)).astype(np.float32)
+    sym, loops, dedupe = bool(seed % 2), seed % 3 == 0, seed != 4
+    ref = extsort.sort_to_csr(src, dst, w, n, symmetrize=sym, drop_self_loops=not loops,
+                              dedupe=dedupe)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    b = extsort.Batcher(1024, True, lambda: [str(spill)], symmetrize=sym,
+                        drop_self_loops=not loops, dedupe=dedupe, merge_budget=700)
+    for i in range(0, len(src), 333):
+        b.add(src[i:i + 333], dst[i:i + 333], w[i:i + 333])
+    store = b.finish(n)
+    assert b.spilled_runs >= 2 and isinstance(store, extsort.SpilledCSR)
+    np.testing.assert_array_equal(store.indptr, ref[0])
+    idx, ww = store.get(0, n)
+    np.testing.assert_array_equal(idx, ref[1])
+    np.testing.assert_array_equal(ww, ref[2])
+    assert b.loops == ref[3]
+    rs, rd, rw = reference(src, dst, w, symmetrize=sym, drop_self_loops=not loops,
+                           drop_duplicates=dedupe)
+    np.testing.assert_array_equal(np.repeat(np.arange(n), np.diff(ref[0])), rs)
+    np.testing.assert_array_equal(ref[1], rd)
+    np.testing.assert_array_equal(ref[2], rw)
+    store.close()
+    assert os.listdir(spill) == []
+
+
+from hypothesis import given, settings, HealthCheck, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_round_trip_hypothesis(tmp_path_factory, data):
+    n = data.draw(st.integers(1, 40))
+    m = data.draw(st.integers(0, 120))
+    src = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+    dst = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), np.int64)
+    w = np.array(data.draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 255.0]), min_size=m,
+                                    max_size=m)), np.float32)
+    R, C = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    sym, loops, dups = data.draw(st.booleans()), data.draw(st.booleans()), data.draw(st.booleans())
+    extra = data.draw(st.integers(0, 3))
+    disks = make_disks(tmp_path_factory.mktemp("h"), data.draw(st.integers(1, 3)))
+    G = partition_arrays(src, dst, weights=w, num_vertices=n + extra, disks=disks, name="h",
+                         rows=R, cols=C, symmetrize=sym, drop_self_loops=not loops,
+                         drop_duplicates=not dups, in_edges=True, id_width=data.draw(
+                             st.sampled_from([None, 4, 8])), register=False)
+    rs, rd, rw = reference(src, dst, w, symmetrize=sym, drop_self_loops=not loops,
+                           drop_duplicates=not dups)
+    s, d = G.edges()
+    np.testing.assert_array_equal(s, rs)
+    np.testing.assert_array_equal(d, rd)
+    np.testing.assert_array_equal(G.to_csr()[2], rw)
+    si, di = G.edges("in")
+    o = np.lexsort((rs, rd))
+    np.testing.assert_array_equal(si, rd[o])
+    np.testing.assert_array_equal(di, rs[o])
+    assert G.num_vertices == n + extra and G.verify() == []
