@@ -421,3 +421,16 @@ def test_atomics_under_threads():
     j = np.arange(1000)
     last_i = j + ((reps - 1 - j) // 1000) * 1000
     assert np.array_equal(mins, reps - last_i)
+
+
+def test_in_memory_load_is_reused_and_droppable(dataset):
+    from graphene_py.iterator import drop_memory_cache
+    g, G = dataset("powerlaw", 2, 2)
+    a = IoIterator(G, in_memory=True)
+    b = IoIterator(G, in_memory=True)
+    assert a.mem is b.mem            # loaded once per process (GAPBS: load once, run trials)
+    drop_memory_cache()
+    c = IoIterator(G, in_memory=True)
+    assert c.mem is not a.mem and np.array_equal(c.mem, a.mem)
+    for it in (a, b, c):
+        it.close()

@@ -40,6 +40,14 @@ BIG_PLAN_BYTES = 16 << 20
 BATCH = 16
 
 
+_MEM_CACHE = {}
+
+
+def drop_memory_cache():
+    """Free the partitions kept in RAM by in_memory=True iterators."""
+    _MEM_CACHE.clear()
+
+
 def _round_up(x, a):
     return (int(x) + a - 1) // a * a
 
@@ -237,22 +245,31 @@ class IoIterator:
         self.slot_bytes = DENSE_EXTENT
         self.file_base = np.zeros(self.F + 1, dtype=np.int64)
         np.cumsum(self.file_bytes, out=self.file_base[1:])
-        mem = np.zeros(int(self.file_base[-1]), dtype=np.uint8)
-        for f, i in enumerate(self.file_parts):
-            mem[self.file_base[f]:self.file_base[f + 1]] = np.fromfile(self.parts[i].adj_path,
-                                                                       dtype=np.uint8)
-        self.mem = mem
-        self.buf = self._typed(mem)
         self.wfile_base = np.zeros(self.F + 1, dtype=np.int64)
         np.cumsum(self.wfile_bytes, out=self.wfile_base[1:])
-        if self.weights:
-            wmem = np.zeros(int(self.wfile_base[-1]), dtype=np.uint8)
+        key = (self.graph.uuid, self.direction, self.weights)
+        hit = _MEM_CACHE.get(key)
+        if hit is None:
+            mem = np.zeros(int(self.file_base[-1]), dtype=np.uint8)
             for f, i in enumerate(self.file_parts):
-                wmem[self.wfile_base[f]:self.wfile_base[f + 1]] = np.fromfile(self.parts[i].wgt_path,
-                                                                              dtype=np.uint8)
-            self.wbuf = wmem.view(np.float32)
-        else:
-            self.wbuf = np.zeros(0, np.float32)
+                mem[self.file_base[f]:self.file_base[f + 1]] = np.fromfile(self.parts[i].adj_path,
+                                                                           dtype=np.uint8)
+            wmem = np.zeros(0, np.uint8)
+            if self.weights:
+                wmem = np.zeros(int(self.wfile_base[-1]), dtype=np.uint8)
+                for f, i in enumerate(self.file_parts):
+                    wmem[self.wfile_base[f]:self.wfile_base[f + 1]] = np.fromfile(
+                        self.parts[i].wgt_path, dtype=np.uint8)
+            hit = (mem, wmem)
+            # keep the most recently loaded graph (both directions) for the next run in this
+            # process, as GAPBS loads once for all trials; drop_memory_cache() frees it
+            for k in [k for k in _MEM_CACHE if k[0] != key[0]]:
+                del _MEM_CACHE[k]
+            _MEM_CACHE[key] = hit
+        mem, wmem = hit
+        self.mem = mem
+        self.buf = self._typed(mem)
+        self.wbuf = wmem.view(np.float32) if self.weights else np.zeros(0, np.float32)
 
     # -- planning --------------------------------------------------------------------------------
     def _plan(self, frontier):
