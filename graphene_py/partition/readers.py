@@ -7,7 +7,10 @@
 The file is read in chunks of `chunk_bytes` and each chunk's complete lines are parsed by a numba
 kernel (nogil), so the whole file is never in memory; a line split across two chunks is carried over
 and parsed whole. Plain files are read straight into the parse buffer; gzip input is inflated by a
-background thread (zlib releases the GIL) while the previous chunk is parsed.
+background thread (zlib releases the GIL) while the previous chunk is parsed. A chunk of at least
+PARALLEL_MIN_BYTES is cut at newlines into one run per numba thread, parsed in parallel, and yielded
+as one EdgeChunk per run (chunk boundaries carry no meaning). Plain `int int [int]` lines take a fast
+path; anything else goes through the general parser, which also reports every error.
 
 Formats (chosen by suffix after stripping `.gz`; `fmt=` overrides; gzip is detected by its magic bytes):
 
