@@ -148,7 +148,10 @@ def _run(name, mod, kw):
         if pick_src:
             opts["src"] = common.pick_source(graph, trial=t)
         res = common.gpu_dispatch(name, graph, device, in_memory=in_memory, **opts, **runtime)
-        if res is None:
+        if res is not None:   # the GPU path reports its supersteps afterwards
+            for st in res.supersteps:
+                progress(st)
+        else:
             res = mod.run(graph, device="cpu", in_memory=in_memory, progress=progress, **opts,
                           **runtime)
         results.append(res)
