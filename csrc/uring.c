@@ -180,7 +180,7 @@ typedef struct {
     /* this batch's requests for this disk (under rd->mu) */
     int64_t *pending;
     int64_t npending, next_pending;
-    /* completion queue: ring buffer of (req, slot), capacity = number of slots (under rd->mu) */
+    /* completion queue: ring buffer of (req, slot), capacity = nslots (under rd->mu) */
     int64_t *cq;
     int64_t cq_cap, cq_head, cq_count;
     /* in flight (worker thread only, except inflight which submit() reads under mu) */
@@ -272,6 +272,39 @@ static void record_error(Reader *rd, int disk, int64_t req, int64_t done, int er
     (void)done;
 }
 
+/* Slots a disk can use now: its own free ones, plus those of disks with no queued work left in
+ * this batch (borrowing keeps a consumer that holds all of one disk's slots from deadlocking
+ * while another disk's slots sit idle). Under rd->mu. */
+static int disk_idle(disk_t *q) { return q->next_pending >= q->npending; }
+
+static int64_t usable_slots(Reader *rd, disk_t *d) {
+    int64_t n = d->nfree;
+    for (int i = 0; i < rd->ndisks; i++)
+        if (i != d->index && disk_idle(&rd->disks[i])) n += rd->disks[i].nfree;
+    return n;
+}
+
+static int64_t pop_slot(Reader *rd, disk_t *d) {
+    if (d->nfree > 0) return d->free_slots[--d->nfree];
+    for (int i = 0; i < rd->ndisks; i++) {
+        disk_t *q = &rd->disks[i];
+        if (i != d->index && disk_idle(q) && q->nfree > 0) return q->free_slots[--q->nfree];
+    }
+    return -1; /* not reached: callers check usable_slots() first */
+}
+
+static void push_slot(Reader *rd, int64_t s) {
+    disk_t *o = &rd->disks[rd->slot_owner[s]];
+    rd->slot_state[s] = 0;
+    o->free_slots[o->nfree++] = s;
+    if (!disk_idle(o)) {
+        pthread_cond_signal(&o->wake);
+    } else { /* the owner has nothing to read: a busy disk may borrow it */
+        for (int i = 0; i < rd->ndisks; i++)
+            if (!disk_idle(&rd->disks[i])) pthread_cond_signal(&rd->disks[i].wake);
+    }
+}
+
 /* Outcome of one CQE: 0 = done, 1 = resubmit, -errno or -100000 (EOF) = failed. */
 #define EOF_ERR (-100000)
 static int handle_cqe(disk_t *d, ctx_t *c, int res) {
@@ -336,10 +369,11 @@ static void *worker_main(void *arg) {
         int more_work = 0;
         if (!rd->stop && !rd->err_set && !d->ring_error) {
             avail = d->npending - d->next_pending;
-            if (avail > d->nfree) avail = d->nfree;
+            int64_t usable = avail > 0 ? usable_slots(rd, d) : 0;
+            if (avail > usable) avail = usable;
             if (avail > d->qd - d->inflight) avail = d->qd - d->inflight;
             /* after this round, is there still queued work and a free slot for it? */
-            more_work = d->npending - d->next_pending > avail && d->nfree > avail;
+            more_work = d->npending - d->next_pending > avail && usable > avail;
         }
         if (avail == 0 && d->inflight == 0 && unsubmitted == 0) {
             pthread_cond_wait(&d->wake, &rd->mu);
@@ -347,8 +381,13 @@ static void *worker_main(void *arg) {
         }
         for (int64_t i = 0; i < avail; i++) {
             take_req[i] = d->pending[d->next_pending++];
-            take_slot[i] = d->free_slots[--d->nfree];
+            take_slot[i] = pop_slot(rd, d);
             rd->slot_state[take_slot[i]] = 2;
+        }
+        if (avail > 0 && disk_idle(d)) {
+            /* this disk is done issuing: its spare slots may serve the others */
+            for (int i = 0; i < rd->ndisks; i++)
+                if (!disk_idle(&rd->disks[i])) pthread_cond_signal(&rd->disks[i].wake);
         }
         d->inflight_pub = d->inflight + (int)avail;
         pthread_mutex_unlock(&rd->mu);
@@ -458,10 +497,7 @@ static void *worker_main(void *arg) {
         }
         rd->b_completed += ndone;
         d->inflight_pub = d->inflight;
-        for (int i = 0; i < nret; i++) {
-            rd->slot_state[ret_slots[i]] = 0;
-            d->free_slots[d->nfree++] = ret_slots[i];
-        }
+        for (int i = 0; i < nret; i++) push_slot(rd, ret_slots[i]);
         if (failed) record_error(rd, d->index, fail_req, 0, fail_err);
         if (ndone || failed || d->inflight == 0) pthread_cond_broadcast(&rd->cond);
         if (d->ring_error && d->inflight > 0 && enter_err && enter_err != EINTR && enter_err != EAGAIN &&
@@ -623,12 +659,6 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
     int nactive = 0;
     for (int i = 0; i < nf; i++) has[self->disk_of[i]] = 1;
     for (int i = 0; i < ndisks; i++) nactive += has[i];
-    if (nslots < nactive) {
-        free(has);
-        PyErr_Format(PyExc_ValueError, "need at least one slot per disk (%lld slots, %d disks)",
-                     nslots, nactive);
-        return -1;
-    }
     pthread_mutex_init(&self->mu, NULL);
     pthread_cond_init(&self->cond, NULL);
     self->mu_init = 1;
@@ -658,7 +688,7 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
         int64_t ns = d->slot_hi - d->slot_lo;
         d->qd = qd;
         d->free_slots = malloc(sizeof(int64_t) * (ns ? ns : 1));
-        d->cq_cap = ns ? ns : 1;
+        d->cq_cap = nslots; /* with borrowing, a disk may hold any slot */
         d->cq = malloc(sizeof(int64_t) * 2 * d->cq_cap);
         d->ctx = malloc(sizeof(ctx_t) * qd);
         d->free_ctx = malloc(sizeof(int) * qd);
@@ -826,9 +856,7 @@ static PyObject *Reader_submit(Reader *self, PyObject *args) {
             int64_t s = d->cq[2 * d->cq_head + 1];
             d->cq_head = (d->cq_head + 1) % d->cq_cap;
             d->cq_count--;
-            disk_t *o = &self->disks[self->slot_owner[s]];
-            self->slot_state[s] = 0;
-            o->free_slots[o->nfree++] = s;
+            push_slot(self, s);
         }
         d->cq_head = 0;
         d->npending = d->next_pending = 0;
@@ -886,13 +914,17 @@ static PyObject *Reader_get(Reader *self, PyObject *args) {
     if (self->ndisks > 0) disk = ((disk % self->ndisks) + self->ndisks) % self->ndisks;
     int64_t *out = ob.buf;
     int64_t n = 0;
-    int state = 0; /* 0 ok, 1 error, 2 closed */
+    int state = 0; /* 0 ok, 1 error, 2 closed, 3 timed out: check for signals and wait again */
     int e_disk = 0, e_file = 0, e_errno = 0;
     int64_t e_off = 0, e_len = 0, e_req = 0;
+    int first = 1;
+again:
+    state = 0;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&self->mu);
     double t0 = 0;
-    self->get_calls++;
+    if (first) self->get_calls++;
+    first = 0;
     for (;;) {
         if (self->err_set) {
             state = 1;
@@ -917,11 +949,22 @@ static PyObject *Reader_get(Reader *self, PyObject *args) {
         }
         if (self->b_handed >= self->b_total) break;
         if (t0 == 0) t0 = now_s();
-        pthread_cond_wait(&self->cond, &self->mu);
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += 200 * 1000 * 1000; /* wake up now and then so Ctrl-C works */
+        if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+        if (pthread_cond_timedwait(&self->cond, &self->mu, &dl) == ETIMEDOUT) { state = 3; break; }
     }
     if (t0 != 0) self->wait_seconds += now_s() - t0;
     pthread_mutex_unlock(&self->mu);
     Py_END_ALLOW_THREADS
+    if (state == 3) {
+        if (PyErr_CheckSignals() < 0) {
+            PyBuffer_Release(&ob);
+            return NULL;
+        }
+        goto again;
+    }
     PyBuffer_Release(&ob);
     if (state == 1) {
         PyObject *t = Py_BuildValue("(iiLLiL)", e_disk, e_file, (long long)e_off, (long long)e_len,
@@ -958,10 +1001,7 @@ static PyObject *Reader_release(Reader *self, PyObject *args) {
         int64_t s = S[i];
         if (s < 0 || s >= self->nslots) { bad = s; why = 1; break; }
         if (self->slot_state[s] != 1) { bad = s; why = 2; break; }
-        self->slot_state[s] = 0;
-        disk_t *d = &self->disks[self->slot_owner[s]];
-        d->free_slots[d->nfree++] = s;
-        pthread_cond_signal(&d->wake);
+        push_slot(self, s);
     }
     pthread_mutex_unlock(&self->mu);
     Py_END_ALLOW_THREADS

@@ -359,10 +359,39 @@ def test_close_unblocks_waiting_consumer(tmp_path):
     assert not t.is_alive() and box
 
 
-def test_too_few_slots_for_disks(tmp_path):
+def test_fewer_slots_than_disks_and_consumer_holding_slots(tmp_path):
+    """Slots are split among disks, but a disk with queued work borrows the free slots of disks
+    with none left: a consumer holding every slot but one never deadlocks, even with fewer slots
+    than disks."""
     rng = np.random.default_rng(6)
-    paths, disk_of = make_files(tmp_path, [4096] * 3, rng)
-    before = _nfds()
-    with pytest.raises(ValueError, match="slot per disk"):
-        UringEngine(paths, disk_of, Pool(4096, 2))
-    assert _nfds() == before
+    paths, disk_of = make_files(tmp_path, [60_000] * 6, rng)          # 3 disks
+    data = [open(p, "rb").read() for p in paths]
+    for nslots, hold in [(2, 1), (3, 2), (4, 3), (9, 8)]:
+        pool = Pool(4096, nslots)
+        k = 120
+        # most of the work on one disk (files 0 and 3 are on disk 0)
+        fid = rng.choice([0, 3, 3, 0, 1, 5], k).astype(np.int32)
+        offs = 512 * rng.integers(0, 60_000 // 512 - 8, k)
+        lens = 512 * rng.integers(1, 9, k)
+        with UringEngine(paths, disk_of, pool, queue_depth=4) as eng:
+            eng.submit(fid, offs, lens)
+            seen, held = [], []
+            while True:
+                got = eng.get(int(rng.integers(0, 3)), 1)
+                if len(got) == 0:
+                    break
+                r, s = (int(x) for x in got[0])
+                assert s not in [h[1] for h in held]
+                held.append((r, s))
+                if len(held) == hold:      # hold `hold` slots, check them, give them back
+                    for r, s in held:
+                        assert bytes(pool.view[s * 4096:s * 4096 + lens[r]]) == \
+                            data[fid[r]][offs[r]:offs[r] + lens[r]], (nslots, r)
+                        seen.append(r)
+                    eng.release([s for _, s in held])
+                    held = []
+            for r, s in held:
+                assert bytes(pool.view[s * 4096:s * 4096 + lens[r]]) == data[fid[r]][offs[r]:offs[r] + lens[r]]
+                seen.append(r)
+            assert sorted(seen) == list(range(k)), nslots
+            assert eng.stats()["max_inflight"] <= nslots
