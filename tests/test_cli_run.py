@@ -102,3 +102,29 @@ def test_help_lists_algorithms_and_options(ds):
     for opt in ("--src", "--trials", "--json", "--nl", "--output", "--io-engine", "--in-memory",
                 "--device", "--buffer-mb", "--max-gap", "--max-io", "--queue-depth", "--no-direct"):
         assert opt in r.stdout
+
+
+def test_device_hook(ds, monkeypatch):
+    """--device gpu calls graphene_py.gpu.run(name, graph, **options) and treats its Result like
+    the CPU path's (-v, --json); --device auto without a GPU runs on the CPU."""
+    from graphene_py import gpu
+    from graphene_py.algos import bfs
+    g, G = ds
+    calls = []
+
+    def fake_run(name, graph, **options):
+        calls.append((name, options.get("src")))
+        r = bfs.run(graph, src=options["src"], in_memory=True)
+        r.device = "gpu"
+        return r
+
+    monkeypatch.setattr(gpu, "available", lambda: False)
+    r = run("bfs", "--graph", "pl", "--src", "3", "--device", "auto", "-v")
+    assert r.exit_code == 0 and calls == [] and "Verification: PASS" in r.stdout
+    monkeypatch.setattr(gpu, "available", lambda: True)
+    monkeypatch.setattr(gpu, "run", fake_run, raising=False)
+    r = run("bfs", "--graph", "pl", "--src", "3", "--device", "gpu", "-v", "--json")
+    assert r.exit_code == 0, r.output
+    assert calls == [("bfs", 3)]
+    d = json.loads(r.stdout)
+    assert d["verification"] == "PASS" and d["result"]["device"] == "gpu"
