@@ -15,7 +15,7 @@ from .errors import GrapheneError
 class _MultiValueOption(click.Option):
     """An option taking one or more values after one flag (`--disks a b c`, what `--disks /mnt/ssd*`
     expands to); repeating the flag (`--disks a --disks b`) works too. Values are taken until the
-    next argument that starts with '-'."""
+    next argument that starts with '-' or names an existing file."""
 
     def __init__(self, *args, **kwargs):
         kwargs["multiple"] = True
@@ -34,7 +34,10 @@ class _MultiValueOption(click.Option):
 
         def process(value, state):
             orig(value, state)
-            while state.rargs and not state.rargs[0].startswith("-"):
+            # stop at the next option, or at an existing plain file: a disk is a folder, so
+            # `--disks a b input.el` leaves input.el to the INPUT argument
+            while (state.rargs and not state.rargs[0].startswith("-")
+                   and not os.path.isfile(state.rargs[0])):
                 orig(state.rargs.pop(0), state)
 
         opt.process = process
@@ -73,7 +76,7 @@ def _human(b: float) -> str:
 @click.option("--keep-duplicates", is_flag=True, help="Keep duplicate edges (dropped by default).")
 def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_width, relabel,
                   in_edges, memory_limit, force, quiet, keep_self_loops, keep_duplicates):
-    """Partition an edge list INPUT into a row-column balanced 2D dataset on DIR... .
+    """Partition an edge list INPUT into a row-column balanced 2D dataset on the --disks folders.
 
     INPUT: text edge list (.el/.wel/.txt/.csv/.tsv, `#`/`%` comments), Matrix Market (.mtx),
     binary (.bin32/.bin64/.wbin32/.wbin64); any of them gzipped (.gz)."""

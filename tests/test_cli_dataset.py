@@ -175,3 +175,10 @@ def test_memory_limit_spills_and_matches(disks, tmp_path):
     assert b.manifest["options"]["spilled_runs"] > 1
     for x, y in zip(a.edges(), b.edges()):
         np.testing.assert_array_equal(x, y)
+
+
+def test_input_after_disks(disks, edge_file):
+    path, g = edge_file
+    code, out, err = run("partition", "--disks", *disks[:2], path, "-q", "--name", "late")
+    assert code == 0, err
+    assert Graph.open("late").disks == disks[:2]
