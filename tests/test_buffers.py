@@ -1,0 +1,90 @@
+"""BufferPool: kinds, alignment, the hugetlb fallback path, argument checks."""
+import mmap
+
+import numpy as np
+import pytest
+
+from graphene_py.io import buffers
+from graphene_py.io.buffers import HUGE, BufferPool
+
+
+@pytest.mark.parametrize("mode", ["auto", "hugetlb", "thp", "normal", True, False])
+def test_pool_shape_alignment_and_writable(mode):
+    with BufferPool(16384, 37, hugepages=mode) as p:
+        assert p.kind in ("hugetlb", "thp", "normal") and p.note
+        assert p.slot_bytes == 16384 and p.nslots == 37 and p.nbytes == 16384 * 37
+        v = p.view
+        assert v.dtype == np.uint8 and v.shape == (p.nbytes,) and v.flags.writeable
+        assert p.address % 4096 == 0
+        if p.kind in ("hugetlb", "thp"):
+            assert p.address % HUGE == 0       # slots share 2 MB pages from a page boundary
+        # slots are consecutive, disjoint and writable
+        for s in (0, 17, 36):
+            p.slot(s)[:] = s + 1
+        assert v[0] == 1 and v[17 * 16384] == 18 and v[-1] == 37
+        mv = p.memoryview(16384, 2 * 16384)
+        assert len(mv) == 16384 and mv[0] == 0
+        mv.release()
+        if mode in (False, "normal"):
+            assert p.kind == "normal"
+        if mode == "thp":
+            assert p.kind in ("thp", "normal")
+
+
+def test_hugetlb_without_reserved_pages_falls_back_with_note(monkeypatch):
+    monkeypatch.setattr(buffers, "hugepages_free", lambda: (0, HUGE))
+    p = BufferPool(4096, 10, hugepages="hugetlb")
+    assert p.kind in ("thp", "normal")
+    assert "reserved hugepages free" in p.note and "nr_hugepages" in p.note
+    p.close()
+
+
+def test_hugetlb_mmap_failure_falls_back(monkeypatch):
+    """meminfo claims free pages but MAP_HUGETLB fails (e.g. taken meanwhile): no crash, a note."""
+    monkeypatch.setattr(buffers, "hugepages_free", lambda: (1000, HUGE))
+    real = mmap.mmap
+
+    def fake_mmap(*a, **kw):
+        if kw.get("flags", 0) & buffers._MAP_HUGETLB:
+            raise OSError(12, "Cannot allocate memory")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(buffers.mmap, "mmap", fake_mmap)
+    p = BufferPool(8192, 300, hugepages="auto")
+    assert p.kind in ("thp", "normal")
+    assert "MAP_HUGETLB failed" in p.note
+    p.view[:] = 7
+    assert int(p.view.sum()) == 7 * p.nbytes
+    p.close()
+
+
+def test_real_hugetlb_when_reserved():
+    free, size = buffers.hugepages_free()
+    p = BufferPool(16384, 8)
+    if free >= 1:
+        assert p.kind == "hugetlb" or "MAP_HUGETLB failed" in p.note
+    else:
+        assert p.kind != "hugetlb"
+    p.close()
+
+
+def test_thp_disabled(monkeypatch):
+    monkeypatch.setattr(buffers, "hugepages_free", lambda: (0, HUGE))
+    monkeypatch.setattr(buffers, "_thp_mode", lambda: "never")
+    with BufferPool(4096, 4) as p:
+        assert p.kind == "normal" and "never" in p.note
+
+
+@pytest.mark.parametrize("slot,n,h", [(1000, 4, "auto"), (0, 4, "auto"), (4096, 0, "auto"),
+                                      (4096, 4, "bogus")])
+def test_bad_arguments(slot, n, h):
+    with pytest.raises(ValueError):
+        BufferPool(slot, n, hugepages=h)
+
+
+def test_close_twice_and_repr():
+    p = BufferPool(4096, 3)
+    r = repr(p)
+    assert "3 x 4096" in r and p.kind in r
+    p.close()
+    p.close()
