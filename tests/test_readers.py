@@ -418,6 +418,33 @@ def test_parallel_first_error_wins_and_large_round_trip(tmp_path, monkeypatch):
         assert e.value.line == 12001 and e.value.text == "1 -2"
 
 
+@pytest.mark.parametrize("bad,what", [(b"0 5", r"row index 0 in a 1-based"),
+                                       (b"7 0", r"column index 0 in a 1-based"),
+                                       (b"301 5", r"row index 301 out of range 1\.\.300"),
+                                       (b"5 401", r"column index 401 out of range 1\.\.400"),
+                                       (b"5 -1", r"negative column index")])
+def test_mtx_errors_deep_in_a_big_file(tmp_path, bad, what, par):
+    body = [b"%%MatrixMarket matrix coordinate pattern general", b"% c", b"300 400 1201"]
+    body += [b"%d %d" % (1 + i % 300, 1 + i % 400) for i in range(1000)]
+    body += [bad] + [b"1 1"] * 200
+    p = tmp_path / "deep.mtx"
+    p.write_bytes(b"\n".join(body) + b"\n")
+    for cb in (97, 1 << 20):
+        with pytest.raises(InputFormatError) as e:
+            _read(p, chunk_bytes=cb, **par)
+        assert e.value.line == 1004 and e.value.text == bad.decode(), str(e.value)
+        assert re.search(what, e.value.what), e.value.what
+    # the same file with the bad line fixed reads, 0-based, and one entry too many is caught
+    body[1003] = b"300 400"
+    p.write_bytes(b"\n".join(body) + b"\n")
+    s, d, _, r = _read(p, **par)
+    assert len(s) == 1201 and s.max() == 299 and d.max() == 399 and s.min() == 0
+    p.write_bytes(b"\n".join(body + [b"2 2"]) + b"\n")
+    with pytest.raises(InputFormatError, match="more entries than the 1201") as e:
+        _read(p, chunk_bytes=1 << 20, **par)
+    assert e.value.line == 1205
+
+
 def test_mtx_symmetric_integer_and_comments(tmp_path):
     p = tmp_path / "s.mtx"
     p.write_bytes(b"%%MatrixMarket MATRIX Coordinate integer Symmetric\n% comment\n%\n"

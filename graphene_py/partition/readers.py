@@ -267,7 +267,7 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
     line_start = 0
     while pos < end:
         line_start = pos
-        if pos + 64 <= end and k != max_edges and base == 0 and ncols != 0:
+        if pos + 64 <= end and k != max_edges and ncols != 0:
             # fast path for the common line `digits SP|TAB digits [SP|TAB int-weight] LF`; any
             # other shape (or an out-of-range ID) falls through to the general parser below,
             # which reports errors. 64 bytes ahead are in the buffer: no end checks needed.
@@ -291,7 +291,12 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
                     v2 = v2 * 10 + d
                     p += 1
                 c = buf[p]
-                ok = 0 < p - q <= 18 and v1 <= max_src and v2 <= max_dst
+                ok = 0 < p - q <= 18
+                if base != 0:  # 1-based (MTX): index 0 is an error the general path reports
+                    ok = ok and v1 != 0 and v2 != 0
+                    v1 -= base
+                    v2 -= base
+                ok = ok and v1 <= max_src and v2 <= max_dst
                 if ok and ncols == 2 and c == 10:
                     src[k] = v1
                     dst[k] = v2
