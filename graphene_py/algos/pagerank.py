@@ -14,7 +14,9 @@ Variants (`variant=`; the CLI name `pagerank` selects "delta", `pagerank-pull` s
   with p0 = 1/n. After that only vertices with |r[v]| > threshold * mean|r| are active: each pushes
   alpha * r[v] / outdeg(v) to its out-neighbours into per-thread accumulators (no atomics; indexed by
   the compute thread id), then moves r[v] into p[v]; inactive vertices keep their pending r[v] for a
-  later superstep. Dangling vertices push their r uniformly as one scalar (no IO).
+  later superstep. Dangling vertices push their r uniformly as one scalar (no IO). Dense supersteps
+  (active out-edges > PULL_FRACTION of |E|) pull the same sums over the in-lists instead, when the
+  dataset has in-edge partitions or is undirected (direction optimization, as in Ligra).
   With threshold = 0 every superstep is exactly one power iteration. Held-back residuals make
   sum(p + r) drift from 1 (by alpha/(1-alpha) * |sum r|); the result is (p + r) normalized to sum 1.
 - "pull" (GAPBS): every iteration streams the in-edge lists (Frontier.all) and sums
@@ -49,6 +51,12 @@ VARIANTS = {"pagerank": "delta", "pagerank-pull": "pull"}
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
 #: and the stop rule is always reachable; 0.1 skips the many low-residual vertices of skewed graphs.
 DELTA_THRESHOLD = 0.1
+
+
+#: delta PageRank pulls (over in-lists, or the out-lists of an undirected dataset) instead of pushing
+#: when the active vertices' out-edges exceed this fraction of |E|: pulling reads every list but
+#: avoids scattered read-modify-writes (~1.5x faster per edge here), so it wins for dense supersteps.
+PULL_FRACTION = 0.5
 
 
 class PageRankResult(Result):
@@ -146,10 +154,22 @@ def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memor
     Frontier = _frontier()
     safe_deg = np.where(dangling, 1.0, outdeg)
     p = np.full(n, 1.0 / n)
-    with _open(graph, "out", in_memory, runtime) as it:
-        acc = np.zeros((it.threads, n))
+    # direction optimization: a superstep whose active lists hold more than PULL_FRACTION of the
+    # edges pulls over the in-lists instead (reads every list once, but no scattered writes)
+    pull_dir = "in" if graph.in_partitions is not None else ("out" if not graph.directed else None)
+    m = max(1, graph.num_edges)
+    its = {"out": _open(graph, "out", in_memory, runtime)}
+    try:
+        if pull_dir == "in":
+            its["in"] = _open(graph, "in", in_memory, runtime)
+        T = max(it.threads for it in its.values())
+        acc = np.zeros((T, n))
         # superstep 1: r = one power iteration of p0 minus p0 (every list streamed once)
-        st = it.run(_always, _push, (p, safe_deg, acc), Frontier.all(n))
+        if pull_dir is not None:
+            contrib = np.where(dangling, 0.0, p / safe_deg)
+            st = its[pull_dir].run(_always, _pull, (contrib, acc), Frontier.all(n))
+        else:
+            st = its["out"].run(_always, _push, (p, safe_deg, acc), Frontier.all(n))
         r = (1.0 - alpha) / n + alpha * (acc.sum(axis=0) + p[dangling].sum() / n) - p
         err = _delta_error(p, r)
         iters = 1
@@ -159,14 +179,21 @@ def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memor
             active = np.abs(r) > cut
             val = np.where(active, r, 0.0)
             acc[:] = 0.0
-            mask = (active & ~dangling).view(np.uint8)
-            st = it.run(_pushing, _push, (val, safe_deg, acc), Frontier.from_mask(mask))
+            if pull_dir is not None and outdeg[active].sum() > PULL_FRACTION * m:
+                contrib = val / safe_deg
+                st = its[pull_dir].run(_always, _pull, (contrib, acc), Frontier.all(n))
+            else:
+                mask = (active & ~dangling).view(np.uint8)
+                st = its["out"].run(_pushing, _push, (val, safe_deg, acc), Frontier.from_mask(mask))
             p += val
             r -= val
             r += alpha * (acc.sum(axis=0) + val[dangling].sum() / n)
             err = _delta_error(p, r)
             iters += 1
             _note(steps, progress, st, iters, err, int(active.sum()))
+    finally:
+        for it in its.values():
+            it.close()
     s = p + r
     return s / s.sum(), iters, err
 
