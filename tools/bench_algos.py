@@ -138,7 +138,7 @@ def measure(spec):
            "io_seconds": tot["io_seconds"], "compute_seconds": tot["compute_seconds"],
            "wait_seconds": tot["wait_seconds"], "plan_seconds": tot["plan_seconds"],
            "peak_rss_mb": common.peak_rss_mb(), "cache_dropped": dropped, "load_s": load_s}
-    out.update({k: v for k, v in res.scalars().items() if k not in out})
+    out["result"] = res.scalars()
     if spec.get("verify"):
         out["verify"] = mod.verify(G, res, **opts) or "PASS"
     return out
@@ -153,7 +153,7 @@ def sub_measure(spec, cgroup=None, timeout=900):
                 f.write(str(os.getpid()))
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=pre)
     if p.returncode != 0:
-        return {"algo": spec["algo"], "error": f"exit {p.returncode}: {p.stderr.strip()[-400:]}"}
+        return {"algo": spec["algo"], "failure": f"exit {p.returncode}: {p.stderr.strip()[-400:]}"}
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
@@ -212,7 +212,7 @@ def run(scale, algos, trials, grids):
                 best = None
                 for _ in range(trials if not in_memory else 1):
                     r = sub_measure(spec)
-                    if "error" in r:
+                    if "failure" in r:
                         best = r
                         break
                     if best is None or r["seconds"] < best["seconds"]:
@@ -222,15 +222,15 @@ def run(scale, algos, trials, grids):
                 print(json.dumps(best), flush=True)
     print()
     print(f"{'algo':<14}{'grid':<6}{'mode':<8}{'seconds':>9}{'MB read':>10}{'util':>7}"
-          f"{'io_s':>8}{'comp_s':>8}{'wait_s':>8}{'RSS MB':>8}{'JIT s':>7}")
+          f"{'io_s':>8}{'comp_s':>8}{'wait_s':>8}{'RSS MB':>8}{'JIT s':>7}{'load s':>8}")
     for r in rows:
-        if "error" in r:
-            print(f"{r['algo']:<14}{r.get('grid', ''):<6}ERROR {r['error'][:100]}")
+        if "failure" in r:
+            print(f"{r['algo']:<14}{r.get('grid', ''):<6}FAILED {r['failure'][-160:]}")
             continue
         print(f"{r['algo']:<14}{r['grid']:<6}{'memory' if r['in_memory'] else 'ssd':<8}"
               f"{r['seconds']:>9.3f}{r['bytes_read'] / 1e6:>10.1f}{r['io_utility']:>7.3f}"
               f"{r['io_seconds']:>8.2f}{r['compute_seconds']:>8.2f}{r['wait_seconds']:>8.2f}"
-              f"{r['peak_rss_mb']:>8.0f}{r['compile_s']:>7.1f}")
+              f"{r['peak_rss_mb']:>8.0f}{r['compile_s']:>7.1f}{r.get('load_s', 0.0):>8.1f}")
     print(f"scipy.sparse.csgraph (in memory, 1 thread): BFS {side['scipy_bfs_s']:.3f} s "
           f"({side['scipy_bfs_reached']:,} reached), CC {side['scipy_cc_s']:.3f} s "
           f"({side['scipy_cc_n']:,} components)")
