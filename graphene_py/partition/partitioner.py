@@ -466,6 +466,8 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
         raise GrapheneError(f"--id-width must be 4 or 8 (got {id_width})")
     if not os.path.exists(input):
         raise GrapheneError(f"{input}: no such file")
+    if os.path.isdir(input):
+        raise GrapheneError(f"{input}: is a folder, not an edge-list file")
     limit = parse_size(memory_limit) if memory_limit is not None else default_memory_limit()
     own_progress = None
     if progress is None and not quiet:
