@@ -395,3 +395,30 @@ def test_fewer_slots_than_disks_and_consumer_holding_slots(tmp_path):
                 seen.append(r)
             assert sorted(seen) == list(range(k)), nslots
             assert eng.stats()["max_inflight"] <= nslots
+
+
+def test_blocked_get_honours_signals(tmp_path):
+    """get() waits in C with the GIL released but still lets Python signal handlers run (Ctrl-C)."""
+    import signal
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Interrupted()
+    rng = np.random.default_rng(12)
+    paths, disk_of = make_files(tmp_path, [20_000], rng)
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        with UringEngine(paths, disk_of, Pool(4096, 1)) as eng:
+            eng.submit(np.zeros(3, np.int32), np.zeros(3, np.int64), np.full(3, 4096))
+            assert len(eng.get(0, 1)) == 1          # holds the only slot: the next get blocks
+            timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGUSR1))
+            timer.start()
+            t0 = time.perf_counter()
+            with pytest.raises(Interrupted):
+                eng.get(0, 1)
+            assert time.perf_counter() - t0 < 3
+            timer.join()
+    finally:
+        signal.signal(signal.SIGUSR1, old)
