@@ -200,14 +200,16 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
     try:
         its["out"] = IoIterator(graph, "out", in_memory=in_memory, **runtime)
         setup = its["out"].open_seconds
-        deg_out = its["out"].degrees()
+        small = graph.num_edges < (1 << 31)     # degrees fit int32: half the memory
+        ddt = np.int32 if small else np.int64
+        deg_out = its["out"].degrees(ddt)
         if up_dir is not None:
             if up_dir == "out":
                 deg_in = deg_out
             else:
                 its["in"] = IoIterator(graph, "in", in_memory=in_memory, **runtime)
                 setup += its["in"].open_seconds
-                deg_in = its["in"].degrees()
+                deg_in = its["in"].degrees(ddt)
             cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
             unvisited_cost = _cost_all(deg_in, w) - _cost(deg_in, qa[:1], w)
             mask = np.zeros(n, dtype=np.uint8)

@@ -196,9 +196,9 @@ class IoIterator:
         self.open_seconds = time.perf_counter() - t_open
 
     # -- setup -----------------------------------------------------------------------------------
-    def degrees(self) -> np.ndarray:
-        """Degree of every vertex in this iterator's direction (int64), from the offsets in RAM."""
-        deg = np.zeros(self.n, dtype=np.int64)
+    def degrees(self, dtype=np.int64) -> np.ndarray:
+        """Degree of every vertex in this iterator's direction, from the offsets in RAM."""
+        deg = np.zeros(self.n, dtype=dtype)
         K.add_degrees(self.offs, self.part_base, self.part_row_lo, deg)
         return deg
 
