@@ -631,3 +631,21 @@ def test_fuzz_mutated_text_against_naive(tmp_path, monkeypatch):
                     np.testing.assert_array_equal(w, ew, err_msg=repr(data))
         n_err += line is not None
     assert 20 < n_err < 140  # the mutations hit both valid and invalid inputs
+
+
+def test_fast_and_general_weight_paths_agree(tmp_path):
+    # the fast path takes `digits[.digits]` weights; a leading '+' forces the general parser
+    rng = np.random.default_rng(8)
+    toks = [f"{x:.{int(p)}f}" for x, p in zip(rng.random(3000) * 10.0 ** rng.integers(-3, 9, 3000),
+                                               rng.integers(0, 12, 3000))]
+    toks += ["0", "0.0", "5.", ".5", "16777217", "123456789012345", "0.000000000000001"]
+    fast = tmp_path / "fast.wel"
+    slow = tmp_path / "slow.wel"
+    fast.write_text("".join(f"1 2 {t}\n" for t in toks))
+    slow.write_text("".join(f"1 2 +{t}\n" for t in toks))
+    wf = _read(fast)[2]
+    ws = _read(slow)[2]
+    np.testing.assert_array_equal(wf.view(np.uint32), ws.view(np.uint32))
+    ref = np.array([np.float32(float(t)) for t in toks], np.float32)
+    assert np.mean(wf == ref) > 0.999  # decimal -> float64 -> float32 can differ by 1 ulp, rarely
+    np.testing.assert_allclose(wf, ref, rtol=2 ** -23)

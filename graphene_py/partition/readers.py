@@ -305,6 +305,8 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
                     pos = p + 1
                     continue
                 if ok and ncols == 3 and (c == 32 or c == 9):
+                    # weight `digits[.digits]`, at most 15 digits: the same arithmetic as
+                    # _parse_float, so both paths give the identical float32
                     p += 1
                     q = p
                     wi = np.int64(0)
@@ -314,10 +316,25 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
                             break
                         wi = wi * 10 + d
                         p += 1
-                    if 0 < p - q <= 7 and buf[p] == 10:  # < 10^7 < 2^24: exact in float32
+                    nint = p - q
+                    nfrac = 0
+                    if buf[p] == 46 and nint <= 15:
+                        p += 1
+                        q = p
+                        while True:
+                            d = np.int64(buf[p]) - 48
+                            if d < 0 or d > 9:
+                                break
+                            wi = wi * 10 + d
+                            p += 1
+                        nfrac = p - q
+                    if 0 < nint + nfrac <= 15 and buf[p] == 10:
                         src[k] = v1
                         dst[k] = v2
-                        w[k] = np.float32(wi)
+                        wf = np.float64(wi)
+                        if nfrac > 0 and wi != 0:
+                            wf = wf / 10.0 ** nfrac
+                        w[k] = np.float32(wf)
                         k += 1
                         nl += 1
                         pos = p + 1
