@@ -435,11 +435,13 @@ class Batcher:
         self.input_edges = 0
         self.spilled_runs = 0
 
-    def add(self, src, dst, w=None):
+    def add(self, src, dst, w=None, maxid=None):
         m = len(src)
         self.input_edges += m
         if m:
-            self.maxid = max(self.maxid, int(src.max()), int(dst.max()))
+            if maxid is None:
+                maxid = max(int(src.max()), int(dst.max()))
+            self.maxid = max(self.maxid, maxid)
         pos = 0
         while pos < m:
             k = min(self.cap - self.fill, m - pos)

@@ -425,12 +425,19 @@ def _collect_ids(input, fmt, weighted, chunk_bytes, progress):
         reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes)
     except ValueError as e:
         raise GrapheneError(f"{input}: {e}") from None
+    pending, npend = [], 0
     for ch in reader:
         u = np.unique(np.concatenate([ch.src, ch.dst]))
-        uniq = np.union1d(uniq, u)
+        pending.append(u)
+        npend += len(u)
+        if npend > 2 * len(uniq) + (1 << 20):   # merge in batches: O(U log U) a few times only
+            uniq = np.unique(np.concatenate([uniq] + pending))
+            pending, npend = [], 0
         if progress:
             progress("relabel scan", reader.bytes_read, reader.total_bytes)
     _close(reader)
+    if pending:
+        uniq = np.unique(np.concatenate([uniq] + pending))
     return uniq
 
 
@@ -516,19 +523,19 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
             if uniq is not None:
                 s = np.searchsorted(uniq, s)
                 d = np.searchsorted(uniq, d)
+            mx = max(int(s.max()), int(d.max())) if len(s) else -1
+            if (mx + 1) * 16 > limit:
+                raise GrapheneError(
+                    f"{input}: vertex ID {mx} needs {_mb(16 * (mx + 1))} of per-vertex arrays "
+                    f"(offsets, degrees), more than the memory limit {_mb(limit)}; use --relabel "
+                    f"to compact sparse IDs (or raise --memory-limit)")
             # the O(|V|) arrays grow with the IDs seen: shrink the edge batch to stay in the limit
-            nv = max(n_known, batch.maxid + 1 if len(s) == 0 else
-                     max(batch.maxid, int(s.max()), int(d.max())) + 1)
             # (runs of fewer than |V|/2 edges would cost more in O(|V|) work per run than they
             # save: a limit below ~64 B per vertex is exceeded rather than crawled through)
+            nv = max(n_known, batch.maxid + 1, mx + 1)
             batch.cap = max(1 << 14, nv // 2,
                             (free - BYTES_PER_VERTEX * (nv - n_known)) // per_edge)
-            batch.add(s, d, ch.weight if w_on else None)
-            if (batch.maxid + 1) * 16 > limit:
-                raise GrapheneError(
-                    f"{input}: vertex ID {batch.maxid} needs {_mb(16 * (batch.maxid + 1))} of "
-                    f"per-vertex arrays (offsets, degrees), more than the memory limit "
-                    f"{_mb(limit)}; use --relabel to compact sparse IDs (or raise --memory-limit)")
+            batch.add(s, d, ch.weight if w_on else None, maxid=mx)
             if progress:
                 progress("read", reader.bytes_read, reader.total_bytes)
         _close(reader)
