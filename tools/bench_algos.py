@@ -237,23 +237,69 @@ def run(scale, algos, trials, grids):
     return rows
 
 
+def _make_cgroup(limit_bytes):
+    """A memory cgroup with the limit: cgroup v2 (memory.max) or v1 (memory.limit_in_bytes), nested
+    under this process's own memory cgroup. Returns (path, kind)."""
+    name = f"graphene_bench_{os.getpid()}"
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        cg = os.path.join("/sys/fs/cgroup", name)
+        os.makedirs(cg, exist_ok=True)
+        with open(os.path.join(cg, "memory.max"), "w") as f:
+            f.write(str(limit_bytes))
+        try:
+            with open(os.path.join(cg, "memory.swap.max"), "w") as f:
+                f.write("0")
+        except OSError:
+            pass
+        return cg, "v2"
+    base = "/sys/fs/cgroup/memory"
+    mine = "/"
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            parts = line.strip().split(":", 2)
+            if len(parts) == 3 and "memory" in parts[1].split(","):
+                mine = parts[2]
+    cg = os.path.join(base + mine, name)
+    os.makedirs(cg, exist_ok=True)
+    with open(os.path.join(cg, "memory.limit_in_bytes"), "w") as f:
+        f.write(str(limit_bytes))
+    try:
+        with open(os.path.join(cg, "memory.memsw.limit_in_bytes"), "w") as f:
+            f.write(str(limit_bytes))
+    except OSError:
+        pass
+    return cg, "v1"
+
+
+def _cgroup_report(cg, kind):
+    out = {}
+    names = ("memory.events", "memory.peak") if kind == "v2" else \
+        ("memory.max_usage_in_bytes", "memory.failcnt", "memory.oom_control")
+    for nm in names:
+        try:
+            with open(os.path.join(cg, nm)) as f:
+                out[nm] = f.read().split()
+        except OSError:
+            pass
+    if kind == "v1":   # reset the high-water mark for the next run
+        for nm in ("memory.max_usage_in_bytes", "memory.failcnt"):
+            try:
+                with open(os.path.join(cg, nm), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+    return out
+
+
 def memlimit(scale, limit_mb, grid="1x1"):
     from graphene_py.graph import Graph
     G = Graph.open(path_of(scale, grid))
     adj = sum(p.adj_bytes for p in G.partitions)
     if limit_mb is None:
         limit_mb = adj / 4 / (1 << 20)
-    cg = f"/sys/fs/cgroup/graphene_bench_{os.getpid()}"
-    os.makedirs(cg, exist_ok=True)
+    cg, kind = _make_cgroup(int(limit_mb * (1 << 20)))
     try:
-        with open(os.path.join(cg, "memory.max"), "w") as f:
-            f.write(str(int(limit_mb * (1 << 20))))
-        try:
-            with open(os.path.join(cg, "memory.swap.max"), "w") as f:
-                f.write("0")
-        except OSError:
-            pass
-        print(f"adjacency {adj / 1e6:.0f} MB; cgroup memory.max {limit_mb:.0f} MiB "
+        print(f"adjacency {adj / 1e6:.0f} MB; cgroup {kind} {cg} memory limit {limit_mb:.0f} MiB "
               f"({limit_mb * (1 << 20) / adj:.0%} of adjacency)", flush=True)
         # BFS and PageRank from SSD, then in-memory BFS as the control that must not fit.
         for algo, in_memory in (("bfs", False), ("pagerank", False), ("bfs", True)):
@@ -262,11 +308,7 @@ def memlimit(scale, limit_mb, grid="1x1"):
                     "runtime": {"buffer_mb": 16}}
             r = sub_measure(spec, cgroup=cg)
             r["in_memory"] = in_memory
-            try:
-                with open(os.path.join(cg, "memory.events")) as f:
-                    r["memory_events"] = dict(line.split() for line in f)
-            except OSError:
-                pass
+            r["cgroup"] = _cgroup_report(cg, kind)
             print(json.dumps(r), flush=True)
     finally:
         try:
