@@ -189,7 +189,7 @@ class EdgeWriter:
         self._lens = np.zeros(nseg, np.int64)
         # each of nseg slices needs room for ceil(WRITE_CHUNK_EDGES / nseg) lines
         self._buf = np.empty(nseg * (WRITE_CHUNK_EDGES // nseg + 1) * _LINE_MAX, np.uint8)
-        ext = self.path[:-3] if self.compressed else self.path
+        ext = (self.path[:-3] if self.compressed else self.path).lower()
         self._sep = ord("\t") if ext.endswith(".tsv") else ord(",") if ext.endswith(".csv") else ord(" ")
         self._closed = False
         if self.kind == "mtx":
