@@ -559,3 +559,29 @@ def test_round_trip_hypothesis(tmp_path_factory, data):
     np.testing.assert_array_equal(si, rd[o])
     np.testing.assert_array_equal(di, rs[o])
     assert G.num_vertices == n + extra and G.verify() == []
+
+
+def test_relabel_dense_and_sparse_paths_agree(tmp_path):
+    """IDs up to ~200k: the default limit maps them through a dense table, a 1M limit (65,536 IDs
+    of table) through binary search; both give the same dataset, and the map is the sorted IDs."""
+    rng = np.random.default_rng(5)
+    ids = np.unique(rng.integers(0, 200_000, 3000))
+    src = rng.choice(ids, 20_000)
+    dst = rng.choice(ids, 20_000)
+    # first half: IDs growing through the file (dense at first, switching to sparse mid-way)
+    o = np.argsort(np.maximum(src, dst)[:10_000], kind="stable")
+    src[:10_000], dst[:10_000] = src[:10_000][o], dst[:10_000][o]
+    p = tmp_path / "sp.el"
+    p.write_text("".join(f"{a} {b}\n" for a, b in zip(src, dst)))
+    a = partition(str(p), make_disks(tmp_path, 2, "a"), name="a", relabel=True, quiet=True)
+    b = partition(str(p), make_disks(tmp_path, 2, "b"), name="b", relabel=True, quiet=True,
+                  memory_limit="1M")
+    used = np.unique(np.concatenate([src, dst]))
+    np.testing.assert_array_equal(np.asarray(a.relabel_map()), used)
+    _files_equal(a, b)
+    np.testing.assert_array_equal(np.asarray(a.relabel_map()), np.asarray(b.relabel_map()))
+    s, d = a.edges()
+    rel = np.asarray(a.relabel_map())
+    rs, rd, _ = reference(src, dst, None)
+    np.testing.assert_array_equal(rel[s], rs)
+    np.testing.assert_array_equal(rel[d], rd)

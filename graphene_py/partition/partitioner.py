@@ -417,28 +417,49 @@ def _mb(b):
     return f"{b / 1e6:.1f} MB" if b < 1e9 else f"{b / 1e9:.2f} GB"
 
 
-def _collect_ids(input, fmt, weighted, chunk_bytes, progress):
-    """--relabel pass 1: the sorted distinct IDs of the input."""
+def _collect_ids(input, fmt, weighted, chunk_bytes, limit, progress):
+    """--relabel pass 1: the sorted distinct IDs of the input, and a dense new-ID table (original
+    ID -> new ID, int64) when the ID range is small enough for the memory limit (mark array: one
+    byte per ID), else None (then IDs are mapped by binary search in the sorted distinct IDs)."""
     from .readers import open_edges
-    uniq = np.zeros(0, dtype=np.int64)
     try:
         reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes)
     except ValueError as e:
         raise GrapheneError(f"{input}: {e}") from None
+    dense_max = limit // 16                      # mark (1 B) + table (8 B) per ID in range
+    present = np.zeros(0, dtype=bool)
+    uniq = None                                  # sparse mode once the range is too large
     pending, npend = [], 0
     for ch in reader:
-        u = np.unique(np.concatenate([ch.src, ch.dst]))
-        pending.append(u)
-        npend += len(u)
-        if npend > 2 * len(uniq) + (1 << 20):   # merge in batches: O(U log U) a few times only
-            uniq = np.unique(np.concatenate([uniq] + pending))
-            pending, npend = [], 0
+        if uniq is None:
+            mx = max(int(ch.src.max()), int(ch.dst.max())) if len(ch.src) else -1
+            if mx < dense_max:
+                if mx >= len(present):
+                    grown = np.zeros(max(mx + 1, 2 * len(present)), dtype=bool)
+                    grown[:len(present)] = present
+                    present = grown
+                present[ch.src] = True
+                present[ch.dst] = True
+            else:
+                uniq = np.flatnonzero(present).astype(np.int64)
+                present = None
+        if uniq is not None:
+            u = np.unique(np.concatenate([ch.src, ch.dst]))
+            pending.append(u)
+            npend += len(u)
+            if npend > 2 * len(uniq) + (1 << 20):   # merge in batches: O(U log U) a few times
+                uniq = np.unique(np.concatenate([uniq] + pending))
+                pending, npend = [], 0
         if progress:
             progress("relabel scan", reader.bytes_read, reader.total_bytes)
     _close(reader)
+    if uniq is None:
+        uniq = np.flatnonzero(present).astype(np.int64)
+        table = np.cumsum(present, dtype=np.int64) - 1
+        return uniq, table
     if pending:
         uniq = np.unique(np.concatenate([uniq] + pending))
-    return uniq
+    return uniq, None
 
 
 def _close(reader):
@@ -497,9 +518,9 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                     t0):
     from .readers import open_edges
     with DatasetWriter(disks, name, force=force) as writer:
-        uniq = None
+        uniq = table = None
         if relabel:
-            uniq = _collect_ids(input, fmt, weighted, chunk_bytes, progress)
+            uniq, table = _collect_ids(input, fmt, weighted, chunk_bytes, limit, progress)
         max_id = None
         if id_width is not None and int(id_width) == 4 and not relabel:
             max_id = (1 << 32) - 1
@@ -512,6 +533,8 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
         sym = bool(symmetrize or getattr(reader, "symmetric", False))
         n_known = len(uniq) if uniq is not None else (getattr(reader, "header_vertices", None) or 0)
         free = limit - BYTES_PER_VERTEX * n_known - 4 * chunk_bytes
+        if relabel:
+            free -= (table.nbytes if table is not None else 0) + uniq.nbytes
         per_edge = extsort.BYTES_PER_EDGE_SORT + (16 if sym else 0)
         budget = max(1 << 14, free // per_edge)
         spill = lambda: [writer.spill_dir(i) for i in range(len(writer.disks))]  # noqa: E731
@@ -520,7 +543,10 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                                 progress=progress)
         for ch in reader:
             s, d = ch.src, ch.dst
-            if uniq is not None:
+            if table is not None:
+                s = table[s]
+                d = table[d]
+            elif uniq is not None:
                 s = np.searchsorted(uniq, s)
                 d = np.searchsorted(uniq, d)
             mx = max(int(s.max()), int(d.max())) if len(s) else -1
