@@ -6,8 +6,10 @@ For each request size (default 512 B, 4 KB, 16 KB, 64 KB) at queue depth 64 on o
 --rw=randread) and then each engine through graphene_py.io.engines.make_engine (uring, liburing,
 pread), each reading uniformly random size-aligned extents for --seconds, and prints a markdown
 table of IOPS and MB/s with ratios to fio. Measurements of one size are interleaved over --repeats
-rounds (fio, engines, fio, engines, ...) and the best round of each is reported, so a noisy
-neighbour on the shared CPUs does not favour one side.
+rounds (fio, engine A, fio, engine B, ...); the table gives each one's median over the rounds and
+the median of the per-round ratios to fio (each engine run compared with the fio run just before
+it), so a noisy neighbour on the shared CPUs or disk does not favour one side. CPU us/req is the
+process CPU time (user + system, all threads) per request: a load-independent efficiency measure.
 
     sudo .venv/bin/python tools/bench_io.py                      # /tmp/bench_io/file, 2 GiB
     .venv/bin/python tools/bench_io.py --sizes 4096 --variants   # uring with features toggled
@@ -115,8 +117,8 @@ def main(argv=None):
     ap.add_argument("--gib", type=float, default=2.0, help="create the file with this size if missing")
     ap.add_argument("--sizes", default="512,4096,16384,65536")
     ap.add_argument("--qd", type=int, default=64)
-    ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch", type=int, default=20000, help="requests per submitted batch")
     ap.add_argument("--engines", default="uring,liburing,pread")
     ap.add_argument("--no-fio", action="store_true")
@@ -147,43 +149,46 @@ def main(argv=None):
     skipped = {}
     for bs in sizes:
         for rep in range(args.repeats):
-            if have_fio:
-                drop_caches()
-                r = run_fio(args.file, bs, args.qd, args.seconds)
-                best = results.get(("fio", bs))
-                if best is None or r["iops"] > best["iops"]:
-                    results[("fio", bs)] = r
-                print(f"  {fmt_size(bs):>6} round {rep} fio: {r['iops']:.0f} IOPS", file=sys.stderr)
             for label, eng, kw in runs:
                 if label in skipped:
                     continue
+                if have_fio:   # a fresh fio run right before every engine run: paired ratios
+                    drop_caches()
+                    f = run_fio(args.file, bs, args.qd, args.seconds)
+                    results.setdefault(("fio", bs), []).append(f)
+                    print(f"  {fmt_size(bs):>6} round {rep} fio: {f['iops']:.0f} IOPS", file=sys.stderr)
                 drop_caches()
                 try:
                     r = run_engine(eng, args.file, bs, args.qd, args.seconds, args.batch, **kw)
                 except (OSError, ImportError, RuntimeError) as e:
                     skipped[label] = str(e)
                     continue
-                best = results.get((label, bs))
-                if best is None or r["iops"] > best["iops"]:
-                    results[(label, bs)] = r
+                if have_fio:
+                    r["ratio_iops"] = r["iops"] / f["iops"]
+                    r["ratio_mbs"] = r["mbs"] / f["mbs"]
+                results.setdefault((label, bs), []).append(r)
+                st = r["stats"]
                 print(f"  {fmt_size(bs):>6} round {rep} {label}: {r['iops']:.0f} IOPS "
-                      f"(submit calls/req {r['stats'].get('submit_calls', 0) / max(1, r['stats']['requests']):.3f})",
+                      f"(submit calls/req {st.get('submit_calls', 0) / max(1, st['requests']):.3f})",
                       file=sys.stderr)
 
     labels = (["fio"] if have_fio else []) + [label for label, _, _ in runs if label not in skipped]
     print(f"\nRandom reads, QD {args.qd}, {args.file} ({os.path.getsize(args.file) / 2**30:.1f} GiB), "
-          f"O_DIRECT, best of {args.repeats} x {args.seconds:g} s"
+          f"O_DIRECT, median of {args.repeats} interleaved rounds x {args.seconds:g} s"
           f"{'' if dropped else ' (page cache NOT dropped: not root)'}\n")
     print("| size | engine | IOPS | MB/s | IOPS / fio | MB/s / fio | CPU us/req |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for bs in sizes:
         ref = results.get(("fio", bs))
         for label in labels:
-            r = results.get((label, bs))
-            if r is None:
+            rs = results.get((label, bs))
+            if not rs:
                 continue
-            ri = f"{r['iops'] / ref['iops']:.2f}" if ref else "-"
-            rm = f"{r['mbs'] / ref['mbs']:.2f}" if ref else "-"
+            r = {k: float(np.median([x[k] for x in rs])) for k in ("iops", "mbs", "cpu_us")}
+            ri = f"{np.median([x['ratio_iops'] for x in rs]):.2f}" if ref and label != "fio" else "1.00"
+            rm = f"{np.median([x['ratio_mbs'] for x in rs]):.2f}" if ref and label != "fio" else "1.00"
+            if not ref:
+                ri = rm = "-"
             print(f"| {fmt_size(bs)} | {label} | {r['iops']:.0f} | {r['mbs']:.1f} | {ri} | {rm} | "
                   f"{r['cpu_us']:.1f} |")
     for label, why in skipped.items():
