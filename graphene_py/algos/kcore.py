@@ -14,6 +14,10 @@ plus per-thread "touched" lists (indexed by compute thread id: no atomics), so m
 O(touched), not O(n): vertices whose degree dropped to <= k form the next round's frontier. When a
 round removes nothing, k jumps to the minimum degree among the vertices still alive. The removed
 vertices of level k all get core number k (Matula-Beck / Batagelj-Zaversnik peeling order).
+The dense cores of power-law graphs need one round per level at the end (hundreds of tiny
+supersteps): once the alive vertices hold at most `tail_edges` incidences (default n, so memory
+stays O(|V|)), their lists are read once and the peeling finishes in memory (Batagelj-Zaversnik
+bucket peeling); `tail_edges=0` peels to the end on the SSD path.
 Directed datasets need both directions: the frontier's out-lists and in-lists are streamed. Without
 in-edge partitions a round instead streams every alive vertex's out-list (Frontier.all) and counts,
 per vertex, its removed out-neighbours (one full pass per round; partition with --in-edges).
@@ -157,7 +161,7 @@ def _frontier():
     return Frontier
 
 
-def run(graph, *, device="cpu", in_memory=False, k=None, **runtime) -> KCoreResult:
+def run(graph, *, device="cpu", in_memory=False, k=None, tail_edges=None, **runtime) -> KCoreResult:
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -191,9 +195,14 @@ def run(graph, *, device="cpu", in_memory=False, k=None, **runtime) -> KCoreResu
         alive = np.arange(n, dtype=np.int64)
         level = 0
         ones = np.ones(n, dtype=np.uint8)
+        budget = n if tail_edges is None else int(tail_edges)
         while True:
             alive, lo = _next_level(deg, status, alive)
             if len(alive) == 0:
+                break
+            if budget > 0 and int(deg[alive].sum()) <= budget:
+                _finish_in_memory(its, alive, deg, status, core, full_scan, steps, progress, level)
+                rounds += 1
                 break
             level = max(level, int(lo))
             frontier = _select(deg, status, alive, level)
@@ -216,6 +225,65 @@ def run(graph, *, device="cpu", in_memory=False, k=None, **runtime) -> KCoreResu
     return KCoreResult(core_number=core, max_core=int(core.max()) if n else 0,
                        k=None if k is None else int(k), in_k_core=in_k, rounds=rounds,
                        supersteps=steps, seconds=time.perf_counter() - t0)
+
+
+@njit(cache=True)
+def _alive(v, state):
+    return state[0][v] == 0
+
+
+@njit(cache=True)
+def _gather(v, nbrs, wts, tid, state):
+    """Append (v, u) for every alive neighbour u; with `both`, also (u, v) (out-only datasets)."""
+    status, ga, gb, tail, both = state
+    c = 0
+    for i in range(len(nbrs)):
+        if status[np.int64(nbrs[i])] == 0:
+            c += 1
+    if c == 0:
+        return
+    k = _add(tail, 0, np.int64(c * (2 if both else 1)))
+    for i in range(len(nbrs)):
+        u = np.int64(nbrs[i])
+        if status[u] == 0:
+            ga[k] = v
+            gb[k] = u
+            k += 1
+            if both:
+                ga[k] = u
+                gb[k] = v
+                k += 1
+
+
+from ..iterator.atomics import atomic_add as _add  # noqa: E402
+
+
+def _finish_in_memory(its, alive, deg, status, core, full_scan, steps, progress, level):
+    """The alive subgraph has at most `tail_edges` (default n) incidences: read it once (one
+    superstep per direction), then finish the peeling in memory with Batagelj-Zaversnik. Every
+    alive vertex has degree > level here, so its core number in the remaining subgraph is its core
+    number in the graph (the peeling below continues exactly where the rounds stopped)."""
+    from ..iterator import Frontier
+    n = len(deg)
+    m = int(deg[alive].sum())
+    ga = np.empty(m, dtype=np.int64)
+    gb = np.empty(m, dtype=np.int64)
+    tail = np.zeros(1, dtype=np.int64)
+    state = (status, ga, gb, tail, full_scan)
+    if full_scan:
+        st = its[0].run(_alive, _gather, state, Frontier.all(n))
+        _record(steps, progress, st, level, 0)
+    else:
+        fr = Frontier.from_queue(alive, n)
+        for it in its:
+            st = it.run(_alive, _gather, state, fr)
+            _record(steps, progress, st, level, 0)
+    if int(tail[0]) != m:
+        raise GrapheneError(f"k-core: gathered {int(tail[0])} incidences of the remaining "
+                            f"subgraph, expected {m} (dataset degrees and lists disagree)")
+    sub = _peel_serial(n, ga, gb)
+    core[alive] = sub[alive]
+    status[alive] = 2
 
 
 def _record(steps, progress, st, level, removed):
