@@ -123,22 +123,24 @@ def _squeeze(nxt, tail, cur):
 
 
 @njit(cache=True)
-def _cost(deg, q, w):
-    """Estimated bytes read for the lists of the vertices in q: deg*w + one 512-byte block each."""
+def _cost(deg, q, w, cols):
+    """Estimated bytes read for the lists of the vertices in q: deg*w plus one 512-byte block per
+    non-empty piece (a list is split over up to `cols` column partitions)."""
     c = 0
     for k in range(q.shape[0]):
         d = deg[q[k]]
         if d > 0:
-            c += d * w + 512
+            c += d * w + 512 * min(d, cols)
     return c
 
 
 @njit(cache=True)
-def _cost_all(deg, w):
+def _cost_all(deg, w, cols):
     c = 0
     for v in range(deg.shape[0]):
-        if deg[v] > 0:
-            c += deg[v] * w + 512
+        d = deg[v]
+        if d > 0:
+            c += d * w + 512 * min(d, cols)
     return c
 
 
@@ -211,13 +213,15 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
                 setup += its["in"].open_seconds
                 deg_in = its["in"].degrees(ddt)
             cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
-            unvisited_cost = _cost_all(deg_in, w) - _cost(deg_in, qa[:1], w)
+            cols_in = max(1, len(graph.parts(up_dir)) // max(1, graph.num_rows))
+            unvisited_cost = _cost_all(deg_in, w, cols_in) - _cost(deg_in, qa[:1], w, cols_in)
             mask = np.zeros(n, dtype=np.uint8)
         cap_out = sum(p.adj_bytes for p in graph.partitions)
+        cols_out = max(1, graph.num_cols)
         while size > 0:
             tail[0] = 0
             state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
-            top = min(_cost(deg_out, qa[:size], w), cap_out)
+            top = min(_cost(deg_out, qa[:size], w, cols_out), cap_out)
             if up_dir is not None and (bottom_up == "always" or min(unvisited_cost, cap_in) < top):
                 _mark_unvisited(depth, deg_in, mask)
                 _set_front(front, qa[:size])
@@ -234,7 +238,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
             if progress is not None:
                 progress(st)
             if up_dir is not None:
-                unvisited_cost -= _cost(deg_in, qb[:size], w)
+                unvisited_cost -= _cost(deg_in, qb[:size], w, cols_in)
             qa, qb = qb, qa
             level += 1
     finally:
