@@ -12,7 +12,8 @@ vertices of degree <= k are removed in rounds; each round is one superstep that 
 vertices' lists and decrements their alive neighbours' degrees. Decrements go to per-thread buffers
 plus per-thread "touched" lists (indexed by compute thread id: no atomics), so merging costs
 O(touched), not O(n): vertices whose degree dropped to <= k form the next round's frontier. When a
-round removes nothing, k jumps to the minimum degree among the vertices still alive. The removed
+round removes nothing, k jumps to the minimum degree among the vertices still alive. Removed
+vertices with no alive neighbours left (degree 0 by now) are not read at all. The removed
 vertices of level k all get core number k (Matula-Beck / Batagelj-Zaversnik peeling order).
 The dense cores of power-law graphs need one round per level at the end (hundreds of tiny
 supersteps): once the alive vertices hold at most `tail_edges` incidences (default n, so memory
@@ -208,11 +209,14 @@ def run(graph, *, device="cpu", in_memory=False, k=None, tail_edges=None, **runt
             frontier = _select(deg, status, alive, level)
             while len(frontier):
                 state = (status, dec, touched, ntouched)
-                if full_scan:
+                need = frontier[deg[frontier] > 0]   # the others have no alive neighbours left
+                if len(need) == 0:
+                    pass
+                elif full_scan:
                     st = its[0].run(_always, _decrement_both, state, Frontier.all(n))
                     _record(steps, progress, st, level, len(frontier))
                 else:
-                    fr = Frontier.from_queue(frontier, n)
+                    fr = Frontier.from_queue(need, n)
                     for it in its:
                         st = it.run(_removing, _decrement, state, fr)
                         _record(steps, progress, st, level, len(frontier))
