@@ -940,7 +940,7 @@ again:
             for (int j = 1; j < self->ndisks && n < max_n; j++) {
                 int q = (disk + j) % self->ndisks;
                 int64_t m = take_from(self, q, out + 2 * n, max_n - n);
-                self->disks[q].stolen += m;
+                self->disks[disk].stolen += m; /* counted for the consumer's disk */
                 n += m;
             }
         }
