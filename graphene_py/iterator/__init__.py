@@ -26,8 +26,10 @@ Table 4.1 Python API (plain Python, slow; same semantics):
         while (v := it.current()) >= 0:      # or: for v in block:
             nbrs = it.get_neighbors(v)       # int64, clipped to the block
 
-atomics (atomic_cas / atomic_add / atomic_min / atomic_or) are LLVM atomics for @njit code.
+atomics (atomic_cas / atomic_add / atomic_min / atomic_or / atomic_fadd / atomic_add_acq_rel) are
+LLVM atomics for @njit code.
 """
-from .atomics import atomic_add, atomic_cas, atomic_min, atomic_or  # noqa: F401
+from .atomics import (atomic_add, atomic_add_acq_rel, atomic_cas, atomic_fadd,  # noqa: F401
+                      atomic_min, atomic_or)
 from .core import STAT_KEYS, Block, IoIterator, drop_memory_cache  # noqa: F401
 from .frontier import Frontier  # noqa: F401

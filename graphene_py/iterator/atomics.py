@@ -9,10 +9,15 @@ and its parent is the claimer), and appends to a shared queue with one fetch-and
     atomic_add(arr, i, delta)         -> old value   (integer arrays)
     atomic_min(arr, i, value)         -> old value   (signed integer arrays)
     atomic_or(arr, i, bits)           -> old value   (integer arrays; e.g. claim a bit of a bitmap)
+    atomic_fadd(arr, i, delta)        -> old value   (float32/float64 arrays; acquire-release)
+    atomic_add_acq_rel(arr, i, delta) -> old value   (integer arrays; acquire-release)
 
-`arr` must be a C-contiguous numpy array of a 4- or 8-byte integer dtype; call these only from
-@njit code. Monotonic ordering is enough: the superstep barrier (thread join) orders everything
-between supersteps.
+`arr` must be a C-contiguous numpy array of a 4- or 8-byte dtype; call these only from @njit code.
+Monotonic ordering is enough for the first four: the superstep barrier (thread join) orders
+everything between supersteps. The acquire-release pair is for hand-offs *within* a superstep: e.g.
+threads each add a partial sum (atomic_fadd) and then count their piece (atomic_add_acq_rel); the
+thread whose count completes the total then sees every partial sum (the counter's RMWs form a
+release sequence).
 """
 from __future__ import annotations
 
@@ -84,5 +89,35 @@ def atomic_or(typingctx, ary, idx, val):
         arr, i, v = args
         ptr = _ptr(context, builder, signature.args[0], arr, i)
         return builder.atomic_rmw("or", ptr, v, "monotonic")
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_fadd(typingctx, ary, idx, val):
+    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Float):
+        return None
+    dt = ary.dtype
+    sig = dt(ary, types.intp, dt)
+
+    def codegen(context, builder, signature, args):
+        arr, i, v = args
+        ptr = _ptr(context, builder, signature.args[0], arr, i)
+        return builder.atomic_rmw("fadd", ptr, v, "acq_rel")
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_add_acq_rel(typingctx, ary, idx, val):
+    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
+        return None
+    dt = ary.dtype
+    sig = dt(ary, types.intp, dt)
+
+    def codegen(context, builder, signature, args):
+        arr, i, v = args
+        ptr = _ptr(context, builder, signature.args[0], arr, i)
+        return builder.atomic_rmw("add", ptr, v, "acq_rel")
 
     return sig, codegen
