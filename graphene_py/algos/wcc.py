@@ -6,7 +6,8 @@ Returns: WCCResult(labels, n_components, bfs_reached, supersteps, seconds).
 
 Algorithm (Graphene §4.7, "hybrid WCC"):
 1. BFS from the vertex of largest degree (out + in), edges treated as undirected: each level streams
-   the frontier's out-lists and, when the dataset has in-edge partitions, their in-lists too. On a
+   the frontier's out-lists and, when the dataset is directed and has in-edge partitions, their
+   in-lists too (an undirected dataset's in-lists are its out-lists: they are never read twice). On a
    power-law graph this finds the giant component in a few supersteps of sparse IO. Every reached
    vertex gets the smallest reached ID.
 2. Label propagation (min label) for the rest: in a superstep every active vertex v pushes label[v]
@@ -125,8 +126,9 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     if graph.num_edges == 0 or n == 0:
         return WCCResult(labels=label, n_components=n, bfs_reached=min(n, 1), supersteps=steps,
                          seconds=time.perf_counter() - t0)
-    has_in = graph.in_partitions is not None
     symmetric = not graph.directed
+    # an undirected dataset's in-edge partitions hold the same edges as its out-edge ones
+    has_in = graph.in_partitions is not None and not symmetric
     deg = graph.degrees("out")
     if has_in:
         deg = deg + graph.degrees("in")
