@@ -52,42 +52,31 @@ class MSBFSResult(Result):
 
 
 # ---------------------------------------------------------------------------------------------
-# state = (frontier, visited, nxt, drow, counts, live, level)
-#   drow: the pass's rows of depths (int32[k, n]); counts: int64[T, 72] per-thread per-bit tallies
-#   (a 576-byte row per thread); live: uint64[1]; level: the depth being discovered (int32)
+# state = (frontier, visited, nxt, livew, live)
+#   livew: uint64[T, 8], row t = OR of the bits thread t set this level (64-byte rows);
+#   live: uint64[1], the sources with a non-empty frontier
 @njit(cache=True)
 def _always(v, state):
     return True
 
 
-@njit(cache=True, inline="always")
-def _record(drow, counts, tid, v, got, level):
-    """The caller's atomic OR set the bits `got` of v: record their depth, count them."""
-    while got != np.uint64(0):
-        b = _ctz(got)
-        drow[b, v] = level
-        counts[tid, b] += 1
-        got &= got - np.uint64(1)
-
-
 @njit(cache=True)
 def _push(v, nbrs, wts, tid, state):
     """Top-down: v's sources reach its out-neighbours."""
-    frontier, visited, nxt, drow, counts, live, level = state
+    frontier, visited, nxt, livew, live = state
     f = np.uint64(frontier[v])
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
         new = f & ~np.uint64(visited[u])
         if new != np.uint64(0) and new & ~np.uint64(nxt[u]) != np.uint64(0):
             got = new & ~np.uint64(_or(nxt, u, new))
-            if got != np.uint64(0):
-                _record(drow, counts, tid, u, got, level)
+            livew[tid, 0] |= got
 
 
 @njit(cache=True)
 def _pull(v, nbrs, wts, tid, state):
     """Bottom-up: v collects the frontier bits of its in-neighbours it still wants; early exit."""
-    frontier, visited, nxt, drow, counts, live, level = state
+    frontier, visited, nxt, livew, live = state
     want = live[0] & ~np.uint64(visited[v]) & ~np.uint64(nxt[v])
     if want == np.uint64(0):
         return
@@ -98,62 +87,112 @@ def _pull(v, nbrs, wts, tid, state):
             break
     got = acc & want
     if got != np.uint64(0):
-        got &= ~np.uint64(_or(nxt, v, got))
-        if got != np.uint64(0):
-            _record(drow, counts, tid, v, got, level)
+        _or(nxt, v, got)
+        livew[tid, 0] |= got
 
 
 @njit(cache=True)
-def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in, m_td, m_bu, up):
+def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in, m_td, m_bu, up,
+             logv, logw, pos):
     """End of a level: nxt becomes the frontier (frontier is zeroed to serve as the next nxt),
-    visited |= nxt; m_td / m_bu: who is active for a top-down / bottom-up next level (m_bu only
+    visited |= nxt, and every non-zero nxt word is appended to the log (logv/logw from `pos`, in
+    vertex order); m_td / m_bu: who is active for a top-down / bottom-up next level (m_bu only
     when `up`), with their estimated bytes (deg*w + 512 per list piece). Returns
     (#vertices discovered, top-down bytes, bottom-up bytes)."""
+    n = nxt.shape[0]
     cnt = 0
+    for v in range(n):        # the log in a loop of its own (the main loop vectorizes), branch-free:
+        f = nxt[v]            # every word is stored, the cursor moves on over non-zero ones
+        logv[pos + cnt] = v   # (pos + n <= capacity: _Log.room)
+        logw[pos + cnt] = f
+        cnt += f != 0
     c_td = 0
     c_bu = 0
-    for v in range(nxt.shape[0]):
+    for v in range(n):
         f = nxt[v]
         frontier[v] = 0
-        a = np.uint8(0)
-        if f != 0:
-            vis = visited[v] | f
-            visited[v] = vis
-            cnt += 1
-            d = deg_out[v]
-            if d > 0:
-                c_td += d * w + 512 * min(d, cols_out)
-                a = np.uint8(1)
-        else:
-            vis = visited[v]
+        vis = visited[v] | f
+        visited[v] = vis
+        d = deg_out[v]
+        a = f != 0 and d > 0
         m_td[v] = a
+        if a:
+            c_td += d * w + 512 * min(d, cols_out)
         if up:
-            b = np.uint8(0)
-            if live & ~np.uint64(vis) != np.uint64(0):
-                d = deg_in[v]
-                if d > 0:
-                    c_bu += d * w + 512 * min(d, cols_in)
-                    b = np.uint8(1)
+            d = deg_in[v]
+            b = live & ~np.uint64(vis) != np.uint64(0) and d > 0
             m_bu[v] = b
+            if b:
+                c_bu += d * w + 512 * min(d, cols_in)
     return cnt, c_td, c_bu
 
 
-@njit(cache=True)
-def _or_rows(counts, k):
-    """OR of the bits with a non-zero tally (the sources still alive after this level)."""
-    live = np.uint64(0)
-    for b in range(k):
-        for t in range(counts.shape[0]):
-            if counts[t, b] != 0:
-                live |= np.uint64(1) << np.uint64(b)
-                break
-    return live
+_TILE = 1024
+
+
+@njit(cache=True, nogil=True)
+def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
+    """Depths of the logged levels for the vertices [lo, hi): segment j = log entries
+    seg_lo[j]..seg_lo[j+1] (sorted by vertex), found at depth seg_level[j]. Counts the bits per
+    source (cnt) and sums their depths (sm). init: every drow[:, lo:hi] entry is written once, -1
+    where no segment sets it, through an L2-resident tile of _TILE vertices (writing each level
+    straight into the k rows would pull every row's lines in again per level); else only the
+    logged entries are written."""
+    k = drow.shape[0]
+    nseg = seg_level.shape[0]
+    cur = np.empty(nseg, np.int64)
+    for j in range(nseg):
+        a = seg_lo[j]
+        cur[j] = a + np.searchsorted(logv[a:seg_lo[j + 1]], lo)
+    one = np.uint64(1)
+    if not init:
+        for j in range(nseg):
+            lvl = seg_level[j]
+            for p in range(cur[j], seg_lo[j + 1]):
+                v = logv[p]
+                if v >= hi:
+                    break
+                x = np.uint64(logw[p])
+                while x != np.uint64(0):
+                    b = _ctz(x)
+                    drow[b, v] = lvl
+                    cnt[b] += 1
+                    sm[b] += lvl
+                    x &= x - one
+        return
+    tb = np.empty((k, _TILE + 16), dtype=np.int32)    # padded rows: no cache-set aliasing
+    for t0 in range(lo, hi, _TILE):
+        m = min(_TILE, hi - t0)
+        t1 = t0 + m
+        for b in range(k):
+            tb[b, :m] = -1
+        for j in range(nseg):
+            lvl = seg_level[j]
+            e = seg_lo[j + 1]
+            p = cur[j]
+            while p < e:
+                v = logv[p]
+                if v >= t1:
+                    break
+                x = np.uint64(logw[p])
+                while x != np.uint64(0):
+                    b = _ctz(x)
+                    tb[b, v - t0] = lvl
+                    cnt[b] += 1
+                    sm[b] += lvl
+                    x &= x - one
+                p += 1
+            cur[j] = p
+        for b in range(k):
+            drow[b, t0:t1] = tb[b, :m]
 
 
 # ---------------------------------------------------------------------------------------------
-def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED):
-    """`count` distinct random vertices with out-degree > 0 (all of them when fewer exist)."""
-    deg = graph.degrees("out")
+def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
+    """`count` distinct random vertices with out-degree > 0 (all of them when fewer exist).
+    deg: the out-degrees when the caller has them already."""
+    if deg is None:
+        deg = graph.degrees("out")
     cand = np.flatnonzero(deg > 0)
     if len(cand) <= count:
         return cand.astype(np.int64)
@@ -167,6 +206,89 @@ def _degrees(it, graph, direction, dtype):
     return graph.degrees(direction).astype(dtype)   # a stand-in iterator (tests)
 
 
+#: a flush of the level log is forced after this many levels (bounds _write_depths' cursors)
+_MAX_LOG_LEVELS = 256
+
+
+class _Log:
+    """The words found per level, (vertex, word) in vertex order, until they are written into the
+    pass's depths rows `drow` (_write_depths). The first flush writes every entry of the rows once
+    (-1 included, so the rows need no prior fill), tile by tile on `threads` threads; later ones
+    only the logged bits. A flush runs when the log is full (2n entries, or _MAX_LOG_LEVELS
+    levels) and at the end; `flush(background=True)` lets it run on while the next supersteps
+    stream (the caller starts one once the levels shrink: the dense ones are logged by then)."""
+
+    def __init__(self, n, wdt, threads, drow, reached, sums):
+        cap = max(2 * n, 1024)
+        self.v = np.empty(cap, dtype=np.int32 if n < (1 << 31) else np.int64)
+        self.w = np.empty(cap, dtype=wdt)
+        self.n = n
+        self.threads = max(1, int(threads))
+        self.drow, self.reached, self.sums = drow, reached, sums
+        self.pos = 0            # next free entry
+        self.lo = 0             # first entry not handed to a flush
+        self.seg_lo = [0]       # segments [seg_lo[j], seg_lo[j+1]) not handed to a flush yet
+        self.levels = []
+        self.init = True        # no flush yet: the next one writes every entry
+        self.running = None     # (executor, futures, cnt, sm) of a flush in flight
+
+    def room(self):
+        return self.pos + self.n <= len(self.v) and len(self.levels) < _MAX_LOG_LEVELS
+
+    def add(self, count, level):
+        self.pos += int(count)
+        self.seg_lo.append(self.pos)
+        self.levels.append(level)
+
+    def flush(self, background=False):
+        """Hand every logged segment to a flush; wait for it unless `background`."""
+        self.wait()
+        if self.levels:
+            n = self.n
+            k = self.drow.shape[0]
+            seg_lo = np.array(self.seg_lo, dtype=np.int64)
+            lv = np.array(self.levels, dtype=np.int32)
+            T = self.threads if self.init and n >= 4 * _TILE else 1
+            step = -(-n // T // _TILE) * _TILE if T > 1 else n
+            cnt = np.zeros((T, k), dtype=np.int64)
+            sm = np.zeros((T, k), dtype=np.int64)
+            init = self.init
+
+            def job(t):
+                _write_depths(self.drow, self.v, self.w, seg_lo, lv, min(n, t * step),
+                              min(n, (t + 1) * step), init, cnt[t], sm[t])
+
+            from concurrent.futures import ThreadPoolExecutor
+            ex = ThreadPoolExecutor(T)
+            self.running = (ex, [ex.submit(job, t) for t in range(T)], cnt, sm)
+            self.init = False
+            self.lo = self.pos
+            self.seg_lo = [self.pos]
+            self.levels = []
+        if not background:
+            self.wait()
+
+    def wait(self):
+        if self.running is None:
+            return
+        ex, futs, cnt, sm = self.running
+        self.running = None
+        try:
+            for f in futs:
+                f.result()
+        finally:
+            ex.shutdown()
+        self.reached += cnt.sum(axis=0)
+        self.sums += sm.sum(axis=0)
+        if not self.levels:        # everything written: the log starts over
+            self.pos = self.lo = 0
+            self.seg_lo = [0]
+
+    def make_room(self):
+        if not self.room():
+            self.flush()
+
+
 def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAULT_SOURCES,
         closeness=False, output=None, bottom_up=True, **runtime) -> MSBFSResult:
     """bottom_up: run a level bottom-up whenever the cost model says it reads no more bytes (needs
@@ -177,24 +299,14 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
     runtime.pop("device", None)
     t0 = time.perf_counter()
     n = graph.num_vertices
-    if sources is None:
-        src = pick_sources(graph, int(num_sources))
-    else:
+    src = None
+    if sources is not None:
         if isinstance(sources, str):
             sources = [int(x) for x in sources.replace(" ", "").split(",") if x]
         src = np.asarray(sources, dtype=np.int64).ravel()
         if len(src) and (src.min() < 0 or src.max() >= n):
             raise GrapheneError(f"source vertex out of range 0..{n - 1}: "
                                 f"{int(src[(src < 0) | (src >= n)][0])}")
-    S = len(src)
-    if output is not None:
-        depths = np.lib.format.open_memmap(output, mode="w+", dtype=np.int32, shape=(S, n))
-        depths[:] = -1
-    else:
-        depths = np.full((S, n), -1, dtype=np.int32)
-    dplain = np.asarray(depths)     # a plain ndarray view (of the memmap) for the kernels
-    sums = np.zeros(S, dtype=np.int64)
-    reached = np.zeros(S, dtype=np.int64)
     steps = []
     passes = 0
     up_dir = None
@@ -204,12 +316,27 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
         elif graph.in_partitions is not None:
             up_dir = "in"
     its = {}
+    depths = None
     try:
-        if S and n:
+        if n and (src is None or len(src)):
             its["out"] = IoIterator(graph, "out", in_memory=in_memory, weights=False, **runtime)
             T = its["out"].threads
             ddt = np.int32 if graph.num_edges < (1 << 31) else np.int64
             deg_out = _degrees(its["out"], graph, "out", ddt)
+            if src is None:
+                src = pick_sources(graph, int(num_sources), deg=deg_out)
+        elif src is None:
+            src = np.zeros(0, dtype=np.int64)
+        S = len(src)
+        # every entry is written by the first flush of each pass's log: no -1 fill up front
+        if output is not None:
+            depths = np.lib.format.open_memmap(output, mode="w+", dtype=np.int32, shape=(S, n))
+        else:
+            depths = np.empty((S, n), dtype=np.int32)
+        dplain = np.asarray(depths)     # a plain ndarray view (of the memmap) for the kernels
+        sums = np.zeros(S, dtype=np.int64)
+        reached = np.zeros(S, dtype=np.int64)
+        if S and n:
             deg_in = deg_out
             if up_dir == "in":
                 its["in"] = IoIterator(graph, "in", in_memory=in_memory, weights=False, **runtime)
@@ -222,9 +349,10 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 cols_in = max(1, len(graph.parts(up_dir)) // max(1, graph.num_rows))
             else:
                 cap_in, cols_in = 0, 1
+            up = up_dir is not None
             m_td = np.zeros(n, dtype=np.uint8)
             m_bu = np.zeros(n, dtype=np.uint8)
-            counts = np.zeros((T, 72), dtype=np.int64)
+            livew = np.zeros((T, 8), dtype=np.uint64)
             live = np.zeros(1, dtype=np.uint64)
             for base in range(0, S, 64):
                 chunk = src[base:base + 64]
@@ -234,33 +362,36 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 visited = np.zeros(n, dtype=wdt)
                 nxt = np.zeros(n, dtype=wdt)
                 drow = dplain[base:base + k]
+                log = _Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k])
                 for i, s in enumerate(chunk):
                     nxt[s] |= wdt(1) << wdt(i)
-                    drow[i, s] = 0
-                reached[base:base + k] += 1
-                live[0] = _or_rows(np.ones((1, k), np.int64), k)
-                _, c_td, c_bu = _advance(nxt, frontier, visited, live[0], deg_out, deg_in, w,
-                                         cols_out, cols_in, m_td, m_bu, up_dir is not None)
+                live[0] = (np.uint64(1) << np.uint64(k)) - np.uint64(1) if k < 64 else ~np.uint64(0)
+                cnt, c_td, c_bu = _advance(nxt, frontier, visited, live[0], deg_out, deg_in, w,
+                                           cols_out, cols_in, m_td, m_bu, up, log.v, log.w,
+                                           log.pos)
+                log.add(cnt, 0)
+                prev = cnt
                 frontier, nxt = nxt, frontier
                 level = 0
                 while True:
                     level += 1
-                    pull = up_dir is not None and (
-                        bottom_up == "always" or min(c_bu, cap_in) <= min(c_td, cap_out))
-                    state = (frontier, visited, nxt, drow, counts, live, np.int32(level))
+                    pull = up and (bottom_up == "always" or min(c_bu, cap_in) <= min(c_td, cap_out))
+                    state = (frontier, visited, nxt, livew, live)
                     if pull:
                         st = its[up_dir].run(_always, _pull, state, Frontier.from_mask(m_bu))
                     else:
                         st = its["out"].run(_always, _push, state, Frontier.from_mask(m_td))
                     t1 = time.perf_counter()
-                    got = counts[:, :k].sum(axis=0)
-                    live[0] = _or_rows(counts, k)
-                    counts[:] = 0
-                    reached[base:base + k] += got
-                    sums[base:base + k] += level * got
+                    live[0] = np.bitwise_or.reduce(livew[:, 0])
+                    livew[:] = 0
+                    log.make_room()
                     cnt, c_td, c_bu = _advance(nxt, frontier, visited, live[0], deg_out, deg_in,
-                                               w, cols_out, cols_in, m_td, m_bu,
-                                               up_dir is not None)
+                                               w, cols_out, cols_in, m_td, m_bu, up, log.v, log.w,
+                                               log.pos)
+                    log.add(cnt, level)
+                    if log.init and log.running is None and 0 < cnt < prev:
+                        log.flush(background=True)   # past the peak: write the dense levels now
+                    prev = cnt
                     frontier, nxt = nxt, frontier
                     st = dict(st)
                     st.update(pass_=passes, level=level, discovered=int(cnt),
@@ -271,6 +402,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                         progress(st)
                     if cnt == 0:
                         break
+                log.flush()
                 passes += 1
     finally:
         for it in its.values():
