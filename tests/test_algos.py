@@ -496,3 +496,21 @@ def test_delta_pagerank_sweeps_are_gauss_seidel(tmp_root, in_memory):
     for r in (gs, jac):
         assert np.abs(r.scores - ref).sum() <= ALPHA / (1 - ALPHA) * r.error * 1.001 + 1e-12
         assert pagerank.verify(g, r) == []
+
+
+def test_wcc_reads_an_undirected_dataset_once(tmp_root):
+    """An undirected dataset's in-edge partitions hold its out-edges again: WCC with in-edges must
+    read exactly the bytes it reads without them (not twice as many) and give the same labels."""
+    c = case_of("powerlaw", "sym")
+    runs = []
+    for in_edges in (False, True):
+        disks = [os.path.join(tmp_root, f"wcc_in{int(in_edges)}_{i}") for i in range(2)]
+        for d in disks:
+            os.makedirs(d, exist_ok=True)
+        g = partition_arrays(c.src, c.dst, num_vertices=c.n, disks=disks, name="wcc_once",
+                             symmetrize=True, in_edges=in_edges, force=True, register=False)
+        assert (g.in_partitions is not None) == in_edges and not g.directed
+        runs.append(wcc.run(g, **SSD))
+    assert np.array_equal(runs[0].labels, runs[1].labels)
+    assert np.array_equal(runs[0].labels, naive.wcc_labels(c.n, c.src, c.dst))
+    assert runs[1].totals()["bytes_read"] == runs[0].totals()["bytes_read"] > 0
