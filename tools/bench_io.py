@@ -49,6 +49,20 @@ def ensure_file(path: str, gib: float) -> None:
     os.replace(tmp, path)
 
 
+def ensure_fio() -> bool:
+    """fio on PATH, installing it with apt-get (Debian/Ubuntu, as root) when missing."""
+    if shutil.which("fio"):
+        return True
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return False
+    print("fio not found: installing it with apt-get ...", file=sys.stderr)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "fio"]):
+        if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+            return False
+    return shutil.which("fio") is not None
+
+
 def drop_caches() -> bool:
     try:
         os.sync()
@@ -130,9 +144,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     ensure_file(args.file, args.gib)
-    have_fio = shutil.which("fio") is not None and not args.no_fio
+    have_fio = not args.no_fio and ensure_fio()
     if not have_fio and not args.no_fio:
-        print("fio not found (apt-get install -y fio); running without it", file=sys.stderr)
+        print("fio not found and could not be installed (apt-get install -y fio); running "
+              "without it", file=sys.stderr)
     dropped = drop_caches()
     sizes = [int(s) for s in args.sizes.split(",")]
     runs = [(e, e, {}) for e in args.engines.split(",") if e]
