@@ -18,16 +18,25 @@ directions (iBFS's top-down / bottom-up, Beamer's direction optimisation):
   (live & ~visited[v] != 0, `live` = the sources with a non-empty frontier) reads its in-list (the
   out-list on an undirected dataset) and ORs frontier[u] over it, stopping as soon as every wanted
   bit is found; the bits go into nxt[v] with one atomic OR (another chunk of v's list may race).
-The level runs bottom-up when it reads fewer bytes by bfs.py's IO cost model (deg*id_width + one
+The level runs bottom-up when it reads no more bytes by bfs.py's IO cost model (deg*id_width + one
 512-byte block per list piece, capped at the adjacency bytes), ties included (bottom-up also
 computes less: early exit, no scattered writes); directed datasets without in-edges stay top-down.
-On Kronecker scale 22 with 32 sources the dense middle levels read the whole file either way, but
-bottom-up scans half the edges or fewer there, and the late levels read 210 MB instead of 513 MB.
-The thread whose atomic OR sets a bit records that depth and counts it (per-thread counters), so
-every (source, vertex) is recorded exactly once on any chunking; a serial pass per level then moves
-nxt into frontier/visited and builds both candidate masks with their costs. Sources beyond 64 run
-in further passes. Default sources: 32 random vertices of non-zero out-degree from config.SEED
-(GAPBS's habit), distinct; `sources=[...]` picks them.
+On Kronecker scale 22 with 32 sources (depths 1..7) the dense level 3 reads the whole file either
+way (bottom-up scans half its edges: early exit), levels 4-6 read 341, 244 and 1 MB bottom-up
+instead of 513, 341 and 243 MB top-down (1.11 GB in all instead of 1.62 GB).
+After a level one serial pass moves nxt into frontier/visited, builds both candidate masks with
+their costs, and appends the non-zero nxt words to a log: (vertex, word) in vertex order per level.
+Depths are written from the log, not by the kernels: writing a level's bits straight into the k
+rows of depths[k, n] pulls every row's cache lines in again per dense level (half the kernel time);
+instead _write_depths builds the depths of 1024 vertices x k sources in an L2-resident tile from
+all logged levels and stores it once (-1 for the bits never set, so depths needs no -1 fill), on
+T threads; it starts in the background once the levels shrink (the dense ones are logged then) and
+overlaps the remaining IO-bound levels; later levels, a full log (2n entries) or 256 levels of it
+(long chains) are written directly. The same pass counts `reached` and sums the depths per source.
+Fresh memory is slow to fault in here (0.1-1 s for the 512 MiB of depths), so a helper thread at
+idle priority prefaults the log and depths (MADV_POPULATE_WRITE) while the supersteps wait on IO.
+Sources beyond 64 run in further passes. Default sources: 32 random vertices of non-zero
+out-degree from config.SEED (GAPBS's habit), distinct; `sources=[...]` picks them.
 """
 from __future__ import annotations
 
@@ -200,6 +209,45 @@ def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
     return np.sort(rng.choice(cand, size=count, replace=False)).astype(np.int64)
 
 
+def _populate(arrays):
+    """Fault in the pages of fresh arrays on a helper thread (Linux MADV_POPULATE_WRITE: contents
+    untouched, so it may race with their writers), while the supersteps wait on IO: first touches of
+    fresh memory are slow here (0.1-1 s for the 512 MiB of depths of 32 sources at scale 22) and
+    would otherwise land in the depth writes. Returns the thread (join it), or None."""
+    import os
+    import sys
+    import threading
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    except (OSError, AttributeError):
+        return None
+    spans = []
+    for a in arrays:
+        lo = (a.ctypes.data + 4095) & ~4095
+        hi = (a.ctypes.data + a.nbytes) & ~4095
+        if hi > lo:
+            spans.append((lo, hi - lo))
+
+    def work():
+        try:    # idle priority: the compute threads come first
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):
+            pass
+        # 4 MiB per call: the call holds the mmap lock, which the iterator's threads need too
+        for lo, size in spans:
+            for a in range(lo, lo + size, 4 << 20):
+                if madvise(a, min(4 << 20, lo + size - a), 23) != 0:   # 23: MADV_POPULATE_WRITE
+                    return                                              # (Linux >= 5.14)
+
+    t = threading.Thread(target=work, name="msbfs-populate", daemon=True)
+    t.start()
+    return t
+
+
 def _degrees(it, graph, direction, dtype):
     if hasattr(it, "degrees"):
         return it.degrees(dtype)
@@ -317,6 +365,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             up_dir = "in"
     its = {}
     depths = None
+    filler = None
     try:
         if n and (src is None or len(src)):
             its["out"] = IoIterator(graph, "out", in_memory=in_memory, weights=False, **runtime)
@@ -363,6 +412,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 nxt = np.zeros(n, dtype=wdt)
                 drow = dplain[base:base + k]
                 log = _Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k])
+                if base == 0:
+                    filler = _populate([log.v, log.w] + ([] if output is not None else [dplain]))
                 for i, s in enumerate(chunk):
                     nxt[s] |= wdt(1) << wdt(i)
                 live[0] = (np.uint64(1) << np.uint64(k)) - np.uint64(1) if k < 64 else ~np.uint64(0)
@@ -407,6 +458,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
     finally:
         for it in its.values():
             it.close()
+        if filler is not None:
+            filler.join()
     if output is not None:
         depths.flush()
     clo = None
