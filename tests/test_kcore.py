@@ -1,0 +1,342 @@
+"""k-core for one K (`kcore.run(g, k=K, membership_only=True)`, CLI `--k K --membership-only`).
+
+The membership must equal a naive peel (repeatedly drop every vertex of degree < K; degree = in + out
+on directed datasets) and networkx.k_core, on the shared test graphs (empty, one vertex, a star whose
+hub spans many 512-byte blocks, a chain, disconnected pieces, ...) and on random ones, for datasets
+that are symmetrized, directed with in-edge partitions, and directed without them (the full-scan
+fallback), partitioned 1x1 and 3x2, K from 0 to above the maximum degree; the SSD path must equal
+the in-memory path; the adversarial chunking iterator of test_algos (random pieces, random order,
+random thread ids) must give the same answer; the lists kept in RAM in round 1 must peel correctly
+(cascades through kept lists, mixed with vertices read from disk); `verify` must catch wrong answers.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from graphene_py.algos import kcore
+from graphene_py.cli import main
+from graphene_py.errors import GrapheneError
+from graphene_py.partition import partition_arrays
+
+from . import graphs, naive
+from .test_algos import ChunkingIterator, FakeFrontier
+
+SSD = {"engine": "uring", "buffer_mb": 2, "threads": 2}
+KINDS = ("sym", "in", "out")
+
+
+# ---------------------------------------------------------------------------------------------
+# references
+def naive_peel(n, src, dst, k, directed):
+    """Drop every vertex of degree < k, repeat until none is left; returns bool[n]."""
+    nbrs = [[] for _ in range(n)]
+    for s, d in zip(src.tolist(), dst.tolist()):
+        nbrs[s].append(d)
+        if directed:
+            nbrs[d].append(s)
+    deg = [len(x) for x in nbrs]
+    alive = [True] * n
+    changed = True
+    while changed:
+        changed = False
+        drop = [v for v in range(n) if alive[v] and deg[v] < k]
+        for v in drop:
+            alive[v] = False
+        for v in drop:
+            changed = True
+            for u in nbrs[v]:
+                deg[u] -= 1
+    return np.array(alive, dtype=bool)
+
+
+def nx_k_core(n, src, dst, k, directed):
+    G = nx.DiGraph() if directed else nx.Graph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from(zip(src.tolist(), dst.tolist()))
+    out = np.zeros(n, dtype=bool)
+    out[list(nx.k_core(G, k).nodes)] = True
+    return out
+
+
+class Case:
+    def __init__(self, tg, kind):
+        self.tg, self.kind, self.n = tg, kind, tg.n
+        self.sym = kind == "sym"
+        self.src, self.dst, _ = naive.clean_edges(tg.src, tg.dst, tg.weights, symmetrize=self.sym)
+        if self.n:
+            d = np.bincount(self.src, minlength=self.n)
+            if not self.sym:
+                d = d + np.bincount(self.dst, minlength=self.n)
+            self.maxdeg = int(d.max())
+        else:
+            self.maxdeg = 0
+        self._ref = {}
+
+    def ref(self, k):
+        if k not in self._ref:
+            self._ref[k] = naive_peel(self.n, self.src, self.dst, k, not self.sym)
+        return self._ref[k]
+
+    def ks(self):
+        mid = sorted({3, 4, max(2, self.maxdeg // 2), self.maxdeg})
+        return [0, 1, 2] + [k for k in mid if k > 2] + [self.maxdeg + 1]
+
+
+_CASES = {}
+_DATASETS = {}
+
+
+def case_of(gname, kind):
+    if (gname, kind) not in _CASES:
+        tg = graphs.by_name(gname)
+        if gname == "chain" and kind == "out":
+            tg = graphs.chain(300)   # the out-only fallback streams the whole graph every round
+        _CASES[(gname, kind)] = Case(tg, kind)
+    return _CASES[(gname, kind)]
+
+
+def make_dataset(root, tg, kind, grid, tag=""):
+    key = (tg.name + tag, kind, grid)
+    if key not in _DATASETS:
+        R, C = grid
+        disks = [os.path.join(root, f"d{i}") for i in range(2)]
+        for d in disks:
+            os.makedirs(d, exist_ok=True)
+        _DATASETS[key] = partition_arrays(
+            tg.src, tg.dst, num_vertices=tg.n, disks=disks, name=f"{tg.name}{tag}_{kind}_{R}x{C}",
+            rows=R, cols=C, symmetrize=(kind == "sym"), in_edges=(kind == "in"), force=True,
+            register=False)
+    return _DATASETS[key]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("kcore_data"))
+
+
+def check(g, c, k, **kw):
+    r = kcore.run(g, k=k, membership_only=True, **kw)
+    want = c.ref(k)
+    assert r.in_k_core.dtype == np.bool_ and r.in_k_core.shape == (c.n,)
+    assert np.array_equal(r.in_k_core, want), (c.tg.name, c.kind, k)
+    assert r.k_core_size == int(want.sum())
+    assert r.core_number is None and r.membership_only and r.k == k
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. the real iterator: SSD path (uring) and in memory, every graph x kind x grid x K
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("gname", [f.__name__ for f in graphs.ALL])
+def test_membership_vs_naive(gname, kind, grid, root):
+    c = case_of(gname, kind)
+    g = make_dataset(root, c.tg, kind, grid)
+    for k in c.ks():
+        r = check(g, c, k, **SSD)
+        m = check(g, c, k, in_memory=True, threads=2)
+        assert np.array_equal(r.in_k_core, m.in_k_core)
+    assert kcore.verify(g, r) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("gname", ["powerlaw", "uniform", "disconnected", "grid", "duplicates"])
+def test_vs_networkx_k_core(gname, kind, root):
+    c = case_of(gname, kind)
+    g = make_dataset(root, c.tg, kind, (2, 2))
+    for k in c.ks():
+        r = kcore.run(g, k=k, membership_only=True, **SSD)
+        assert np.array_equal(r.in_k_core, nx_k_core(c.n, c.src, c.dst, k, not c.sym)), k
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_graphs(seed, root):
+    """Random sizes and densities (some dense enough for long peeling cascades), 1x1 and 3x2."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(50, 3000))
+    m = int(rng.integers(n, 12 * n))
+    tg = graphs._mk(f"rand{seed}", n, rng.integers(0, n, m), rng.integers(0, n, m), seed)
+    kind = KINDS[seed % 3]
+    c = Case(tg, kind)
+    for grid in [(1, 1), (3, 2)]:
+        g = make_dataset(root, tg, kind, grid)
+        for k in sorted({0, 1, 2, 5, int(rng.integers(2, c.maxdeg + 2)), c.maxdeg + 1}):
+            r = check(g, c, k, **SSD)
+            assert np.array_equal(r.in_k_core, check(g, c, k, in_memory=True).in_k_core)
+
+
+def test_equals_full_decomposition(root):
+    """--membership-only gives what the full decomposition's in_k_core gives."""
+    c = case_of("powerlaw", "sym")
+    g = make_dataset(root, c.tg, "sym", (2, 2))
+    full = kcore.run(g, **SSD).core_number
+    for k in range(0, int(full.max()) + 2):
+        r = kcore.run(g, k=k, membership_only=True, **SSD)
+        assert np.array_equal(r.in_k_core, full >= k), k
+        d = kcore.run(g, k=k, **SSD)
+        assert not d.membership_only and d.k_core_size == int((full >= k).sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. adversarial chunking: random pieces, random order, random thread ids (3 threads)
+@pytest.fixture
+def chunking(monkeypatch):
+    import graphene_py.iterator as itmod
+    monkeypatch.setattr(itmod, "IoIterator", ChunkingIterator, raising=False)
+    monkeypatch.setattr(itmod, "Frontier", FakeFrontier, raising=False)
+
+
+@pytest.mark.parametrize("keep_share", [kcore.KEEP_SHARE, 1])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("gname", [f.__name__ for f in graphs.ALL])
+def test_chunked(gname, kind, keep_share, root, chunking, monkeypatch):
+    monkeypatch.setattr(kcore, "KEEP_SHARE", keep_share)
+    c = case_of(gname, kind)
+    g = make_dataset(root, c.tg, kind, (2, 2))
+    for k in c.ks():
+        check(g, c, k)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. lists kept in RAM in round 1
+def ladder(length, pairs, extra=()):
+    """A ladder (two rails joined by rungs: inner vertices of degree 3, the four ends of degree 2)
+    plus `pairs` separate edges (vertices of degree 1, so round 1 has edges to spend on keeping),
+    plus `extra` edges."""
+    a = np.arange(length)
+    b = a + length
+    s = [a[:-1], b[:-1], a]
+    d = [a[1:], b[1:], b]
+    base = 2 * length
+    p = base + 2 * np.arange(pairs)
+    s.append(p)
+    d.append(p + 1)
+    n = base + 2 * pairs
+    if extra:
+        s.append(np.array([x for x, _ in extra]))
+        d.append(np.array([y for _, y in extra]))
+    return graphs._mk(f"ladder{length}_{pairs}_{len(extra)}", n, np.concatenate(s),
+                      np.concatenate(d))
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)])
+def test_kept_lists_cascade_in_memory(grid, root, monkeypatch):
+    """K = 3 on a ladder: the ends leave in round 1, then the whole ladder unzips one rung per
+    round. Its vertices (degree 3 = K) are kept in round 1, so the cascade runs in RAM: one IO round
+    in all, the same answer as with nothing kept (one IO round per rung)."""
+    tg = ladder(200, 2000)
+    c = Case(tg, "sym")
+    g = make_dataset(root, tg, "sym", grid)
+    monkeypatch.setattr(kcore, "KEEP_SHARE", 1)
+    r = check(g, c, 3, **SSD)
+    assert r.kept_lists == 396 and r.rounds == 1   # all but the four ends (degree 2)
+    assert not r.in_k_core.any()
+    monkeypatch.setattr(kcore, "KEEP_SHARE", 1 << 40)   # keep nothing
+    r0 = check(g, c, 3, **SSD)
+    assert r0.kept_lists == 0 and r0.rounds >= 100
+
+
+def test_kept_lists_mixed_with_io(root, monkeypatch):
+    """K = 3 on a strip of triangles (v_i joined to v_i+1 and v_i+2: inner degree 4) that lacks the
+    edge (v_i, v_i+2) for every 10th i (so v_i, v_i+2 have degree 3), plus a 4-clique (the 3-core).
+    Only degree-K vertices are kept (KEEP_BAND = 1): the strip unzips from both ends alternating
+    between kept lists (in RAM) and degree-4 vertices read from disk, one IO round each."""
+    L = 80
+    s = [i for i in range(L - 1)] + [i for i in range(L - 2) if i % 10]
+    d = [i + 1 for i in range(L - 1)] + [i + 2 for i in range(L - 2) if i % 10]
+    clique = [L + i for i in range(4)]
+    s += [i for i in clique for j in clique if i < j]
+    d += [j for i in clique for j in clique if i < j]
+    pairs = L + 4 + 2 * np.arange(200)
+    s += pairs.tolist()
+    d += (pairs + 1).tolist()
+    tg = graphs._mk("strip", L + 4 + 400, s, d)
+    for kind in ("sym", "in"):
+        c = Case(tg, kind)
+        g = make_dataset(root, tg, kind, (2, 2))
+        monkeypatch.setattr(kcore, "KEEP_SHARE", 1)
+        monkeypatch.setattr(kcore, "KEEP_BAND", 1)
+        r = check(g, c, 3, **SSD)
+        assert r.kept_lists > 10 and r.rounds > 10
+        assert r.in_k_core[clique].all() and r.k_core_size == 4
+        monkeypatch.setattr(kcore, "KEEP_SHARE", 1 << 40)
+        r0 = check(g, c, 3, **SSD)
+        assert r0.kept_lists == 0 and r0.rounds > r.rounds
+
+
+def test_incomplete_kept_list_is_read_again(root, monkeypatch):
+    """A kept list that did not arrive whole must not be used (its vertex is read from disk when
+    it leaves): simulate it by losing the store chunks of one kept vertex."""
+    tg = ladder(50, 500)
+    c = Case(tg, "sym")
+    g = make_dataset(root, tg, "sym", (1, 1))
+    monkeypatch.setattr(kcore, "KEEP_SHARE", 1)
+    real = kcore._check_kept
+
+    def lossy(A, T, status, starts):
+        A[2 * T + 2, 7] -= 1          # pretend one chunk of the 8th kept list never came
+        real(A, T, status, starts)
+        assert status[A[2 * T + 1, 7]] == 0
+
+    monkeypatch.setattr(kcore, "_check_kept", lossy)
+    r = check(g, c, 3, **SSD)
+    assert r.rounds >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. verification, errors, CLI
+def test_verify_catches_wrong_membership(root):
+    c = case_of("powerlaw", "in")
+    g = make_dataset(root, c.tg, "in", (2, 2))
+    r = kcore.run(g, k=4, membership_only=True, **SSD)
+    assert kcore.verify(g, r) == []
+    assert 0 < r.k_core_size < c.n
+    bad = kcore.KCoreResult(**{**r.__dict__, "in_k_core": r.in_k_core.copy()})
+    bad.in_k_core[np.argmax(bad.in_k_core)] = False
+    assert any("membership" in p for p in kcore.verify(g, bad))
+    bad = kcore.KCoreResult(**{**r.__dict__, "k_core_size": r.k_core_size + 1})
+    assert any("k_core_size" in p for p in kcore.verify(g, bad))
+
+
+def test_errors(root):
+    c = case_of("disconnected", "sym")
+    g = make_dataset(root, c.tg, "sym", (1, 1))
+    with pytest.raises(GrapheneError, match="needs k"):
+        kcore.run(g, membership_only=True)
+    with pytest.raises(GrapheneError, match="k must be >= 0"):
+        kcore.run(g, k=-1, membership_only=True)
+
+
+def cli(*args):
+    return CliRunner().invoke(main, ["run", *args])
+
+
+def test_cli(tmp_path):
+    tg = graphs.powerlaw()
+    disks = [str(tmp_path / "d0"), str(tmp_path / "d1")]
+    for d in disks:
+        os.makedirs(d)
+    g = partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="plk", rows=2, cols=2)
+    r = cli("kcore", "--graph", "plk", "--k", "5", "--membership-only", "-v", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "Verification: PASS" in r.stdout and "k_core_size" in r.stdout
+    r = cli("kcore", "--graph", "plk", "--k", "5", "--membership-only", "--json", "-v",
+            "--output", str(tmp_path / "in5.npy"))
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["verification"] == "PASS" and d["result"]["membership_only"] is True
+    full = kcore.run(g, in_memory=True).core_number
+    assert d["result"]["k_core_size"] == int((full >= 5).sum())
+    assert np.array_equal(np.load(tmp_path / "in5.npy"), full >= 5)
+    # --k alone still computes every core number
+    r = cli("kcore", "--graph", "plk", "--k", "5", "--json", "--quiet")
+    d = json.loads(r.stdout)
+    assert d["result"]["membership_only"] is False and d["result"]["max_core"] == int(full.max())
+    r = cli("kcore", "--graph", "plk", "--membership-only")
+    assert r.exit_code == 1 and "needs k" in r.output
