@@ -19,6 +19,7 @@ NAME_EXPRESSIONS = (
     "pr_pull<1, 8192>", "pr_pull<8, 8192>", "pr_pull<32, 8192>", "pr_pull<0, 8192>",
     "wcc_hook<1>", "wcc_hook<8>", "wcc_hook<32>", "wcc_hook<0>",
     "wcc_sv_hook<1>", "wcc_sv_hook<8>", "wcc_sv_hook<32>", "wcc_sv_hook<0>",
+    "wcc_link_rest<1>", "wcc_link_rest<8>", "wcc_link_rest<32>", "wcc_link_rest<0>",
     "msbfs_pull<unsigned int>", "msbfs_pull<unsigned long long>",
     "count_nonself<1>", "count_nonself<8>", "count_nonself<32>", "count_nonself<0>",
 )

@@ -71,130 +71,194 @@ def _check_src(dg, src):
 # ------------------------------------------------------------------------------------------------
 # BFS
 # ------------------------------------------------------------------------------------------------
-@_oom_to_error
-def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop: bool = True,
-        alpha: float = ALPHA, beta: float = BETA, block_loop_ecap: int = None,
-        stats: Optional[dict] = None, to_host: bool = True):
-    """(parent int64, depth int32): parent[src] == src, -1 unreached; depth -1 unreached.
+class BfsLevels:
+    """Direction-optimizing BFS on the GPU, one launch group at a time, from any state.
+
+    `bfs()` runs it from one source to the end. The hybrid CPU/GPU BFS (algos/bfs.py, --device auto)
+    instead `load()`s the CPU's state (depth, parent, frontier, level), runs `step()` while the
+    offload policy keeps choosing the GPU, and `store()`s the state back when it does not.
+    After each step: `L` = frontier size, `ef` = the frontier's out-edges, `level` = its depth,
+    `last` = (kind, levels run) of the step; `done` when the frontier is empty.
 
     direction: "auto" (direction-optimizing; needs in-edges, else push only), "push", "pull".
     push: "bins" (Enterprise thread/warp/block/grid bins) or "warp" (one warp per frontier vertex).
     block_loop: run small frontiers level after level inside one block (device-side loop).
     """
-    cp = _module.cupy()
-    mod = _module.module()
-    n = dg.num_vertices
-    src = _check_src(dg, src)
-    ecap = BLOCK_LOOP_ECAP if block_loop_ecap is None else int(block_loop_ecap)
-    depth = cp.full(n, -1, dtype=cp.int32)
-    parent = cp.full(n, -1, dtype=cp.int32)
-    depth[src] = 0
-    parent[src] = src
-    use_pull = direction in ("auto", "pull") and (dg.has_in_edges or direction == "pull")
-    if direction not in ("auto", "push", "pull"):
-        raise GrapheneError(f"direction must be auto, push or pull, not {direction!r}")
-    if use_pull:
-        iptr, iidx = dg.in_csr()
-    optr, oidx = dg.ptr, dg.idx
-    qa = cp.empty(max(n, 1), dtype=cp.int32)
-    qb = cp.empty(max(n, 1), dtype=cp.int32)
-    bins = [cp.empty(max(n, 1), dtype=cp.int32) for _ in range(4)]
-    nwords = (n + 31) // 32
-    bma = cp.zeros(max(nwords, 1), dtype=cp.uint32)
-    bmb = cp.zeros(max(nwords, 1), dtype=cp.uint32)
-    buf = cp.zeros(8, dtype=cp.int64)        # as int32[16]: [0..3] bin lengths, [4] next length
-    cnt = buf.view(cp.int32)
-    esum = buf[3:4].view(cp.uint64)
-    st = cp.zeros(8, dtype=cp.int64)
-    k_loop = mod.get_function("bfs_block_loop")
-    k_class = mod.get_function("bfs_classify")
-    k_pull = mod.get_function("bfs_pull")
-    k_q2b = mod.get_function("queue_to_bitmap")
-    if push == "bins":
-        t1, t2, t3 = PUSH_BINS
-    elif push == "warp":
-        t1, t2, t3 = 0, 1 << 62, 1 << 62      # everything in the warp bin
-    else:
-        raise GrapheneError(f"push must be bins or warp, not {push!r}")
-    k_push = [mod.get_function(f"bfs_push<{w}>") for w in (1, 32, 0, -1)]
-    gpush = _module.sm_count() * 16
 
-    qa[0] = src
-    L = 1
-    ef = int(dg.ptr[src + 1] - dg.ptr[src])
-    m_u = dg.num_edges
-    level = 0
-    cur = 0                     # frontier queue: 0 -> qa, 1 -> qb
-    rep = "queue"               # frontier held as "queue" or "bitmap" (bma)
-    prev_L = 0
-    log = []                    # (kind, levels, frontier after)
-    mode_pull = direction == "pull"
-    t_start = time.perf_counter()
-    while L > 0:
-        if (rep == "queue" and block_loop and direction != "pull" and L <= BLOCK_LOOP_VCAP
-                and ef <= ecap):
-            st.set(np.array([L, level, cur, ef, 0, 0, 0, 0], dtype=np.int64))
-            k_loop((1,), (BLOCK_LOOP_THREADS,),
-                   (optr, oidx, depth, parent, qa, qb, st, np.int32(BLOCK_LOOP_VCAP),
-                    np.int64(ecap), np.int64(1 << 40)))
-            h = st.get()
-            L, level, cur, ef, explored, done = (int(x) for x in h[:6])
-            m_u -= explored
-            log.append(("block", done, L, time.perf_counter()))
-            prev_L = 0
-            continue
-        if use_pull and direction == "auto":
-            if not mode_pull:
-                mode_pull = ef > m_u / alpha
-            else:
-                mode_pull = not (L < n / beta and L < prev_L)
-        if mode_pull:
-            if rep == "queue":
-                bma.fill(0)
-                qcur = qa if cur == 0 else qb
-                k_q2b((max(1, (L + BLOCK - 1) // BLOCK),), (BLOCK,), (qcur, np.int32(L), bma))
-                rep = "bitmap"
-            buf.fill(0)
-            k_pull((_grid(n),), (BLOCK,), (iptr, iidx, optr, depth, parent, bma, bmb, np.int32(n),
-                                          np.int32(level), cnt[4:5], esum))
-            h = buf.get()
-            bma, bmb = bmb, bma
-            prev_L, L, ef = L, int(h.view(np.int32)[4]), int(h[3])
-            level += 1
-            log.append(("pull", 1, L, time.perf_counter()))
+    def __init__(self, dg, *, direction: str = "auto", push: str = "bins", block_loop: bool = True,
+                 alpha: float = ALPHA, beta: float = BETA, block_loop_ecap: int = None):
+        if direction not in ("auto", "push", "pull"):
+            raise GrapheneError(f"direction must be auto, push or pull, not {direction!r}")
+        if push == "bins":
+            self.thresholds = PUSH_BINS
+        elif push == "warp":
+            self.thresholds = (0, 1 << 62, 1 << 62)      # everything in the warp bin
         else:
-            if rep == "bitmap":
-                qn = cp.flatnonzero(depth == level).astype(cp.int32)
-                qa[:qn.size] = qn
-                cur = 0
-                rep = "queue"
+            raise GrapheneError(f"push must be bins or warp, not {push!r}")
+        cp = _module.cupy()
+        mod = _module.module()
+        self.cp, self.dg = cp, dg
+        n = self.n = dg.num_vertices
+        self.direction, self.block_loop, self.alpha, self.beta = direction, block_loop, alpha, beta
+        self.ecap = BLOCK_LOOP_ECAP if block_loop_ecap is None else int(block_loop_ecap)
+        self.depth = cp.full(n, -1, dtype=cp.int32)
+        self.parent = cp.full(n, -1, dtype=cp.int32)
+        self.use_pull = direction in ("auto", "pull") and (dg.has_in_edges or direction == "pull")
+        if self.use_pull:
+            self.iptr, self.iidx = dg.in_csr()
+        self.qa = cp.empty(max(n, 1), dtype=cp.int32)
+        self.qb = cp.empty(max(n, 1), dtype=cp.int32)
+        self.bins = [cp.empty(max(n, 1), dtype=cp.int32) for _ in range(4)]
+        nwords = (n + 31) // 32
+        self.bma = cp.zeros(max(nwords, 1), dtype=cp.uint32)
+        self.bmb = cp.zeros(max(nwords, 1), dtype=cp.uint32)
+        self.buf = cp.zeros(8, dtype=cp.int64)       # as int32[16]: [0..3] bin lengths, [4] next length
+        self.cnt = self.buf.view(cp.int32)
+        self.esum = self.buf[3:4].view(cp.uint64)
+        self.st = cp.zeros(8, dtype=cp.int64)
+        self.k_loop = mod.get_function("bfs_block_loop")
+        self.k_class = mod.get_function("bfs_classify")
+        self.k_pull = mod.get_function("bfs_pull")
+        self.k_q2b = mod.get_function("queue_to_bitmap")
+        self.k_push = [mod.get_function(f"bfs_push<{w}>") for w in (1, 32, 0, -1)]
+        self.gpush = _module.sm_count() * 16
+        self.log = []
+        self.last = None
+        self.L = self.ef = self.level = 0
+
+    def _reset(self, L, ef, level, unexplored):
+        self.L, self.ef, self.level, self.m_u = L, ef, level, unexplored
+        self.cur = 0                 # frontier queue: 0 -> qa, 1 -> qb
+        self.rep = "queue"           # frontier held as "queue" or "bitmap" (bma)
+        self.prev_L = 0
+        self.mode_pull = self.direction == "pull"
+
+    def start(self, src: int):
+        src = _check_src(self.dg, src)
+        self.depth.fill(-1)
+        self.parent.fill(-1)
+        self.depth[src] = 0
+        self.parent[src] = src
+        self.qa[0] = src
+        self._reset(1, int(self.dg.ptr[src + 1] - self.dg.ptr[src]), 0, self.dg.num_edges)
+        return self
+
+    def load(self, depth, parent, frontier, level: int):
+        """Take over a BFS the CPU ran up to `level`: host depth int32, parent int64, the frontier
+        (vertices of depth `level`)."""
+        cp = self.cp
+        self.depth.set(np.ascontiguousarray(depth, dtype=np.int32))
+        self.parent.set(np.ascontiguousarray(parent, dtype=np.int32))
+        f = cp.asarray(np.ascontiguousarray(frontier, dtype=np.int32))
+        self.qa[:f.size] = f
+        deg = self.dg.ptr[1:] - self.dg.ptr[:-1]
+        ef = int((self.dg.ptr[f + 1] - self.dg.ptr[f]).sum()) if f.size else 0
+        unexplored = int(deg[self.depth < 0].sum())
+        self._reset(int(f.size), ef, int(level), unexplored)
+        return self
+
+    def store(self, depth, parent):
+        """Copy the state back into the host arrays (depth int32, parent int64)."""
+        depth[:] = self.depth.get()
+        parent[:] = self.parent.get()
+
+    def frontier_host(self) -> np.ndarray:
+        """The current frontier (vertices of depth `level`) as host int64 IDs."""
+        cp = self.cp
+        if self.rep == "queue":
+            q = self.qa if self.cur == 0 else self.qb
+            return q[:self.L].get().astype(np.int64)
+        return cp.flatnonzero(self.depth == self.level).get().astype(np.int64)
+
+    @property
+    def done(self) -> bool:
+        return self.L <= 0
+
+    def step(self):
+        """One launch group: the device-side block loop (several small levels) or one push or pull
+        level. Updates L, ef, level; returns (kind, levels run)."""
+        cp, n = self.cp, self.n
+        if (self.rep == "queue" and self.block_loop and self.direction != "pull"
+                and self.L <= BLOCK_LOOP_VCAP and self.ef <= self.ecap):
+            self.st.set(np.array([self.L, self.level, self.cur, self.ef, 0, 0, 0, 0], dtype=np.int64))
+            self.k_loop((1,), (BLOCK_LOOP_THREADS,),
+                        (self.dg.ptr, self.dg.idx, self.depth, self.parent, self.qa, self.qb, self.st,
+                         np.int32(BLOCK_LOOP_VCAP), np.int64(self.ecap), np.int64(1 << 40)))
+            h = self.st.get()
+            self.L, self.level, self.cur, self.ef, explored, done = (int(x) for x in h[:6])
+            self.m_u -= explored
+            self.prev_L = 0
+            self.last = ("block", done)
+            self.log.append(("block", done, self.L, time.perf_counter()))
+            return self.last
+        if self.use_pull and self.direction == "auto":
+            if not self.mode_pull:
+                self.mode_pull = self.ef > self.m_u / self.alpha
+            else:
+                self.mode_pull = not (self.L < n / self.beta and self.L < self.prev_L)
+        if self.mode_pull:
+            if self.rep == "queue":
+                self.bma.fill(0)
+                qcur = self.qa if self.cur == 0 else self.qb
+                self.k_q2b((max(1, (self.L + BLOCK - 1) // BLOCK),), (BLOCK,),
+                           (qcur, np.int32(self.L), self.bma))
+                self.rep = "bitmap"
+            self.buf.fill(0)
+            self.k_pull((_grid(n),), (BLOCK,), (self.iptr, self.iidx, self.dg.ptr, self.depth,
+                                                self.parent, self.bma, self.bmb, np.int32(n),
+                                                np.int32(self.level), self.cnt[4:5], self.esum))
+            h = self.buf.get()
+            self.bma, self.bmb = self.bmb, self.bma
+            self.prev_L, self.L, self.ef = self.L, int(h.view(np.int32)[4]), int(h[3])
+            kind = "pull"
+        else:
+            if self.rep == "bitmap":
+                qn = cp.flatnonzero(self.depth == self.level).astype(cp.int32)
+                self.qa[:qn.size] = qn
+                self.cur = 0
+                self.rep = "queue"
                 del qn
-            qcur, qnext = (qa, qb) if cur == 0 else (qb, qa)
-            buf.fill(0)
-            k_class((_grid(L),), (BLOCK,), (qcur, np.int32(L), optr, bins[0], bins[1], bins[2], bins[3],
-                                           cnt, esum, np.int64(t1), np.int64(t2), np.int64(t3)))
+            qcur, qnext = (self.qa, self.qb) if self.cur == 0 else (self.qb, self.qa)
+            t1, t2, t3 = self.thresholds
+            bins, cnt, esum = self.bins, self.cnt, self.esum
+            self.buf.fill(0)
+            self.k_class((_grid(self.L),), (BLOCK,), (qcur, np.int32(self.L), self.dg.ptr, bins[0],
+                                                      bins[1], bins[2], bins[3], cnt, esum,
+                                                      np.int64(t1), np.int64(t2), np.int64(t3)))
             esum.fill(0)
-            for b, (k, w) in enumerate(zip(k_push, (1, 32, 0, -1))):
-                if w == 1:
-                    g = _grid(L)
-                elif w == 32:
-                    g = _grid(L * 32)
-                else:
-                    g = gpush
-                k((g,), (BLOCK,), (bins[b], cnt[b:b + 1], optr, oidx, depth, parent, np.int32(level),
-                                   qnext, cnt[4:5], esum))
-            h = buf.get()
-            prev_L, L, ef = L, int(h.view(np.int32)[4]), int(h[3])
-            cur ^= 1
-            level += 1
-            log.append(("push", 1, L, time.perf_counter()))
-        m_u -= ef
+            for b, (k, w) in enumerate(zip(self.k_push, (1, 32, 0, -1))):
+                g = _grid(self.L) if w == 1 else (_grid(self.L * 32) if w == 32 else self.gpush)
+                k((g,), (BLOCK,), (bins[b], cnt[b:b + 1], self.dg.ptr, self.dg.idx, self.depth,
+                                   self.parent, np.int32(self.level), qnext, cnt[4:5], esum))
+            h = self.buf.get()
+            self.prev_L, self.L, self.ef = self.L, int(h.view(np.int32)[4]), int(h[3])
+            self.cur ^= 1
+            kind = "push"
+        self.level += 1
+        self.m_u -= self.ef
+        self.last = (kind, 1)
+        self.log.append((kind, 1, self.L, time.perf_counter()))
+        return self.last
+
+
+@_oom_to_error
+def bfs(dg, src: int, *, direction: str = "auto", push: str = "bins", block_loop: bool = True,
+        alpha: float = ALPHA, beta: float = BETA, block_loop_ecap: int = None,
+        stats: Optional[dict] = None, to_host: bool = True):
+    """(parent int64, depth int32): parent[src] == src, -1 unreached; depth -1 unreached.
+    Options as BfsLevels. stats: levels, supersteps (one per launch group)."""
+    b = BfsLevels(dg, direction=direction, push=push, block_loop=block_loop, alpha=alpha, beta=beta,
+                  block_loop_ecap=block_loop_ecap)
+    t_start = time.perf_counter()
+    b.start(src)
+    while not b.done:
+        b.step()
     if stats is not None:
-        stats["levels"] = level
-        stats["supersteps"] = _compress_log(log, t_start)
+        stats["levels"] = b.level
+        stats["supersteps"] = _compress_log(b.log, t_start)
     if not to_host:
-        return parent, depth
-    return parent.get().astype(np.int64), depth.get()
+        return b.parent, b.depth
+    return b.parent.get().astype(np.int64), b.depth.get()
 
 
 def _compress_log(log, t0):
@@ -294,41 +358,76 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
 # WCC
 # ------------------------------------------------------------------------------------------------
 @_oom_to_error
-def wcc(dg, verify: bool = True, stats: Optional[dict] = None):
+def wcc(dg, verify: bool = False, method: str = "afforest", stats: Optional[dict] = None,
+        sample_rounds: int = 2, samples: int = 1024):
     """labels int64: the minimum vertex ID of each weakly connected component.
 
-    One pass of lock-free union-find over the edges (larger root hooked under the smaller), labels
-    read off the forest, then (verify=True) one check pass over the edges that would also repair any
-    inconsistency by Shiloach-Vishkin rounds (hook by atomicMin + pointer jumping) until stable.
+    method="afforest" (default; Sutton et al., IPDPS'18, as GAPBS's cc.cc): unite every vertex with
+    its first `sample_rounds` neighbours, compress, take the most frequent label among `samples`
+    random vertices as the giant component, then only vertices outside it unite the rest of their
+    lists (directed graphs: also their whole in-lists). On power-law graphs the giant component
+    holds nearly every edge, so most lists are never read.
+    method="full": one pass of lock-free union-find over every edge.
+    Both hook the larger root under the smaller, so every root is its component's minimum ID, and
+    read the labels off the forest without writing it. verify=True adds a check pass over every
+    edge that would also repair an inconsistency by Shiloach-Vishkin rounds (hook by atomicMin +
+    pointer jumping) until stable. stats: n_components, repair_rounds, giant, method.
     """
+    if method not in ("afforest", "full"):
+        raise ValueError(f"method must be 'afforest' or 'full', got {method!r}")
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
     comp = cp.arange(n, dtype=cp.int32)
     lab = comp
     repairs = 0
+    giant = -1
     if n and dg.num_edges:
-        bins = [(w, lst, ln, _grid(ln * (w if w else BLOCK)) if w else min(ln, _module.sm_count() * 16))
-                for w, lst, ln in dg.bins("out") if ln]
-        sym = np.int32(1 if dg.symmetric else 0)
-        for w, lst, ln, g in bins:
-            mod.get_function(f"wcc_hook<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), dg.ptr, dg.idx, comp, sym))
+        def sched(bins):
+            return [(w, lst, ln, _grid(ln * (w if w else BLOCK)) if w else
+                     min(ln, _module.sm_count() * 16)) for w, lst, ln in bins if ln]
+        out_bins = sched(dg.bins("out"))
         lab = cp.empty_like(comp)
-        mod.get_function("wcc_compress")((_grid(n),), (BLOCK,), (comp, lab, np.int32(n)))
+        compress = mod.get_function("wcc_compress")
+        if method == "full":
+            sym = np.int32(1 if dg.symmetric else 0)
+            for w, lst, ln, g in out_bins:
+                mod.get_function(f"wcc_hook<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), dg.ptr, dg.idx,
+                                                                   comp, sym))
+        else:
+            sample = mod.get_function("wcc_sample")
+            for r in range(sample_rounds):
+                sample((_grid(n),), (BLOCK,), (dg.ptr, dg.idx, comp, np.int32(n), np.int32(r)))
+                compress((_grid(n),), (BLOCK,), (comp, lab, np.int32(n)))
+                comp, lab = lab, comp
+            pick = cp.random.RandomState(config.SEED).randint(0, n, size=min(samples, n))
+            vals, counts = np.unique(comp[pick].get(), return_counts=True)
+            giant = int(vals[np.argmax(counts)])
+            for w, lst, ln, g in out_bins:
+                mod.get_function(f"wcc_link_rest<{w}>")((g,), (BLOCK,), (
+                    lst, np.int32(ln), dg.ptr, dg.idx, comp, np.int32(giant), np.int32(sample_rounds)))
+            if not dg.symmetric:
+                iptr, iidx = dg.in_csr()
+                for w, lst, ln, g in sched(dg.bins("in")):
+                    mod.get_function(f"wcc_link_rest<{w}>")((g,), (BLOCK,), (
+                        lst, np.int32(ln), iptr, iidx, comp, np.int32(giant), np.int32(0)))
+        compress((_grid(n),), (BLOCK,), (comp, lab, np.int32(n)))
         flag = cp.zeros(1, dtype=cp.int32)
         while verify:
             flag.fill(0)
-            for w, lst, ln, g in bins:
+            for w, lst, ln, g in out_bins:
                 mod.get_function(f"wcc_sv_hook<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), dg.ptr, dg.idx,
                                                                       lab, flag))
             if not int(flag.get()[0]):
                 break
             repairs += 1
             mod.get_function("wcc_jump")((_grid(n),), (BLOCK,), (lab, np.int32(n)))
-    labels = lab.get().astype(np.int64)
+    labels = lab.astype(cp.int64).get()
     if stats is not None:
         stats["n_components"] = int(np.count_nonzero(labels == np.arange(n)))
         stats["repair_rounds"] = repairs
+        stats["giant"] = giant
+        stats["method"] = method
     return labels
 
 

@@ -369,6 +369,40 @@ __global__ void wcc_hook(const i32 *__restrict__ list, i32 len, const i64 *__res
   }
 }
 
+// Afforest (Sutton et al., IPDPS'18), phase 1: unite every vertex with its r-th neighbour.
+extern "C" __global__ void wcc_sample(const i64 *__restrict__ ptr, const i32 *__restrict__ idx,
+                                      i32 *comp, i32 n, i32 r) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 u = (i64)blockIdx.x * blockDim.x + threadIdx.x; u < n; u += stride) {
+    const i64 j = ptr[u] + r;
+    if (j < ptr[u + 1]) {
+      const int v = idx[j];
+      if (v != (int)u) uf_unite(comp, (int)u, v);
+    }
+  }
+}
+
+// Afforest, last phase: vertices outside the component `giant` unite the rest of their list (from
+// position `skip`). Correct without the giant's own lists: on a symmetric CSR every edge leaving the
+// giant component is also in the list of its other endpoint, which is outside it (directed graphs
+// add a pass over the in-lists with skip 0). comp[u] == giant is read while other threads link, but
+// membership only grows: a stale "not giant" only repeats work.
+template <int W>
+__global__ void wcc_link_rest(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ ptr,
+                              const i32 *__restrict__ idx, i32 *comp, i32 giant, i32 skip) {
+  i64 item, stride, lane, width;
+  schedule<W>(item, stride, lane, width);
+  for (; item < len; item += stride) {
+    const int u = list[item];
+    if (comp[u] == giant) continue;
+    const i64 b = ptr[u] + skip, e = ptr[u + 1];
+    for (i64 j = b + lane; j < e; j += width) {
+      const int v = idx[j];
+      if (v != u) uf_unite(comp, u, v);
+    }
+  }
+}
+
 // Labels from the union-find forest without writing it (no races): lab[v] = root of v.
 extern "C" __global__ void wcc_compress(const i32 *comp, i32 *lab, i32 n) {
   const i64 stride = (i64)gridDim.x * blockDim.x;
