@@ -33,13 +33,18 @@ _ALGORITHMS = {
 
 def _algorithm(name):
     import importlib
+    from .algos import common
     modname, fixed = _ALGORITHMS[name]
     mod = importlib.import_module(f"graphene_py.algos.{modname}")
 
     def run(graph, **options):
         kw = dict(fixed)
         kw.update(options)
-        return mod.run(graph, **kw)
+        device = kw.pop("device", "cpu")
+        res = common.gpu_dispatch(name, graph, device, **kw)   # "gpu", or "auto" with a GPU
+        if res is None:
+            res = mod.run(graph, device=device, **kw)
+        return res
 
     run.__name__ = name
     run.__qualname__ = name

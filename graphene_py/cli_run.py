@@ -152,8 +152,8 @@ def _run(name, mod, kw):
             for st in res.supersteps:
                 progress(st)
         else:
-            res = mod.run(graph, device="cpu", in_memory=in_memory, progress=progress, **opts,
-                          **runtime)
+            res = mod.run(graph, device=device if name in common.HYBRID else "cpu",
+                          in_memory=in_memory, progress=progress, **opts, **runtime)
         results.append(res)
         row = {"trial": t, "seconds": float(res.seconds)}
         row.update(res.scalars())

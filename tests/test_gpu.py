@@ -233,20 +233,23 @@ def ref_wcc(n, indptr, indices):
     return mins[lab]
 
 
+@pytest.mark.parametrize("method", ["afforest", "full"])
 @pytest.mark.parametrize("gf", G.ALL, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("kind", ["sym", "directed"])
-def test_wcc_matches_scipy(gf, kind):
+@pytest.mark.parametrize("kind", ["sym", "directed", "directed_in"])
+def test_wcc_matches_scipy(gf, kind, method):
     from graphene_py import gpu
     tg = gf()
     dg, indptr, indices, _ = make(kind, tg)
     st = {}
-    got = gpu.wcc(dg, stats=st)
+    got = gpu.wcc(dg, method=method, stats=st)
     ref = ref_wcc(tg.n, indptr, indices)
     np.testing.assert_array_equal(got, ref)
     assert st["n_components"] == len(np.unique(ref))
+    np.testing.assert_array_equal(gpu.wcc(dg, method=method, verify=True), ref)
 
 
-def test_wcc_random_many_components():
+@pytest.mark.parametrize("method", ["afforest", "full"])
+def test_wcc_random_many_components(method):
     from graphene_py import gpu
     rng = np.random.default_rng(11)
     n = 50000
@@ -254,8 +257,58 @@ def test_wcc_random_many_components():
     d = rng.integers(0, n, 30000)
     indptr, indices, _ = to_csr(n, s, d)
     from graphene_py.gpu import DeviceGraph
-    got = gpu.wcc(DeviceGraph.from_csr(indptr, indices))
+    got = gpu.wcc(DeviceGraph.from_csr(indptr, indices), method=method)
     np.testing.assert_array_equal(got, ref_wcc(n, indptr, indices))
+
+
+def _cycle_with_satellites():
+    """A giant cycle 5000..5999; satellites s_i = 7000+i, each with two private leaves 100+2i,
+    101+2i and one edge to the cycle vertex g_i = 5000+7i. Sorted, s_i's list is [leaf, leaf, g_i]
+    and g_i's is [g_i - 1, g_i + 1, s_i]: the edge that joins each satellite to the giant sits at
+    position 2 of both lists, so Afforest's neighbour sampling (positions 0 and 1) cannot see it and
+    only its last phase (the lists of vertices outside the giant component) can."""
+    n, k = 8000, 100
+    g = np.arange(5000, 6000)
+    src = [g, np.arange(7000, 7000 + k), np.arange(7000, 7000 + k), np.arange(7000, 7000 + k)]
+    dst = [np.roll(g, -1), 100 + 2 * np.arange(k), 101 + 2 * np.arange(k), 5000 + 7 * np.arange(k)]
+    return n, np.concatenate(src), np.concatenate(dst)
+
+
+def test_wcc_afforest_links_edges_beyond_the_sample():
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    n, s, d = _cycle_with_satellites()
+    indptr, indices, _ = to_csr(n, s, d, symmetrize=True)
+    j = indptr[7000]
+    assert indices[j + 2] == 5000 and indices[indptr[5000] + 2] == 7000   # the construction holds
+    st = {}
+    got = gpu.wcc(DeviceGraph.from_csr(indptr, indices, symmetric=True), stats=st)
+    ref = ref_wcc(n, indptr, indices)
+    np.testing.assert_array_equal(got, ref)
+    assert got[7000] == got[100] == 100 and got[5000] == 100   # satellites joined the giant
+    assert st["giant"] >= 0
+
+
+def test_wcc_afforest_directed_needs_in_lists():
+    """Directed: giant cycle vertices g_i have a third out-edge to a sink t_i (no out-edges). The
+    giant's own lists are skipped and t_i has no list, so only the in-list pass can join t_i."""
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    n = 3000
+    g = np.arange(1000, 2000)
+    t = 2000 + np.arange(1000)
+    src = np.concatenate([g, g, g])
+    dst = np.concatenate([np.roll(g, -1), np.roll(g, 1), t])
+    indptr, indices, _ = to_csr(n, src, dst)
+    for kind in ("plain", "with_in"):
+        if kind == "plain":
+            dg = DeviceGraph.from_csr(indptr, indices)
+        else:
+            t_ptr, t_idx, _ = to_csr(n, indices, np.repeat(np.arange(n), np.diff(indptr)))
+            dg = DeviceGraph.from_csr(indptr, indices, in_indptr=t_ptr, in_indices=t_idx)
+        got = gpu.wcc(dg)
+        np.testing.assert_array_equal(got, ref_wcc(n, indptr, indices))
+        assert np.all(got[t] == 1000)
 
 
 # -- multi-source BFS -----------------------------------------------------------------------------
@@ -424,3 +477,58 @@ def test_out_of_memory_becomes_gpu_memory_error():
     finally:
         pool.set_limit(size=0)
     assert gpu.msbfs(dg, [3]).shape == (1, tg.n)      # works again without the limit
+
+
+# -- hybrid CPU/GPU BFS (--device auto) ------------------------------------------------------------
+class _Schedule:
+    """A forced offload schedule with OffloadPolicy's interface: 'alternate' switches device every
+    superstep (the state moves every time), 'gpu_first' starts on the GPU and comes back for good
+    after two supersteps."""
+
+    def __init__(self, kind):
+        self.kind, self.devs = kind, []
+
+    def decide(self, frontier_size, frontier_edges):
+        i = len(self.devs)
+        if self.kind == "alternate":
+            d = "gpu" if i % 2 else "cpu"
+        else:
+            d = "gpu" if i < 2 else "cpu"
+        self.devs.append(d)
+        return d
+
+    def summary(self):
+        moves = sum(a != b for a, b in zip(["cpu"] + self.devs, self.devs))
+        return {"cpu": self.devs.count("cpu"), "gpu": self.devs.count("gpu"), "moves": moves}
+
+
+@pytest.mark.parametrize("sched", ["alternate", "gpu_first", "policy"])
+@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
+@pytest.mark.parametrize("gname", ["chain", "star", "powerlaw", "disconnected", "isolated_ends"])
+def test_hybrid_bfs_equals_cpu_whatever_ran_where(tmp_path, gname, layout, sched):
+    from graphene_py.algos import bfs
+    from graphene_py.partition import partition_arrays
+    tg = G.by_name(gname)
+    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
+    for d in disks:
+        (tmp_path / d).mkdir(exist_ok=True)
+    g = partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="hyb", rows=2, cols=2,
+                         symmetrize=layout == "sym", in_edges=layout == "directed_in", register=False)
+    deg = g.degrees("out")
+    src = int(np.flatnonzero(deg)[0]) if gname != "chain" else 0
+    ref = bfs.run(g, src=src, threads=2)
+    pol = None if sched == "policy" else _Schedule(sched)
+    r = bfs.run(g, src=src, threads=2, device="auto", offload_policy=pol)
+    np.testing.assert_array_equal(r.depth, ref.depth)
+    assert bfs.verify(g, r) == []
+    assert r.device_note == "hybrid CPU/GPU"
+    devs = [st["device"] for st in r.supersteps]
+    assert r.gpu_supersteps == devs.count("gpu") and r.cpu_supersteps == devs.count("cpu")
+    if sched == "alternate" and ref.levels > 2:
+        # a GPU turn may finish the run (its device-side block loop runs many small levels in one
+        # launch, e.g. all of a chain); on the power-law graph the state goes back and forth
+        assert r.gpu_supersteps > 0 and r.cpu_supersteps > 0 and r.device_moves >= 1
+        if gname == "powerlaw":
+            assert r.device_moves >= 2
+    if sched == "gpu_first":
+        assert devs[0] == "gpu"

@@ -17,6 +17,13 @@ fewer bytes by the cost model deg*id_width + 512 per touched vertex: on Kronecke
 the late levels' scattered single-block reads (-30% bytes at scale 22). Directed datasets without
 in-edges stay top-down.
 
+With device="auto" and a usable GPU (graphene_py.gpu, the dataset fits in GPU memory) the run is
+hybrid: before every level the offload policy (gpu/policy.py) estimates the level's cost on each
+device, counting the transfer of the O(|V|) state (depth, parent) when it sits on the other one.
+Small frontiers stay on this SSD path; hot levels run on the GPU (gpu.algorithms.BfsLevels), and the
+state moves only when the device changes. Depths are the same whatever ran where; each superstep's
+stats say its device, and the result counts cpu_supersteps / gpu_supersteps / device_moves.
+
 Verification (`verify`): an independent serial BFS over the whole CSR recomputes every depth; each
 reached vertex's parent must be reached one level above and hold an edge to it.
 """
@@ -145,6 +152,57 @@ def _cost_all(deg, w, cols):
 
 
 @njit(cache=True)
+def _cost_unvisited(depth, deg, w, cols):
+    """_cost_all over the vertices not reached yet (rebuilt when the state comes back from the GPU)."""
+    c = 0
+    for v in range(depth.shape[0]):
+        d = deg[v]
+        if depth[v] < 0 and d > 0:
+            c += d * w + 512 * min(d, cols)
+    return c
+
+
+@njit(cache=True)
+def _visited_from_depth(depth, visited):
+    visited[:] = 0
+    for v in range(depth.shape[0]):
+        if depth[v] >= 0:
+            visited[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+
+
+@njit(cache=True)
+def _edges_of(deg, q):
+    s = 0
+    for k in range(q.shape[0]):
+        s += deg[q[k]]
+    return s
+
+
+def _hybrid(graph, device, policy=None):
+    """((BfsLevels, policy) or None, note): the hybrid's parts for device="auto" when the GPU can
+    hold the dataset; otherwise None and why not. `policy`: anything with OffloadPolicy's
+    decide(frontier_size, frontier_edges) -> "cpu"|"gpu" and summary() (tests force schedules)."""
+    if device != "auto":
+        return None, ""
+    from .common import gpu_available
+    ok, why = gpu_available()
+    if not ok:
+        return None, f"no GPU ({why})"
+    from ..gpu import OffloadPolicy
+    from ..gpu.algorithms import BfsLevels
+    from ..gpu.device_graph import GpuMemoryError
+    from ..gpu.runner import device_graph
+    try:
+        dg = device_graph(graph)
+    except GpuMemoryError as e:   # does not fit: the whole run stays on the SSD path
+        return None, f"dataset does not fit in GPU memory ({e})"
+    if policy is None:
+        policy = OffloadPolicy(num_vertices=graph.num_vertices, resident=True, mode="auto",
+                               state_bytes_per_vertex=12)
+    return (BfsLevels(dg), policy), "hybrid CPU/GPU"
+
+
+@njit(cache=True)
 def _mark_unvisited(depth, deg, mask):
     cnt = 0
     for v in range(depth.shape[0]):
@@ -154,7 +212,7 @@ def _mark_unvisited(depth, deg, mask):
     return cnt
 
 
-def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
+def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,
         **runtime) -> BFSResult:
     """BFS from `src` (default: pick_source). bottom_up: take a bottom-up step (unvisited vertices
     look for a parent in the frontier) whenever its estimated IO is smaller than the top-down
@@ -199,6 +257,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
             up_dir = "in"
     w = graph.id_width
     its = {}
+    hyb, device_note = _hybrid(graph, device, offload_policy)
+    on = "cpu"                      # where depth/parent/frontier live now
     try:
         its["out"] = IoIterator(graph, "out", in_memory=in_memory, **runtime)
         setup = its["out"].open_seconds
@@ -219,6 +279,32 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
         cap_out = sum(p.adj_bytes for p in graph.partitions)
         cols_out = max(1, graph.num_cols)
         while size > 0:
+            if hyb is not None:
+                gl, pol = hyb
+                ef = gl.ef if on == "gpu" else int(_edges_of(deg_out, qa[:size]))
+                if pol.decide(size, ef) == "gpu":
+                    if on == "cpu":
+                        gl.load(depth, parent, qa[:size], level)
+                        on = "gpu"
+                    t1 = time.perf_counter()
+                    kind, nlev = gl.step()
+                    st = {"frontier": size, "active_edges": ef, "seconds": time.perf_counter() - t1,
+                          "mode": f"gpu-{kind}", "device": "gpu", "direction": kind,
+                          "level": level, "levels": nlev, "found": gl.L}
+                    size, level = gl.L, gl.level
+                    steps.append(st)
+                    if progress is not None:
+                        progress(st)
+                    continue
+                if on == "gpu":             # the state comes back to the SSD path
+                    gl.store(depth, parent)
+                    f = gl.frontier_host()
+                    size = len(f)
+                    qa[:size] = f
+                    _visited_from_depth(depth, visited)
+                    if up_dir is not None:
+                        unvisited_cost = _cost_unvisited(depth, deg_in, w, cols_in)
+                    on = "cpu"
             tail[0] = 0
             state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
             top = min(_cost(deg_out, qa[:size], w, cols_out), cap_out)
@@ -234,6 +320,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
             size = int(_squeeze(qb, tail, cur))
             st["level"] = level
             st["found"] = size
+            st["device"] = "cpu"
             steps.append(st)
             if progress is not None:
                 progress(st)
@@ -241,13 +328,20 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True,
                 unvisited_cost -= _cost(deg_in, qb[:size], w, cols_in)
             qa, qb = qb, qa
             level += 1
+        if on == "gpu":
+            hyb[0].store(depth, parent)
     finally:
         for it in its.values():
             it.close()
     n_reached = int(np.count_nonzero(depth >= 0))
+    extra = {"device_note": device_note} if device == "auto" else {}
+    if hyb is not None:
+        summ = hyb[1].summary()
+        extra.update(cpu_supersteps=summ["cpu"], gpu_supersteps=summ["gpu"],
+                     device_moves=summ["moves"])
     return BFSResult(parent=parent, depth=depth, n_reached=n_reached, src=src,
                      levels=int(depth.max()) + 1, supersteps=steps, setup_seconds=setup,
-                     seconds=time.perf_counter() - t0)
+                     seconds=time.perf_counter() - t0, **extra)
 
 
 # -- verification (independent, serial) --------------------------------------------------------

@@ -197,11 +197,16 @@ def gpu_available():
     return True, ""
 
 
+#: algorithms whose run() itself mixes devices per superstep under device="auto"
+HYBRID = ("bfs",)
+
+
 def gpu_dispatch(name: str, graph, device: str, **options):
     """The GPU hook: device "gpu" runs graphene_py.gpu.run(name, graph, **options) or raises
     GrapheneError("GPU path not available: <why>"); "auto" does the same when a GPU is available
-    and returns None (run on the CPU) otherwise; "cpu" returns None."""
-    if device in (None, "cpu"):
+    and returns None (run on the CPU) otherwise; "cpu" returns None. Algorithms in HYBRID get None
+    for "auto": their run(device="auto") chooses a device per superstep."""
+    if device in (None, "cpu") or (device == "auto" and name in HYBRID):
         return None
     if device not in ("gpu", "auto"):
         raise GrapheneError(f"unknown device {device!r} (cpu, gpu or auto)")
