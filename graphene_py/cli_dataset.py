@@ -69,13 +69,17 @@ def _human(b: float) -> str:
               help="Compact IDs to 0..n-1 (sorted order); originals kept in relabel.npy.")
 @click.option("--in-edges", is_flag=True, help="Also write the transposed graph (pull algorithms).")
 @click.option("--memory-limit", default=None, metavar="SIZE",
-              help="Memory for sorting, e.g. 4G, 512M (default 25% of RAM); more spills to disk.")
+              help="Peak memory of the whole run, e.g. 4G, 512M (default 25% of RAM); edges that "
+                   "do not fit are sorted in runs spilled to the disks.")
+@click.option("--work-memory", default=None, metavar="SIZE", hidden=True,
+              help="Working memory for the sort itself, instead of --memory-limit (testing).")
 @click.option("--force", is_flag=True, help="Replace an existing dataset of the same name.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--keep-self-loops", is_flag=True, help="Keep self-loops (dropped by default).")
 @click.option("--keep-duplicates", is_flag=True, help="Keep duplicate edges (dropped by default).")
 def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_width, relabel,
-                  in_edges, memory_limit, force, quiet, keep_self_loops, keep_duplicates):
+                  in_edges, memory_limit, work_memory, force, quiet, keep_self_loops,
+                  keep_duplicates):
     """Partition an edge list INPUT into a row-column balanced 2D dataset on the --disks folders.
 
     INPUT: text edge list (.el/.wel/.txt/.csv/.tsv, `#`/`%` comments), Matrix Market (.mtx),
@@ -89,7 +93,8 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
             cols = rows
     g = partition(input, list(disks), name=name, fmt=fmt, symmetrize=symmetrize, weighted=weighted,
                   id_width=int(id_width) if id_width else None, relabel=relabel, rows=rows, cols=cols,
-                  in_edges=in_edges, memory_limit=memory_limit, force=force, quiet=quiet,
+                  in_edges=in_edges, memory_limit=memory_limit, work_memory=work_memory,
+                  force=force, quiet=quiet,
                   drop_self_loops=not keep_self_loops, drop_duplicates=not keep_duplicates)
     if not quiet:
         s = g.summary()

@@ -169,7 +169,7 @@ def test_memory_limit_spills_and_matches(disks, tmp_path):
     p.write_text("".join(f"{a} {b}\n" for a, b in zip(g.src, g.dst)))
     assert run("partition", str(p), "--disks", disks[0], "--name", "a", "-q")[0] == 0
     code, out, err = run("partition", str(p), "--disks", disks[1], "--name", "b",
-                         "--memory-limit", "1M")
+                         "--work-memory", "1M")
     assert code == 0, err
     assert "sorted runs spilled" in err
     a, b = Graph.open("a"), Graph.open("b")

@@ -338,7 +338,7 @@ def test_external_sort_identical(tmp_path, sym):
     a = partition(path, make_disks(tmp_path, 2, "a"), name="a", rows=3, cols=2, symmetrize=sym,
                   in_edges=True, quiet=True)
     b = partition(path, make_disks(tmp_path, 2, "b"), name="b", rows=3, cols=2, symmetrize=sym,
-                  in_edges=True, quiet=True, memory_limit="1M")
+                  in_edges=True, quiet=True, work_memory="1M")
     assert a.manifest["options"]["spilled_runs"] == 0
     assert b.manifest["options"]["spilled_runs"] >= 4
     _files_equal(a, b)
@@ -462,7 +462,7 @@ def test_sigkill_midway_keeps_old_dataset(tmp_path):
     disks = make_disks(tmp_path, 2)
     old = partition_arrays(g.src[:100], g.dst[:100], disks=disks, name="x")
     code = ("import sys; from graphene_py.partition import partition; "
-            f"partition({path!r}, {disks!r}, name='x', force=True, quiet=True, memory_limit='1M', "
+            f"partition({path!r}, {disks!r}, name='x', force=True, quiet=True, work_memory='1M', "
             "rows=2, cols=2)")
     proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ))
     tmp_seen = False
@@ -575,7 +575,7 @@ def test_relabel_dense_and_sparse_paths_agree(tmp_path):
     p.write_text("".join(f"{a} {b}\n" for a, b in zip(src, dst)))
     a = partition(str(p), make_disks(tmp_path, 2, "a"), name="a", relabel=True, quiet=True)
     b = partition(str(p), make_disks(tmp_path, 2, "b"), name="b", relabel=True, quiet=True,
-                  memory_limit="1M")
+                  work_memory="1M")
     used = np.unique(np.concatenate([src, dst]))
     np.testing.assert_array_equal(np.asarray(a.relabel_map()), used)
     _files_equal(a, b)
@@ -585,3 +585,27 @@ def test_relabel_dense_and_sparse_paths_agree(tmp_path):
     rs, rd, _ = reference(src, dst, None)
     np.testing.assert_array_equal(rel[s], rs)
     np.testing.assert_array_equal(rel[d], rd)
+
+
+def test_memory_limit_counts_the_process_and_refuses_too_small(tmp_path):
+    """--memory-limit bounds the whole process: a limit below what the process already holds, or one
+    that leaves too little for the per-vertex arrays, fails with the size it needs and writes
+    nothing; a sufficient one works and records the working memory it derived."""
+    from graphene_py.partition.partitioner import BYTES_PER_VERTEX, rss_bytes
+    p = tmp_path / "g.el"
+    p.write_text("0 1\n1 2\n2 0\n")
+    disk = tmp_path / "d"
+    disk.mkdir()
+    with pytest.raises(GrapheneError, match="too small: this process itself needs"):
+        partition(str(p), [str(disk)], name="tiny", quiet=True, memory_limit="2M", register=False)
+    big = tmp_path / "big.el"
+    n = 400_000                                   # 400k vertices x 64 B = 25.6 MB of arrays
+    big.write_text(f"0 {n - 1}\n")
+    limit = rss_bytes() + (64 << 20) + (20 << 20)     # leaves 20 MiB of working memory
+    with pytest.raises(GrapheneError, match="per-vertex arrays while sorting"):
+        partition(str(big), [str(disk)], name="big", quiet=True, memory_limit=str(limit),
+                  register=False)
+    assert os.listdir(disk) == []
+    g = partition(str(big), [str(disk)], name="big", quiet=True,
+                  memory_limit=str(limit + BYTES_PER_VERTEX * n), register=False)
+    assert g.num_vertices == n and g.num_edges == 1
