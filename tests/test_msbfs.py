@@ -226,6 +226,18 @@ def test_direction_chosen_by_cost(root):
     dirs = [st["direction"] for st in a.supersteps]
     assert dirs[0] == "top-down" and "bottom-up" in dirs
     assert a.totals()["bytes_read"] < b.totals()["bytes_read"]
+    # short lists read by one bottom-up level are served from RAM by the later ones
+    assert any(st.get("cached", 0) > 0 for st in a.supersteps)
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)])
+def test_cached_lists_split_over_chunks(grid, root):
+    # bottom-up every level and enough levels that the cache serves most vertices: the grid's
+    # lists are split over column partitions (chunks that claim cache slots concurrently)
+    g, n, s, d = dataset(root, "powerlaw", "sym", grid)
+    srcs = sources_of("powerlaw", n, 20)
+    r = check(g, n, s, d, srcs, "sym", bottom_up="always", threads=3, **SSD)
+    assert sum(st.get("cached", 0) for st in r.supersteps) > n // 4
 
 
 # ---------------------------------------------------------------------------------------------
