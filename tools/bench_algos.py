@@ -31,8 +31,12 @@ GRIDS = {"1x1": (1, 1), "2x2": (2, 2)}
 ALGO_VARIANTS = {"kcore-k17": ("kcore", {"k": 17, "membership_only": True})}
 
 
+EDGE_FACTOR = 16     # --edge-factor (GAPBS -k16); other values get their own dataset names
+
+
 def name_of(scale, grid):
-    return f"bench_kron{scale}_{grid}"
+    ef = "" if EDGE_FACTOR == 16 else f"ef{EDGE_FACTOR}"
+    return f"bench_kron{scale}{ef}_{grid}"
 
 
 def path_of(scale, grid):
@@ -43,17 +47,20 @@ def weighted_path(scale):
     return os.path.join(DISKS[0], f"bench_kron{scale}w_1x1")
 
 
-def prepare(scale, weighted=True):
+def prepare(scale, weighted=True, grids=None):
     from graphene_py.generate import generate_to_file
     from graphene_py.partition import partition
     os.makedirs(SCRATCH, exist_ok=True)
     for d in DISKS:
         os.makedirs(d, exist_ok=True)
-    src = os.path.join(SCRATCH, f"kron{scale}.bin32")
+    ef = "" if EDGE_FACTOR == 16 else f"ef{EDGE_FACTOR}"
+    src = os.path.join(SCRATCH, f"kron{scale}{ef}.bin32")
     if not os.path.exists(src):
-        info = generate_to_file(src, "kron", scale=scale, edge_factor=16)
+        info = generate_to_file(src, "kron", scale=scale, edge_factor=EDGE_FACTOR)
         print(f"generated {src}: {info['num_edges']:,} edges in {info['seconds']:.1f} s", flush=True)
     for grid, (R, C) in GRIDS.items():
+        if grids is not None and grid not in grids:
+            continue
         if os.path.exists(os.path.join(path_of(scale, grid), "manifest.json")):
             continue
         t0 = time.time()
@@ -331,11 +338,17 @@ def main():
     ap.add_argument("--grids", default="1x1,2x2")
     ap.add_argument("--trials", type=int, default=1)
     ap.add_argument("--limit-mb", type=float, default=None)
+    ap.add_argument("--edge-factor", type=int, default=16,
+                    help="Kronecker edge factor (memlimit: a denser graph, whose adjacency is large "
+                         "next to the O(|V|) state, shows the semi-external model)")
+    ap.add_argument("--no-weighted", action="store_true", help="prepare: skip the weighted copy")
     a = ap.parse_args()
+    global EDGE_FACTOR
+    EDGE_FACTOR = a.edge_factor
     if a.cmd == "_measure":
         print(json.dumps(measure(json.loads(a.spec))))
     elif a.cmd == "prepare":
-        prepare(a.scale)
+        prepare(a.scale, weighted=not a.no_weighted, grids=a.grids.split(","))
     elif a.cmd == "run":
         algos = a.algos.split(",") if a.algos else available_algos()
         run(a.scale, algos, a.trials, a.grids.split(","))
