@@ -88,3 +88,21 @@ def test_close_twice_and_repr():
     assert "3 x 4096" in r and p.kind in r
     p.close()
     p.close()
+
+
+def test_thp_pool_is_really_backed_by_huge_pages():
+    """The "thp" pool must be a private mapping: MADV_HUGEPAGE on a shared (shmem) mapping is ignored
+    unless shmem THP is enabled, so the pool would report hugepages it does not have. Where THP is
+    available, the kernel's own accounting (AnonHugePages in /proc/self/smaps) must show them, and
+    the note must say how much."""
+    from graphene_py.io.buffers import _thp_mode
+    if _thp_mode() not in ("always", "madvise"):
+        pytest.skip(f"transparent hugepages are {_thp_mode()} on this machine")
+    pool = BufferPool(1 << 20, 8, hugepages="thp")
+    try:
+        assert pool.kind == "thp"
+        huge = pool.huge_bytes()
+        assert huge is not None and huge > 0, pool.note
+        assert f"{huge >> 20} of 8 MiB on huge pages" in pool.note
+    finally:
+        pool.close()

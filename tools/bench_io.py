@@ -13,6 +13,14 @@ process CPU time (user + system, all threads) per request: a load-independent ef
 
     sudo .venv/bin/python tools/bench_io.py                      # /tmp/bench_io/file, 2 GiB
     .venv/bin/python tools/bench_io.py --sizes 4096 --variants   # uring with features toggled
+    .venv/bin/python tools/bench_io.py --replay /tmp/disk0/bench_kron22_1x1   # real requests
+
+--replay DATASET (a 1x1 dataset): realistic requests instead of uniform ones. Frontiers of the
+sizes of BFS levels on Kronecker graphs (--frontiers, vertices drawn with probability proportional
+to degree, as a BFS level reaches them) are translated into extents by the IoIterator's own
+bitmap + planner (max_gap 16 blocks, 16 KB cap; 128 KB for supersteps marking >= 16 MB). The very
+same extent list is read by every engine and, as a fio iolog v2 trace (--read_iolog,
+--replay_no_stall: as fast as the queue allows), by fio with io_uring at the same queue depth.
 
 The engine's consumer is one Python thread calling get(0, 256) and releasing the slots at once,
 i.e. the engine's own overhead with no compute. Targets (issue 3): uring >= 90% of fio's IOPS at 4 KB
@@ -85,6 +93,116 @@ def run_fio(path: str, bs: int, qd: int, seconds: float, extra=()) -> dict:
             "cpu_us": cpu_s / max(1, job["total_ios"]) * 1e6}
 
 
+def replay_extents(dataset: str, sizes, seed: int = 1):
+    """(adjacency file, offsets, lengths) of the planned extents of degree-biased random frontiers
+    of the given sizes on a 1x1 dataset, concatenated in plan order."""
+    from graphene_py.graph import Graph
+    from graphene_py.iterator import Frontier, IoIterator
+    g = Graph.open(dataset)
+    if len(g.partitions) != 1:
+        raise SystemExit(f"--replay wants a 1x1 dataset ({g.name} has {len(g.partitions)} partitions)")
+    deg = g.degrees("out")
+    nz = np.flatnonzero(deg)
+    p = deg[nz] / deg[nz].sum()
+    rng = np.random.default_rng(seed)
+    offs, lens = [], []
+    with IoIterator(g, "out", engine="pread", threads=1) as it:
+        for k in sizes:
+            mask = np.zeros(g.num_vertices, dtype=np.uint8)
+            mask[rng.choice(nz, size=min(k, len(nz)), replace=True, p=p)] = 1
+            _, o, ln, _, _, _ = it._plan(Frontier.from_mask(mask))
+            offs.append(o)
+            lens.append(ln)
+    return g.partitions[0].adj_path, np.concatenate(offs), np.concatenate(lens)
+
+
+def run_fio_replay(path: str, offs, lens, qd: int, log_path: str) -> dict:
+    """fio replaying exactly these reads (iolog v2) with io_uring, O_DIRECT, queue depth qd."""
+    with open(log_path, "w") as f:
+        f.write(f"fio version 2 iolog\n{path} add\n{path} open\n")
+        for o, ln in zip(offs.tolist(), lens.tolist()):
+            f.write(f"{path} read {o} {ln}\n")
+        f.write(f"{path} close\n")
+    cmd = ["fio", "--name=replay", f"--read_iolog={log_path}", "--replay_no_stall=1",
+           "--ioengine=io_uring", "--direct=1", f"--iodepth={qd}", "--output-format=json"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    j = json.loads(out[out.index("{"):])["jobs"][0]
+    job = j["read"]
+    secs = j["job_runtime"] / 1000.0
+    cpu_s = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * secs
+    return {"iops": job["total_ios"] / secs, "mbs": job["io_bytes"] / secs / 1e6,
+            "cpu_us": cpu_s / max(1, job["total_ios"]) * 1e6, "requests": job["total_ios"]}
+
+
+def run_engine_replay(name: str, path: str, offs, lens, qd: int) -> dict:
+    from graphene_py.io.engines import make_engine
+    slot = int(max(4096, (int(lens.max()) + 4095) // 4096 * 4096))
+    pool = BufferPool(slot, qd + 64, hugepages="auto")
+    eng = make_engine(name, [path], [0], pool, queue_depth=qd, direct=True)
+    done = 0
+    try:
+        if not eng.direct:
+            raise RuntimeError(f"{name}: O_DIRECT not in effect ({eng.notes})")
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        eng.submit(np.zeros(len(offs), np.int32), offs, lens)
+        while True:
+            got = eng.get(0, 256)
+            if len(got) == 0:
+                break
+            eng.release(got[:, 1])
+            done += len(got)
+        el = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+    finally:
+        eng.close()
+        pool.close()
+    if done != len(offs):
+        raise RuntimeError(f"{name}: {done} of {len(offs)} reads completed")
+    return {"iops": done / el, "mbs": float(lens.sum()) / el / 1e6, "cpu_us": cpu / done * 1e6}
+
+
+def replay_main(args, have_fio):
+    sizes = [int(x) for x in args.frontiers.split(",")]
+    path, offs, lens = replay_extents(args.replay, sizes)
+    hist = np.bincount(np.minimum(lens // 4096, 32))
+    print(f"replay: {len(offs):,} extents, {lens.sum() / 1e6:.1f} MB from {path}; sizes: "
+          f"{np.count_nonzero(lens <= 4096) / len(lens):.0%} <= 4 KB, "
+          f"{np.count_nonzero(lens <= 16384) / len(lens):.0%} <= 16 KB, max {lens.max() // 1024} KB",
+          file=sys.stderr)
+    del hist
+    results = {}
+    engines = [e for e in args.engines.split(",") if e]
+    log_path = os.path.join(os.path.dirname(args.file), "replay.iolog")
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    for rep in range(args.repeats):
+        for eng in engines:
+            if have_fio:
+                drop_caches()
+                f = run_fio_replay(path, offs, lens, args.qd, log_path)
+                results.setdefault("fio", []).append(f)
+            drop_caches()
+            r = run_engine_replay(eng, path, offs, lens, args.qd)
+            if have_fio:
+                r["ratio_iops"] = r["iops"] / f["iops"]
+            results.setdefault(eng, []).append(r)
+            print(f"  round {rep} {eng}: {r['iops']:.0f} IOPS {r['mbs']:.0f} MB/s"
+                  + (f" (fio just before: {f['iops']:.0f} IOPS)" if have_fio else ""), file=sys.stderr)
+    print(f"\nReplay of {len(offs):,} planned extents ({lens.sum() / 1e6:.0f} MB, frontiers "
+          f"{args.frontiers}) of {args.replay}, QD {args.qd}, O_DIRECT, median of {args.repeats} "
+          f"interleaved rounds\n")
+    print("| engine | IOPS | MB/s | IOPS / fio | CPU us/req |")
+    print("|---|---:|---:|---:|---:|")
+    for label in (["fio"] if have_fio else []) + engines:
+        rs = results.get(label)
+        if not rs:
+            continue
+        r = {k: float(np.median([x[k] for x in rs])) for k in ("iops", "mbs", "cpu_us")}
+        ratio = f"{np.median([x['ratio_iops'] for x in rs]):.2f}" if have_fio and label != "fio" else (
+            "1.00" if have_fio else "-")
+        print(f"| {label} | {r['iops']:.0f} | {r['mbs']:.0f} | {ratio} | {r['cpu_us']:.1f} |")
+
+
 def run_engine(name: str, path: str, bs: int, qd: int, seconds: float, batch: int, **kw) -> dict:
     from graphene_py.io.engines import make_engine
     size = os.path.getsize(path)
@@ -141,7 +259,14 @@ def main(argv=None):
     ap.add_argument("--uring", action="append", default=[], metavar="KEY=VAL[,KEY=VAL]",
                     help="an extra uring run with these keyword arguments (repeatable), "
                          "e.g. complete_batch=8")
+    ap.add_argument("--replay", default=None, metavar="DATASET",
+                    help="replay planned extents of random frontiers on this 1x1 dataset")
+    ap.add_argument("--frontiers", default="2000,30000,500000,1800000",
+                    help="--replay: frontier sizes (vertices)")
     args = ap.parse_args(argv)
+    if args.replay:
+        have_fio = not args.no_fio and ensure_fio()
+        return replay_main(args, have_fio)
 
     ensure_file(args.file, args.gib)
     have_fio = not args.no_fio and ensure_fio()

@@ -7,8 +7,9 @@ slots share each 2 MB page. Which memory backs it (``kind``):
 
 * ``"hugetlb"``: MAP_HUGETLB 2 MB pages, used when /proc/meminfo reports enough free reserved pages
   (``HugePages_Free``) and the mapping succeeds;
-* ``"thp"``: anonymous mapping aligned to 2 MB + madvise(MADV_HUGEPAGE) (transparent hugepages;
-  the kernel may or may not back it with huge pages);
+* ``"thp"``: private anonymous mapping aligned to 2 MB + madvise(MADV_HUGEPAGE) (transparent
+  hugepages; the kernel may or may not back it with huge pages: ``note`` says how many MiB it did,
+  read from /proc/self/smaps);
 * ``"normal"``: plain 4 KB pages.
 
 ``note`` says which one was used and why the better ones were not (never a crash when no hugepages
@@ -25,6 +26,7 @@ import numpy as np
 
 HUGE = 2 * 1024 * 1024
 _MAP_HUGETLB = getattr(mmap, "MAP_HUGETLB", 0x40000)
+_PRIVATE = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
 
 
 def hugepages_free() -> tuple[int, int]:
@@ -91,7 +93,9 @@ class BufferPool:
                 why.append("madvise(MADV_HUGEPAGE) unavailable")
             else:
                 try:
-                    self._mm = mmap.mmap(-1, self.nbytes + HUGE)
+                    # private: MADV_HUGEPAGE on a shared (shmem) mapping only works when
+                    # /sys/kernel/mm/transparent_hugepage/shmem_enabled allows it
+                    self._mm = mmap.mmap(-1, self.nbytes + HUGE, flags=_PRIVATE)
                     base = np.frombuffer(self._mm, dtype=np.uint8, count=1).ctypes.data
                     self._off = (-base) % HUGE
                     self._mm.madvise(mmap.MADV_HUGEPAGE, self._off & ~4095,
@@ -102,15 +106,39 @@ class BufferPool:
                     why.append(f"madvise(MADV_HUGEPAGE) failed ({e})")
                     self._mm = None
         if self._mm is None:
-            self._mm = mmap.mmap(-1, self.nbytes)
+            self._mm = mmap.mmap(-1, self.nbytes, flags=_PRIVATE)
             self._off = 0
             self.kind = "normal"
             self.note = "normal 4 KB pages"
-        if why:
-            self.note += "; " + "; ".join(why)
         self.view = np.frombuffer(self._mm, dtype=np.uint8, count=self.nbytes, offset=self._off)
         self.view[::4096] = 0   # fault the pages in now, not during IO
         self._mv = memoryview(self._mm)[self._off:self._off + self.nbytes]
+        if self.kind == "thp":   # THP is advice: say how much the kernel really backed
+            huge = self.huge_bytes()
+            if huge is not None:
+                self.note += f" ({huge >> 20} of {self.nbytes >> 20} MiB on huge pages)"
+        if why:
+            self.note += "; " + "; ".join(why)
+
+    def huge_bytes(self):
+        """Bytes of this pool backed by huge pages now (AnonHugePages of its mapping in
+        /proc/self/smaps; hugetlb pools: all of it), or None when smaps cannot be read."""
+        if self.kind == "hugetlb":
+            return self.nbytes
+        lo = self.address - self._off
+        try:
+            with open("/proc/self/smaps") as f:
+                inside = False
+                for line in f:
+                    head = line.split(" ", 1)[0]
+                    if "-" in head and ":" not in head:
+                        a, b = (int(x, 16) for x in head.split("-"))
+                        inside = a <= lo < b
+                    elif inside and line.startswith("AnonHugePages:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            return None
+        return None
 
     @property
     def address(self) -> int:
