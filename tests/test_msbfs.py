@@ -291,3 +291,13 @@ def test_any_chunking(gname, kind, bottom_up, root, monkeypatch):
     g, n, s, d = dataset(root, gname, kind, (1, 1))
     for count in (9, 70):
         check(g, n, s, d, sources_of(gname, n, count), kind, bottom_up=bottom_up)
+
+
+@pytest.mark.parametrize("bottom_up", [True, "always"])
+def test_log_flushed_every_few_levels(bottom_up, root, monkeypatch):
+    # a flush every 2 levels: the first writes every entry (-1 included), the later ones only the
+    # logged bits; depths, reached and closeness must not change
+    monkeypatch.setattr(msbfs, "_MAX_LOG_LEVELS", 2)
+    for gname in ("powerlaw", "disconnected"):
+        g, n, s, d = dataset(root, gname, "sym", (3, 2))
+        check(g, n, s, d, sources_of(gname, n, 70), "sym", bottom_up=bottom_up, threads=2, **SSD)
