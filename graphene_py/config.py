@@ -24,6 +24,14 @@ MAX_IO_BYTES = 16 * 1024
 #: IOs in flight per disk. The device here peaks at QD ~64 (fio); Graphene: 16-64 contexts per SSD.
 QUEUE_DEPTH = 64
 
+#: IO workers (one io_uring ring + thread, QUEUE_DEPTH reads in flight each): "device" = one per
+#: physical block device, disk folders on the same device share it (Graphene: one IO thread per
+#: SSD); "disk" = one per disk folder. Per folder, k folders of one device get k x QUEUE_DEPTH
+#: reads in flight and k IO threads; per device they get what a one-folder dataset gets. On this
+#: machine's one virtual disk the two measured within noise (graphene_py/io/devices.py); separate
+#: devices keep one worker each either way. Override: $GRAPHENE_IO_WORKERS or IoIterator(io_workers=).
+IO_WORKERS = os.environ.get("GRAPHENE_IO_WORKERS", "device")
+
 #: IO buffer pool size in MiB (fixed memory; the IO thread waits when consumers hold every chunk).
 BUFFER_MB = 64
 

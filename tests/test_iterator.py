@@ -134,16 +134,21 @@ def test_counts_every_graph(dataset, gname, grid):
                 assert st["bytes_read"] % 512 == 0
 
 
+@pytest.mark.parametrize("io_workers", ["device", "disk"])
 @pytest.mark.parametrize("engine", ["uring", "liburing", "pread"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("gname,grid", [("powerlaw", (2, 2)), ("star", (3, 2)), ("grid", (1, 1))])
-def test_engines(dataset, engine, threads, gname, grid):
+def test_engines(dataset, engine, threads, gname, grid, io_workers):
+    # the test folders share one device: "device" runs one IO worker, "disk" one per folder
     g, G = dataset(gname, *grid)
     n = g.n
     rng = np.random.default_rng(9)
     for weights in (False, True):
-        with IoIterator(G, engine=engine, threads=threads, weights=weights) as it:
+        with IoIterator(G, engine=engine, threads=threads, weights=weights,
+                        io_workers=io_workers) as it:
             assert it.engine_name == engine
+            if grid != (1, 1):
+                assert it.nworkers == (1 if io_workers == "device" else 2)
             for fr, act in frontiers(n, rng)[:3]:
                 deg, nsum, wsum = reference(g, act)
                 d1, s1, w1, _, st = run_counts(it, n, fr)

@@ -23,6 +23,13 @@ def last_notice() -> str:
     return _last_notice
 
 
+def add_notice(text: str) -> None:
+    """Append a remark to the current notice ("io engine: uring; disk folders ... share ...")."""
+    global _last_notice
+    if text and text not in _last_notice:
+        _last_notice = f"{_last_notice}; {text}" if _last_notice else text
+
+
 def _engine_class(name):
     if name == "uring":
         from .uring_engine import UringEngine   # native extension; imported lazily

@@ -3,8 +3,9 @@
 One superstep (`run`): the frontier is translated into 512-byte block bits of every partition of the
 chosen direction (queue walk for small frontiers, vertex-flag scan above config.SCAN_THRESHOLD of
 |V|, nothing for Frontier.all), the planner merges each file's bits into extents, one engine (one IO
-worker per disk) reads them into the buffer pool, and T compute threads (the calling thread plus
-T-1 persistent helpers) take completions — their own disk first, stealing built into engine.get —
+worker per physical device: disk folders on one block device share a worker, config.IO_WORKERS)
+reads them into the buffer pool, and T compute threads (the calling thread plus T-1 persistent
+helpers) take completions — their own worker's first, stealing built into engine.get —
 and run the compiled per-batch kernel (kernels.process_batch) on them. The superstep ends when every
 extent has been consumed (barrier). `in_memory=True` loads the partitions into RAM once and runs the
 same plan and the same kernel without an engine (reference point for the SSD overhead).
@@ -111,7 +112,7 @@ class _Helpers:
 class IoIterator:
     def __init__(self, graph, direction="out", *, engine="auto", threads=None, queue_depth=None,
                  max_gap=None, max_io=None, buffer_mb=None, block_size=None, direct=True,
-                 in_memory=False, weights=False):
+                 in_memory=False, weights=False, io_workers=None):
         t_open = time.perf_counter()
         if direction not in ("out", "in"):
             raise ValueError(f"direction must be 'out' or 'in', got {direction!r}")
@@ -172,13 +173,14 @@ class IoIterator:
                                     dtype=np.int64)
         self.file_disk = np.array([parts[i].disk for i in self.file_parts], dtype=np.int32)
         self.ndisks = max(1, len(graph.disks))
+        self.notes = []
+        self._assign_workers(io_workers or config.IO_WORKERS)
         self.bitmaps = [_bm.new_bitmap(int(b), self.block_size) for b in self.file_bytes]
         self.mask = np.zeros(self.n, dtype=np.uint8)
         self._dense_plan = None
         self.engine = None
         self.pool = None
         self.engine_name = "memory" if self.in_memory else None
-        self.notes = []
         self._helpers = _Helpers(self.threads - 1) if self.threads > 1 else None
         self._lock = threading.Lock()
         self.supersteps = 0
@@ -202,11 +204,37 @@ class IoIterator:
         K.add_degrees(self.offs, self.part_base, self.part_row_lo, deg)
         return deg
 
+    def _assign_workers(self, mode):
+        """IO worker of every file: one per physical device ("device", the default: folders on one
+        block device share a worker, Graphene's one IO thread per SSD) or one per disk folder
+        ("disk"). Sets file_worker (int32 per file, compact 0..nworkers-1) and nworkers."""
+        from ..io import devices as _dev
+        if mode not in ("device", "disk"):
+            raise ValueError(f"io_workers must be 'device' or 'disk', got {mode!r}")
+        self.io_workers = mode
+        dirs = list(getattr(self.graph, "dirs", None) or self.graph.disks)
+        keys = [None] * len(dirs)
+        used_disks = sorted({int(d) for d in self.file_disk})
+        if mode == "device" and len(used_disks) > 1:
+            for d in used_disks:
+                keys[d] = _dev.device_key(dirs[d])
+        wk = _dev.assign_workers(keys)
+        used = sorted({wk[d] for d in used_disks})
+        remap = {w: i for i, w in enumerate(used)}
+        self.disk_worker = np.array([remap.get(w, -1) for w in wk], dtype=np.int32)
+        self.file_worker = np.array([remap[wk[d]] for d in self.file_disk], dtype=np.int32)
+        self.nworkers = max(1, len(used))
+        self.device_keys = keys
+        self.sharing = _dev.describe_sharing(
+            [dirs[d] for d in used_disks], [keys[d] for d in used_disks],
+            [wk[d] for d in used_disks])
+        self.notes += self.sharing
+
     def _open_engine(self, engine, direct):
         from ..io.buffers import BufferPool
         from ..io.engines import make_engine
         qd = self.queue_depth
-        need = 2 * qd * self.ndisks + 2 * self.threads * BATCH + 16   # never starve in-flight IO
+        need = 2 * qd * self.nworkers + 2 * self.threads * BATCH + 16   # never starve in-flight IO
         budget = int(self.buffer_mb * (1 << 20))
         slot = max(_round_up(self.max_io, 4096), DENSE_EXTENT)
         if budget // slot < need:
@@ -214,15 +242,16 @@ class IoIterator:
         nslots = max(need, budget // slot)
         if nslots * slot > budget:
             self.notes.append(f"buffer pool raised to {nslots * slot >> 20} MiB "
-                              f"({nslots} slots x {slot >> 10} KiB) to keep {qd} IOs in flight per disk")
+                              f"({nslots} slots x {slot >> 10} KiB) to keep {qd} IOs in flight per "
+                              f"IO worker")
         self.slot_bytes = slot
         self.scan_max_io = min(self.scan_max_io, slot)
         self.pool = BufferPool(slot, nslots)
         files = [self.parts[i].adj_path for i in self.file_parts]
-        disk_of = list(self.file_disk)
+        disk_of = list(self.file_worker)   # the engine's "disk" is an IO worker (a device)
         if self.weights:
             files += [self.parts[i].wgt_path for i in self.file_parts]
-            disk_of += list(self.file_disk)
+            disk_of += list(self.file_worker)
         if not files:   # no edges at all: nothing will ever be read
             self.engine_name = "none"
             return
@@ -234,6 +263,10 @@ class IoIterator:
                                       direct=direct)
         self.engine_name = getattr(self.engine, "name", str(engine))
         self.notes += list(getattr(self.engine, "notes", []))
+        if self.sharing and not callable(engine):
+            from ..io.engines import add_notice
+            for line in self.sharing:
+                add_notice(line)
         self.buf = self._typed(self.pool.view)
         self.wbuf = self.pool.view.view(np.float32) if self.weights else np.zeros(0, np.float32)
         self.pending = None
@@ -280,7 +313,7 @@ class IoIterator:
             if self._dense_plan is None:
                 fids, offs, lens = [], [], []
                 step = self.slot_bytes
-                for f in np.argsort(self.file_disk, kind="stable"):
+                for f in np.argsort(self.file_worker, kind="stable"):
                     size = int(self.file_bytes[f])
                     o = np.arange(0, size, step, dtype=np.int64)
                     fids.append(np.full(len(o), f, dtype=np.int32))
@@ -331,9 +364,9 @@ class IoIterator:
         fids = np.concatenate(fids)
         offs = np.concatenate(offs)
         lens = np.concatenate(lens)
-        # Group by disk so each disk's worker sees its extents in file order.
-        if self.ndisks > 1:
-            order = np.argsort(self.file_disk[fids], kind="stable")
+        # Group by IO worker so each worker sees its extents in file order.
+        if self.nworkers > 1:
+            order = np.argsort(self.file_worker[fids], kind="stable")
             fids, offs, lens = fids[order], offs[order], lens[order]
         return fids, offs, lens, blocks, useful, mode
 
@@ -436,7 +469,7 @@ class IoIterator:
         eng = self.engine
         weighted = self.weights
         sb = self.slot_bytes
-        ndisks = self.ndisks
+        nworkers = self.nworkers
         lock = self._lock
         kernel_args = (self.buf, self.wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
@@ -448,7 +481,7 @@ class IoIterator:
         def job(tid):
             rows = np.empty((BATCH, 3), dtype=np.int64)
             done = np.empty(2 * BATCH, dtype=np.int64)
-            disk = tid % ndisks
+            disk = tid % nworkers   # own IO worker's completions first, then steal
             edges = 0
             tc = tw = 0.0
             err = None
