@@ -176,3 +176,39 @@ def test_separate_devices_keep_their_workers(ds3, monkeypatch):
 
 def test_config_default_is_per_device():
     assert config.IO_WORKERS == os.environ.get("GRAPHENE_IO_WORKERS", "device")
+
+
+# -- offsets loading --------------------------------------------------------------------------
+def test_offsets_loaded_in_parallel_match_files(ds3):
+    g, G = ds3
+    with IoIterator(G, threads=2) as it:
+        for i, p in enumerate(G.partitions):
+            want = np.fromfile(p.off_path, dtype="<u8")
+            got = it._offs_u[it.part_base[i]:it.part_base[i + 1]]
+            assert np.array_equal(got, want)
+            assert p.offsets() is not None and np.shares_memory(p.offsets(), it._offs_u)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "extend", "last"])
+def test_offsets_damage_is_a_clear_error(tmp_path, damage):
+    from graphene_py.errors import GrapheneError
+    from graphene_py.graph import Graph
+    g = tg.by_name("powerlaw")
+    disks = [str(tmp_path / "d0"), str(tmp_path / "d1")]
+    for d in disks:
+        os.makedirs(d)
+    G = partition_arrays(g.src, g.dst, num_vertices=g.n, disks=disks, name="t", rows=2, cols=2,
+                         register=False)
+    G = Graph.open(disks[0] + "/t")   # opened (sizes checked) before the file changes
+    p = G.partitions[3]
+    raw = open(p.off_path, "rb").read()
+    if damage == "truncate":
+        raw = raw[:-16]
+    elif damage == "extend":
+        raw = raw + raw[-8:]
+    else:
+        raw = raw[:-8] + np.array([int(p.num_edges) + 1], "<u8").tobytes()
+    with open(p.off_path, "wb") as f:
+        f.write(raw)
+    with pytest.raises(GrapheneError, match="offsets do not match the manifest"):
+        IoIterator(G, threads=2)

@@ -39,6 +39,8 @@ DENSE_EXTENT = 128 * 1024
 BIG_PLAN_BYTES = 16 << 20
 #: Completions taken per engine.get call / per kernel call.
 BATCH = 16
+#: Offsets files read at once when an iterator opens (one thread each).
+OFFSET_LOAD_THREADS = 8
 
 
 _MEM_CACHE = {}
@@ -51,6 +53,63 @@ def drop_memory_cache():
 
 def _round_up(x, a):
     return (int(x) + a - 1) // a * a
+
+
+def _read_offsets_file(path, dst):
+    """Read a whole offsets file straight into dst (uint64 view); returns the entries read, or -1
+    when the file is longer than dst."""
+    u8 = dst.view(np.uint8)
+    with open(path, "rb", buffering=0) as f:
+        n = 0
+        while n < len(u8):
+            k = f.readinto(memoryview(u8[n:]))
+            if not k:
+                return n // 8
+            n += k
+        return -1 if f.read(1) else n // 8
+
+
+def _load_offsets(parts, out, base):
+    """Load every partition's offsets into out[base[i]:base[i+1]] and point the Partition's cache
+    at that slice (one copy in RAM, shared with graph.degrees() etc.). Files not yet cached are read
+    concurrently, one thread per file (up to OFFSET_LOAD_THREADS): an R x C dataset stores C offsets
+    arrays per row, so 2x2 has twice 1x1's offsets bytes; read one file at a time from a cold page
+    cache, kron22 2x2 took 0.10-0.37 s vs 0.055-0.09 s in parallel (1x1: 0.05 vs 0.04 s)."""
+    todo = []
+    for i, p in enumerate(parts):
+        mine = out[base[i]:base[i + 1]]
+        if p._off is not None:
+            if len(p._off) != len(mine):
+                _offsets_mismatch(p, len(p._off), p._off, len(mine))
+            mine[:] = p._off
+        else:
+            todo.append(i)
+    got = {}
+
+    def load(i):
+        got[i] = _read_offsets_file(parts[i].off_path, out[base[i]:base[i + 1]])
+
+    if len(todo) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(min(len(todo), OFFSET_LOAD_THREADS)) as ex:
+            list(ex.map(load, todo))    # re-raises the first OSError
+    else:
+        for i in todo:
+            load(i)
+    for i, p in enumerate(parts):
+        mine = out[base[i]:base[i + 1]]
+        if i in got and got[i] != len(mine):
+            _offsets_mismatch(p, got[i], mine if got[i] >= 0 else None, len(mine))
+        if len(mine) and int(mine[-1]) != p.num_edges:
+            _offsets_mismatch(p, len(mine), mine, len(mine))
+        p._off = mine   # share one copy with the Partition's cache
+
+
+def _offsets_mismatch(p, count, arr, want):
+    last = int(arr[count - 1]) if arr is not None and 0 < count <= len(arr) else None
+    what = f"{count} entries, last {last}" if count >= 0 else "more entries than expected"
+    raise GrapheneError(f"{p.off_path}: offsets do not match the manifest ({what}; "
+                        f"want {want} entries ending at {p.num_edges})")
 
 
 class _Helpers:
@@ -151,15 +210,7 @@ class IoIterator:
         self.part_base = np.zeros(P + 1, dtype=np.int64)
         np.cumsum(lens, out=self.part_base[1:])
         self._offs_u = np.empty(int(self.part_base[-1]), dtype=np.uint64)
-        for i, p in enumerate(parts):
-            off = p.offsets()
-            if len(off) != lens[i] or (len(off) and int(off[-1]) != p.num_edges):
-                raise GrapheneError(f"{p.off_path}: offsets do not match the manifest "
-                                    f"({len(off)} entries, last {int(off[-1]) if len(off) else None}; "
-                                    f"want {lens[i]} entries ending at {p.num_edges})")
-            mine = self._offs_u[self.part_base[i]:self.part_base[i + 1]]
-            mine[:] = off
-            p._off = mine   # share one copy with the Partition's cache (graph.degrees() etc.)
+        _load_offsets(parts, self._offs_u, self.part_base)
         self.offs = self._offs_u.view(np.int64)
         self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
         self.part_nedges = np.array([p.num_edges for p in parts], dtype=np.int64)
