@@ -15,6 +15,7 @@ from graphene_py import config
 from graphene_py.io import devices as D
 from graphene_py.io import engines as E
 from graphene_py.iterator import Frontier, IoIterator
+from graphene_py.iterator import core as C
 from graphene_py.partition import partition_arrays
 from tests import graphs as tg
 from tests.test_iterator import reference, run_counts
@@ -212,3 +213,32 @@ def test_offsets_damage_is_a_clear_error(tmp_path, damage):
         f.write(raw)
     with pytest.raises(GrapheneError, match="offsets do not match the manifest"):
         IoIterator(G, threads=2)
+
+
+# -- marking on several threads ---------------------------------------------------------------
+def test_parallel_marking_plans_like_serial(ds3, monkeypatch):
+    g, G = ds3
+    n = g.n
+    rng = np.random.default_rng(3)
+    monkeypatch.setattr(C, "PAR_MARK_QUEUE", 8)
+    calls = []
+    orig = C._Helpers.run
+
+    def spy(self, job):
+        calls.append(1)
+        return orig(self, job)
+    monkeypatch.setattr(C._Helpers, "run", spy)
+    mask = rng.random(n) < 0.2
+    ids = np.flatnonzero(rng.random(n) < 0.05).astype(np.int64)
+    with IoIterator(G, threads=1) as one, IoIterator(G, threads=3) as three:
+        for fr in (Frontier.from_mask(mask), Frontier.from_queue(ids, n)):
+            if fr.kind == "queue":
+                one.mask[ids] = three.mask[ids] = 1
+            a = one._plan(fr)
+            calls.clear()
+            b = three._plan(fr)
+            assert calls, "marking did not run on the helper threads"
+            for x, y in zip(a[:3], b[:3]):
+                assert np.array_equal(x, y)
+            assert a[3:] == b[3:]
+            one.mask[:] = three.mask[:] = 0

@@ -39,6 +39,8 @@ DENSE_EXTENT = 128 * 1024
 BIG_PLAN_BYTES = 16 << 20
 #: Completions taken per engine.get call / per kernel call.
 BATCH = 16
+#: Queue frontiers at least this long are marked on all compute threads (one file each at a time).
+PAR_MARK_QUEUE = 1 << 16
 #: Offsets files read at once when an iterator opens (one thread each).
 OFFSET_LOAD_THREADS = 8
 
@@ -384,19 +386,35 @@ class IoIterator:
         blocks = 0
         useful = 0
         marked = []
-        for f in range(self.F):
+        res = np.zeros((self.F, 2), dtype=np.int64)
+
+        def mark(f):
             i = self.file_parts[f]
             p = self.parts[i]
             off = self._offs_u[self.part_base[i]:self.part_base[i + 1]]
             if scan:
-                nb, u = _bm.mark_scan(self.bitmaps[f], off, p.row_lo, active, self.id_width,
-                                      self.block_size)
-            else:
-                nb, u = _bm.mark_queue(self.bitmaps[f], off, p.row_lo, frontier.ids, self.id_width,
+                res[f] = _bm.mark_scan(self.bitmaps[f], off, p.row_lo, active, self.id_width,
                                        self.block_size)
-            if nb:
-                blocks += int(nb)
-                useful += int(u)
+            else:
+                res[f] = _bm.mark_queue(self.bitmaps[f], off, p.row_lo, frontier.ids,
+                                        self.id_width, self.block_size)
+
+        # Marking is O(rows) per file in scan mode, and an R x C grid scans every row's flags C
+        # times: spread the files over the compute threads (the kernels release the GIL).
+        if self._helpers is not None and self.F > 1 and (scan or len(frontier) >= PAR_MARK_QUEUE):
+            T = self.threads
+
+            def job(tid):
+                for f in range(tid, self.F, T):
+                    mark(f)
+            self._helpers.run(job)
+        else:
+            for f in range(self.F):
+                mark(f)
+        for f in range(self.F):
+            if res[f, 0]:
+                blocks += int(res[f, 0])
+                useful += int(res[f, 1])
                 marked.append(f)
         # A superstep that reads a lot is bandwidth-bound, not latency-bound: let its extents grow
         # to scan_max_io (fewer, larger IOs). Small ones keep the max_io cap (16 KB, Graphene).
