@@ -18,6 +18,7 @@ import networkx as nx
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from numba import njit
 
 from graphene_py.algos import kcore
 from graphene_py.cli import main
@@ -340,3 +341,108 @@ def test_cli(tmp_path):
     assert d["result"]["membership_only"] is False and d["result"]["max_core"] == int(full.max())
     r = cli("kcore", "--graph", "plk", "--membership-only")
     assert r.exit_code == 1 and "needs k" in r.output
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. full decomposition: lists kept in RAM within a budget (keep_edges)
+def naive_core(c):
+    if "core" not in c._ref:
+        c._ref["core"] = naive.core_numbers(c.n, c.src, c.dst, directed=not c.sym)
+    return c._ref["core"]
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)])
+@pytest.mark.parametrize("kind", ["sym", "in"])
+@pytest.mark.parametrize("gname", ["powerlaw", "uniform", "star", "chain", "grid", "duplicates",
+                                   "disconnected", "isolated_ends", "empty", "one_vertex"])
+def test_full_decomposition_budgets(gname, kind, grid, root):
+    """Budgets from none (every removed vertex read from disk) through tiny ones (constant store
+    compaction, lists kept one degree class at a time) to everything (all kept at once)."""
+    c = case_of(gname, kind)
+    g = make_dataset(root, c.tg, kind, grid)
+    ref = naive_core(c)
+    m = len(c.src) * (1 if c.sym else 2)
+    for budget in sorted({0, 1, 7, 100, m // 10, m // 3, m, 1 << 40}):
+        r = kcore.run(g, keep_edges=budget, **SSD)
+        assert np.array_equal(r.core_number, ref), budget
+        if budget == 0:
+            assert r.kept_lists == 0
+        if budget >= m:
+            assert r.rounds <= 1   # the first superstep reads (and keeps) everything left
+        mem = kcore.run(g, keep_edges=budget, in_memory=True, threads=2)
+        assert np.array_equal(mem.core_number, ref), budget
+    assert kcore.verify(g, r) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_full_decomposition_random(seed, root):
+    rng = np.random.default_rng(200 + seed)
+    n = int(rng.integers(100, 4000))
+    m = int(rng.integers(2 * n, 20 * n))
+    hubs = rng.integers(0, 20, m // 4)     # a few hubs: high cores, many levels
+    tg = graphs._mk(f"frand{seed}", n, np.concatenate([rng.integers(0, n, m), hubs]),
+                    np.concatenate([rng.integers(0, n, m), rng.integers(0, n, len(hubs))]), seed)
+    kind = ("sym", "in")[seed % 2]
+    c = Case(tg, kind)
+    g = make_dataset(root, tg, kind, (2, 2))
+    ref = naive_core(c)
+    for budget in (None, 0, int(rng.integers(1, 5 * n))):
+        r = kcore.run(g, keep_edges=budget, k=3, **SSD)
+        assert np.array_equal(r.core_number, ref), budget
+        assert np.array_equal(r.in_k_core, ref >= 3)
+
+
+@pytest.mark.parametrize("keep", [None, 0, 50])
+def test_full_decomposition_chunked(keep, root, chunking):
+    """Adversarial chunking (random pieces, order, thread ids) with kept lists."""
+    for gname in ("powerlaw", "star", "grid", "duplicates"):
+        for kind in ("sym", "in"):
+            c = case_of(gname, kind)
+            g = make_dataset(root, c.tg, kind, (2, 2))
+            r = kcore.run(g, keep_edges=keep)
+            assert np.array_equal(r.core_number, naive_core(c)), (gname, kind)
+
+
+def test_lost_chunk_is_an_error(root, monkeypatch):
+    """A list that arrives short (dataset lists and degrees disagree) is an error, not a wrong
+    answer: a stand-in iterator drops one chunk of a vertex whose list is being kept."""
+    import graphene_py.iterator as itmod
+
+    class Lossy(ChunkingIterator):
+        def run(self, is_active, compute, state, frontier):
+            if compute is kcore._read_round:
+                st = state[0]
+
+                @njit
+                def drop_first_loading(v, nbrs, wts, tid, s):
+                    if s[0][v] == kcore._LOADING and nbrs.shape[0] > 1:
+                        nbrs = nbrs[1:]
+                    kcore._read_round(v, nbrs, wts, tid, s)
+
+                compute = drop_first_loading
+                assert st is not None
+            return super().run(is_active, compute, state, frontier)
+
+    monkeypatch.setattr(itmod, "IoIterator", Lossy, raising=False)
+    monkeypatch.setattr(itmod, "Frontier", FakeFrontier, raising=False)
+    c = case_of("powerlaw", "sym")
+    g = make_dataset(root, c.tg, "sym", (2, 2))
+    with pytest.raises(GrapheneError, match="disagree"):
+        kcore.run(g)
+
+
+def test_keep_edges_errors_and_cli(tmp_path):
+    tg = graphs.grid()
+    disks = [str(tmp_path / "d0"), str(tmp_path / "d1")]
+    for d in disks:
+        os.makedirs(d)
+    g = partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="gk", rows=1,
+                         cols=1, symmetrize=True)
+    with pytest.raises(GrapheneError, match="keep_edges"):
+        kcore.run(g, keep_edges=-1)
+    for keep in ("0", "10"):
+        r = cli("kcore", "--graph", "gk", "--keep-edges", keep, "-v", "--json", "--quiet")
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout)
+        assert d["verification"] == "PASS" and d["result"]["max_core"] == 2
+        assert d["result"]["keep_edges"] == int(keep)

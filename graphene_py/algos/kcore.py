@@ -1,32 +1,38 @@
-"""k-core decomposition: the core number of every vertex, by iterative peeling (Graphene §4.7);
-or, with `membership_only=True`, just the K-core for one K (what the C++ prototype computes).
+"""k-core decomposition: the core number of every vertex, by peeling (Graphene §4.7); or, with
+`membership_only=True`, just the K-core for one K (what the C++ prototype computes).
 
 Computes: `core_number` int64[n]: the largest k such that the vertex belongs to the k-core (the
 maximal subgraph in which every vertex has degree >= k). Degree = in + out on directed datasets
 (NetworkX's convention for DiGraph), the number of neighbours on undirected ones; self-loops and
 duplicate edges were dropped at partition time. With `k=K` also `in_k_core` (bool[n], core >= K)
-and `k_core_size`.
-`membership_only=True` (needs k; CLI `--k K --membership-only`): only `in_k_core` and
-`k_core_size`; `core_number` and `max_core` are None.
+and `k_core_size`. `membership_only=True` (needs k; CLI `--k K --membership-only`): only
+`in_k_core` and `k_core_size`; `core_number` and `max_core` are None.
 Returns: KCoreResult(core_number, max_core, k, in_k_core, k_core_size, membership_only, rounds,
-[kept_lists], supersteps, seconds).
+kept_lists, [keep_edges], supersteps, seconds); `rounds` counts the supersteps that read lists.
 
-Algorithm: Graphene's peeling ("remove vertices with degree < k, update the degree array"), run for
-*all* k in one pass (the C++ prototype handles one k per run): starting from k = min degree, the
-vertices of degree <= k are removed in rounds; each round is one superstep that streams the removed
-vertices' lists and decrements their alive neighbours' degrees. Decrements go to per-thread buffers
-plus per-thread "touched" lists (indexed by compute thread id: no atomics), so merging costs
-O(touched), not O(n): vertices whose degree dropped to <= k form the next round's frontier. When a
-round removes nothing, k jumps to the minimum degree among the vertices still alive. Removed
-vertices with no alive neighbours left (degree 0 by now) are not read at all. The removed
-vertices of level k all get core number k (Matula-Beck / Batagelj-Zaversnik peeling order).
-The dense cores of power-law graphs need one round per level at the end (hundreds of tiny
-supersteps): once the alive vertices hold at most `tail_edges` incidences (default n, so memory
-stays O(|V|)), their lists are read once and the peeling finishes in memory (Batagelj-Zaversnik
-bucket peeling); `tail_edges=0` peels to the end on the SSD path.
-Directed datasets need both directions: the frontier's out-lists and in-lists are streamed. Without
-in-edge partitions a round instead streams every alive vertex's out-list (Frontier.all) and counts,
-per vertex, its removed out-neighbours (one full pass per round; partition with --in-edges).
+Full decomposition (Batagelj-Zaversnik order, levels k = 0, 1, ...: every vertex of degree <= k is
+removed with core number k, its removal lowers its neighbours' degrees, and the level ends when no
+vertex of degree <= k is left). Graphene reads a removed vertex's list from the SSD to apply it;
+doing that level by level means ~750 small supersteps on Kronecker scale 22, most of them reading
+scattered 512-byte blocks (io utility 0.15). Instead, lists are kept in RAM: every superstep that
+has to read lists anyway (those of the removed vertices not kept: "pending") also reads and keeps
+the lists of the alive vertices of lowest degree (the next to be removed), whole degree classes,
+within a budget of `keep_edges` stored neighbour IDs (default 4n: 16 bytes per vertex; only the
+neighbours still in the graph are stored). A kept vertex is removed at once in RAM (its stored
+neighbours lose a degree; cascades continue in RAM), so supersteps are needed only when a removed
+vertex was not kept: 6 on kron22 (1.3 GB read instead of 3.5 GB). When the rest of the graph fits
+the budget it is all kept and the peeling ends in RAM. Superstep kernels: a pending vertex's chunk
+decrements its alive neighbours in per-thread rows with per-thread touched bitmaps (no atomics,
+serial merge: a vertex reaching the level joins the queue once); a loading vertex's chunk appends
+its alive neighbours to its slice of the store (one fetch-and-add per chunk: chunks of one list
+arrive in any order on any thread); removed vertices with no neighbours left are not read. The
+store is compacted (dropping removed vertices) when a selection does not fit its free tail.
+`keep_edges=0` reads every removed vertex's list (one superstep per round of every level);
+`tail_edges` is the old name of `keep_edges`. Directed datasets: the frontier's out-lists and
+in-lists are streamed (in-edge partitions). Without in-edge partitions every round streams every
+alive vertex's out-list (Frontier.all) and counts, per vertex, its removed out-neighbours (one full
+pass per round; partition with --in-edges); there `keep_edges` (default n) is the size of the rest
+at which it is gathered and finished in RAM.
 
 One k (`membership_only`): round 1 removes every vertex of degree 1..K-1 at once (one superstep
 over a mask frontier: sparse IO, only those lists' blocks); each later round streams only the lists
@@ -38,8 +44,8 @@ the lists of the vertices of degree just above K (`kept_lists` of them: at most 
 edges and n entries; their blocks lie among the ones read anyway): when such a vertex drops, its
 list is peeled at once in memory (cascading through other kept lists) instead of costing another
 round of small random reads; round 2 on Kronecker graphs shrinks from ~5,000 lists to a handful.
-`rounds` counts the IO rounds. After the last one, degree >= K <=> in the K-core (the degree of a
-vertex in the K-core is then its degree inside the K-core).
+After the last round, degree >= K <=> in the K-core (a member's degree is then its degree inside
+the K-core).
 """
 from __future__ import annotations
 
@@ -61,10 +67,70 @@ class KCoreResult(Result):
     MAIN = "core_number"
 
 
-# ---------------------------------------------------------------------------------------------
-@njit(cache=True)
-def _removing(v, state):
-    return state[0][v] == 1
+#: Full decomposition: default RAM budget for kept lists, in stored neighbour IDs per vertex
+#: (4-byte IDs: 16 bytes per vertex).
+KEEP_PER_VERTEX = 4
+#: One k, SSD path: round 1 also keeps the lists of degree K .. K+KEEP_BAND-1 (lowest first), at
+#: most 1/KEEP_SHARE of round 1's edges and at most n entries.
+KEEP_SHARE = 16
+KEEP_BAND = 16
+
+
+def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, keep_edges=None,
+        tail_edges=None, **runtime) -> KCoreResult:
+    """Core numbers of every vertex (membership_only: only the K-core for k=K). keep_edges: RAM
+    budget of the full decomposition for kept lists, in neighbour IDs (default 4n; 0: none;
+    tail_edges: its old name)."""
+    runtime = dict(runtime)
+    progress = runtime.pop("progress", None)
+    runtime.pop("device", None)
+    if k is not None and int(k) < 0:
+        raise GrapheneError(f"k must be >= 0 (got {k})")
+    if keep_edges is None:
+        keep_edges = tail_edges
+    if keep_edges is not None and int(keep_edges) < 0:
+        raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
+    t0 = time.perf_counter()
+    if membership_only:
+        if k is None:
+            raise GrapheneError("membership_only needs k (which core to compute: --k K)")
+        return _run_membership(graph, k, in_memory, runtime, progress, t0)
+    n = graph.num_vertices
+    if graph.directed and graph.in_partitions is None:
+        budget = n if keep_edges is None else int(keep_edges)
+        return _run_scan(graph, budget, in_memory, runtime, progress, t0, k)
+    budget = KEEP_PER_VERTEX * n if keep_edges is None else int(keep_edges)
+    dirs = ["out", "in"] if graph.directed else ["out"]
+    return _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k)
+
+
+def _result(core, k, rounds, steps, t0, **extra):
+    n = len(core)
+    in_k = None if k is None else core >= int(k)
+    return KCoreResult(core_number=core, max_core=int(core.max()) if n else 0,
+                       k=None if k is None else int(k), in_k_core=in_k,
+                       k_core_size=None if k is None else int(np.count_nonzero(in_k)),
+                       membership_only=False, rounds=rounds, **extra, supersteps=steps,
+                       seconds=time.perf_counter() - t0)
+
+
+# -- shared helpers ------------------------------------------------------------------------------
+def _open(graph, direction, in_memory, runtime):
+    from ..iterator import IoIterator
+    return IoIterator(graph, direction, in_memory=in_memory, weights=False, **runtime)
+
+
+def _frontier():
+    from ..iterator import Frontier
+    return Frontier
+
+
+def _record(steps, progress, st, level, removed):
+    st = dict(st)
+    st.update(k=level, removing=int(removed))
+    steps.append(st)
+    if progress is not None:
+        progress(st)
 
 
 @njit(cache=True)
@@ -73,18 +139,353 @@ def _always(v, state):
 
 
 @njit(cache=True)
-def _decrement(v, nbrs, wts, tid, state):
-    """Every alive neighbour u of a removed vertex v loses one degree (per-thread buffers)."""
-    status, dec, touched, ntouched = state
-    drow = dec[tid]
-    trow = touched[tid]
-    for i in range(len(nbrs)):
-        u = np.int64(nbrs[i])
-        if status[u] == 0:
-            if drow[u] == 0:
-                trow[ntouched[tid]] = u
-                ntouched[tid] += 1
-            drow[u] += 1
+def _add_degrees(deg, off, row_lo):
+    for i in range(off.shape[0] - 1):
+        deg[row_lo + i] += np.int64(off[i + 1]) - np.int64(off[i])
+
+
+@intrinsic
+def _atomic_add2(typingctx, ary, i, j, val):
+    """atomic_add on a 2-D array element (fetch-and-add, monotonic; returns the old value)."""
+    ok = isinstance(ary, types.Array) and ary.ndim == 2 and isinstance(ary.dtype, types.Integer)
+    if not ok:
+        return None
+    sig = ary.dtype(ary, types.intp, types.intp, ary.dtype)
+
+    def codegen(context, builder, signature, args):
+        arr, ii, jj, v = args
+        aty = signature.args[0]
+        a = context.make_array(aty)(context, builder, arr)
+        ptr = cgutils.get_item_pointer(context, builder, aty, a, [ii, jj])
+        return builder.atomic_rmw("add", ptr, v, "monotonic")
+
+    return sig, codegen
+
+
+# de Bruijn count of trailing zeros: walks the set bits of the touched-vertex bitmaps
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_CTZ = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _CTZ[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
+
+
+# -- full decomposition with kept lists ----------------------------------------------------------
+def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
+    from ..iterator import Frontier
+    n = graph.num_vertices
+    steps = []
+    rounds = 0
+    kept = 0
+    core = np.zeros(n, dtype=np.int64)
+    its = [_open(graph, d, in_memory, runtime) for d in dirs] if n else []
+    try:
+        T = max([it.threads for it in its] or [1])
+        wide = graph.num_edges >= (1 << 30) or n >= (1 << 31)
+        dt = np.int64 if wide else np.int32          # degrees, decrements, bitmap words
+        sh = 6 if wide else 5                          # log2(bits per bitmap word)
+        idt = np.int64 if n >= (1 << 31) else np.int32   # vertex IDs
+        deg = np.zeros(n, dtype=dt)
+        for d in dirs:
+            for p in graph.parts(d):   # offsets already in RAM (the iterators loaded them)
+                _add_degrees(deg, p.offsets(), p.row_lo)
+        cap = max(0, min(int(budget), int(deg.sum(dtype=np.int64))))
+        state = np.zeros(n, dtype=np.uint8)     # _FREE .. _DONE
+        A = np.zeros((2 * T, n), dtype=dt)      # rows 0..T-1 decrements, T..2T-1 touched bitmaps
+        kdt = np.int64 if cap >= (1 << 31) else np.int32
+        kslot = np.zeros((2, n), dtype=kdt)     # kept vertex: start of its slice, entries stored
+        store = np.empty(cap, dtype=idt)
+        korder = np.empty(n, dtype=idt)         # kept vertices in store order (for compaction)
+        alive = np.arange(n, dtype=idt)
+        queue = np.empty(n, dtype=idt)
+        pending = np.empty(n, dtype=idt)
+        hist = np.zeros(int(deg.max()) + 2 if n else 1, dtype=np.int64)
+        # counters: [0] live kept entries (as of the last selection), [1] store top, [2] kept
+        # vertices in korder, [3] queue head, [4] queue tail, [5] pending, [6] alive, [7] level
+        c = np.zeros(8, dtype=np.int64)
+        c[6] = n
+        gone = dt(-(1 << 62) if wide else -(1 << 30))   # degree of a removed vertex (stays < 0)
+        kstate = (state, A, np.int64(T), np.int64(sh), kslot, store)
+        while True:
+            if c[3] == c[4] and not _next_level_k(deg, alive, queue, c):
+                break
+            _peel_queue(deg, core, state, kslot, store, queue, pending, c, gone)
+            if c[5] == 0:
+                continue
+            loading = _select_keep(deg, state, alive, hist, kslot, store, korder, cap, c)
+            npend = int(c[5])
+            fr = Frontier.from_queue(np.concatenate([pending[:npend], loading]), n)
+            for it in its:
+                st = it.run(_always, _read_round, kstate, fr)
+                st["kept"] = len(loading)
+                _record(steps, progress, st, int(c[7]), npend)
+            rounds += 1
+            kept += len(loading)
+            bad = _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c)
+            if bad >= 0:
+                raise GrapheneError(f"k-core: vertex {bad}: {int(kslot[1, bad])} neighbours read, "
+                                    f"its degree says {int(deg[bad])} (dataset degrees and lists "
+                                    f"disagree)")
+    finally:
+        for it in its:
+            it.close()
+    return _result(core, k, rounds, steps, t0, kept_lists=kept, keep_edges=int(budget))
+
+
+# vertex states of the full decomposition
+_FREE = 0      # in the graph, list on disk
+_KEPT = 1      # in the graph, its neighbours still in the graph are in the store
+_LOADING = 2   # in the graph, its list is being read into the store (during a superstep)
+_PENDING = 3   # removed (core number set), list not applied yet: read in the next superstep
+_DONE = 4      # removed, list applied
+
+
+@njit(cache=True)
+def _next_level_k(deg, alive, queue, c):
+    """Compact the alive list and find its minimum degree, the next level (every alive vertex has a
+    degree above the finished level; removed vertices have degree `gone` < 0); queue the vertices
+    of that degree. One pass. False when no vertex is left."""
+    m = 0
+    lo = np.iinfo(np.int64).max
+    t = 0
+    for i in range(c[6]):
+        v = alive[i]
+        d = deg[v]
+        if d >= 0:
+            alive[m] = v
+            m += 1
+            if d <= lo:
+                if d < lo:
+                    lo = d
+                    t = 0
+                queue[t] = v
+                t += 1
+    c[6] = m
+    if m == 0:
+        return False
+    if lo > c[7]:
+        c[7] = lo
+    c[3] = 0
+    c[4] = t
+    return True
+
+
+@njit(cache=True)
+def _peel_queue(deg, core, state, kslot, store, queue, pending, c, gone):
+    """Remove the queued vertices at the current level: a kept one at once (its stored neighbours
+    lose a degree; those reaching the level join the queue), one with no neighbours left too; the
+    others become pending (their lists are read in the next superstep). A removed vertex's degree
+    becomes `gone` (far below 0), so stale stored entries need no state check."""
+    k = c[7]
+    while c[3] < c[4]:
+        v = queue[c[3]]
+        c[3] += 1
+        s = state[v]
+        if s >= _PENDING:
+            continue
+        core[v] = k
+        if s == _KEPT:
+            state[v] = _DONE
+            deg[v] = gone
+            a = np.int64(kslot[0, v])
+            for p in range(a, a + np.int64(kslot[1, v])):
+                u = store[p]
+                d = deg[u] - 1
+                deg[u] = d
+                if d == k:
+                    queue[c[4]] = u
+                    c[4] += 1
+        elif deg[v] == 0:
+            state[v] = _DONE
+            deg[v] = gone
+        else:
+            state[v] = _PENDING
+            deg[v] = gone
+            pending[c[5]] = v
+            c[5] += 1
+
+
+@njit(cache=True)
+def _compact_store(state, kslot, store, korder, c):
+    """Squeeze the kept vertices' slices together, dropping removed vertices and neighbours."""
+    top = 0
+    m = 0
+    for i in range(c[2]):
+        v = korder[i]
+        if state[v] != _KEPT:
+            continue
+        a = np.int64(kslot[0, v])
+        b = a + np.int64(kslot[1, v])
+        kslot[0, v] = top
+        for p in range(a, b):
+            u = store[p]
+            if state[u] < _PENDING:
+                store[top] = u
+                top += 1
+        kslot[1, v] = top - np.int64(kslot[0, v])
+        korder[m] = v
+        m += 1
+    c[1] = top
+    c[2] = m
+
+
+@njit(cache=True)
+def _select_keep(deg, state, alive, hist, kslot, store, korder, cap, c):
+    """Vertices whose lists the next superstep also reads and keeps: the alive free ones of lowest
+    degree (the next to be removed), whole degree classes, as many as the budget allows (`cap`
+    stored entries minus the kept vertices' live entries, i.e. their degrees). Reserves their
+    slices of the store (compacting it first when its free tail is too short)."""
+    used = 0
+    for i in range(c[6]):
+        v = alive[i]
+        s = state[v]
+        if s == _FREE:
+            hist[deg[v]] += deg[v]
+        elif s == _KEPT:
+            used += deg[v]
+    c[0] = used
+    room = cap - used
+    th = -1
+    acc = 0
+    for d in range(hist.shape[0]):
+        if acc + hist[d] > room:
+            break
+        acc += hist[d]
+        th = d
+    hist[:] = 0
+    if th < 0 or acc == 0:
+        return np.empty(0, dtype=np.int64)
+    if c[1] + acc > store.shape[0]:
+        _compact_store(state, kslot, store, korder, c)
+    cnt = 0
+    for i in range(c[6]):
+        v = alive[i]
+        if state[v] == _FREE and deg[v] <= th:
+            cnt += 1
+    out = np.empty(cnt, dtype=np.int64)
+    cnt = 0
+    for i in range(c[6]):
+        v = alive[i]
+        if state[v] == _FREE and deg[v] <= th:
+            state[v] = _LOADING
+            kslot[0, v] = c[1]
+            kslot[1, v] = 0
+            c[1] += deg[v]
+            korder[c[2]] = v
+            c[2] += 1
+            out[cnt] = v
+            cnt += 1
+    return out
+
+
+@njit(cache=True)
+def _read_round(v, nbrs, wts, tid, st):
+    """One chunk of a list read in a superstep: a pending vertex decrements its alive neighbours
+    (this thread's row + touched bitmap); a loading vertex appends its alive neighbours to its
+    slice of the store (chunks come in any order, on any thread: one fetch-and-add per chunk)."""
+    state, A, T, sh, kslot, store = st
+    s = state[v]
+    if s == _PENDING:
+        one = A.dtype.type(1)
+        mask = (1 << sh) - 1
+        for i in range(nbrs.shape[0]):
+            u = np.int64(nbrs[i])
+            if state[u] < _PENDING:
+                if A[tid, u] == 0:
+                    A[T + tid, u >> sh] |= one << (u & mask)
+                A[tid, u] += 1
+    elif s == _LOADING:
+        cnt = 0
+        for i in range(nbrs.shape[0]):
+            if state[np.int64(nbrs[i])] < _PENDING:
+                cnt += 1
+        if cnt == 0:
+            return
+        p = np.int64(kslot[0, v]) + np.int64(_atomic_add2(kslot, 1, v, kslot.dtype.type(cnt)))
+        for i in range(nbrs.shape[0]):
+            u = nbrs[i]
+            if state[np.int64(u)] < _PENDING:
+                store[p] = u
+                p += 1
+
+
+@njit(cache=True)
+def _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c):
+    """Apply the superstep's decrements (serially: a vertex whose degree falls from above the level
+    to it or below joins the queue once); pending vertices are done, loading ones kept. Returns a
+    loaded vertex whose stored count is not its degree (lists and degrees disagree), else -1."""
+    k = c[7]
+    B = 1 << sh
+    wmask = np.uint64((1 << B) - 1) if B < 64 else ~np.uint64(0)
+    for t in range(T):
+        for w in range((A.shape[1] + B - 1) >> sh):
+            x = np.uint64(A[T + t, w]) & wmask
+            if x == 0:
+                continue
+            A[T + t, w] = 0
+            base = w << sh
+            while x != 0:
+                low = x & (~x + np.uint64(1))
+                u = base + _CTZ[(low * _DEBRUIJN) >> np.uint64(58)]
+                x ^= low
+                d = A[t, u]
+                A[t, u] = 0
+                old = deg[u]
+                deg[u] = old - d
+                if old > k and old - d <= k:
+                    queue[c[4]] = u
+                    c[4] += 1
+    for i in range(c[5]):
+        state[pending[i]] = _DONE
+    c[5] = 0
+    bad = -1
+    for i in range(loading.shape[0]):
+        v = loading[i]
+        state[v] = _KEPT
+        if np.int64(kslot[1, v]) != np.int64(deg[v]):
+            bad = v
+    return bad
+
+
+# -- full decomposition, directed dataset without in-edges ---------------------------------------
+def _run_scan(graph, budget, in_memory, runtime, progress, t0, k):
+    """Rounds of level k stream every alive vertex's out-list (in-neighbours are not stored); the
+    rest is gathered and finished in RAM once it has at most `budget` incidences."""
+    Frontier = _frontier()
+    n = graph.num_vertices
+    steps = []
+    deg = graph.degrees("out") + _in_degrees(graph, in_memory, runtime, steps, progress)
+    core = np.zeros(n, dtype=np.int64)
+    status = np.zeros(n, dtype=np.uint8)     # 0 alive, 1 being removed this round, 2 removed
+    rounds = 0
+    its = [_open(graph, "out", in_memory, runtime)] if n else []
+    try:
+        T = max([it.threads for it in its] or [1])
+        dec = np.zeros((T, n), dtype=np.int64)
+        touched = np.empty((T, n), dtype=np.int64)
+        ntouched = np.zeros(T, dtype=np.int64)
+        alive = np.arange(n, dtype=np.int64)
+        level = 0
+        while True:
+            alive, lo = _next_level(deg, status, alive)
+            if len(alive) == 0:
+                break
+            if budget > 0 and int(deg[alive].sum()) <= budget:
+                _finish_in_memory(its, alive, deg, status, core, steps, progress, level)
+                rounds += 1
+                break
+            level = max(level, int(lo))
+            frontier = _select(deg, status, alive, level)
+            while len(frontier):
+                if int(deg[frontier].max()) > 0:   # else no alive neighbours left: nothing to do
+                    st = its[0].run(_always, _decrement_both, (status, dec, touched, ntouched),
+                                    Frontier.all(n))
+                    _record(steps, progress, st, level, len(frontier))
+                rounds += 1
+                frontier = _apply(deg, status, dec, touched, ntouched, level, core, frontier)
+    finally:
+        for it in its:
+            it.close()
+    return _result(core, k, rounds, steps, t0, keep_edges=int(budget))
 
 
 @njit(cache=True)
@@ -172,100 +573,71 @@ def _select(deg, status, alive, k):
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-def _open(graph, direction, in_memory, runtime):
-    from ..iterator import IoIterator
-    return IoIterator(graph, direction, in_memory=in_memory, weights=False, **runtime)
+@njit(cache=True)
+def _alive(v, state):
+    return state[0][v] == 0
 
 
-def _frontier():
+@njit(cache=True)
+def _gather(v, nbrs, wts, tid, state):
+    """Append (v, u) and (u, v) for every alive out-neighbour u of an alive v."""
+    status, ga, gb, tail = state
+    c = 0
+    for i in range(len(nbrs)):
+        if status[np.int64(nbrs[i])] == 0:
+            c += 1
+    if c == 0:
+        return
+    k = _add(tail, 0, np.int64(2 * c))
+    for i in range(len(nbrs)):
+        u = np.int64(nbrs[i])
+        if status[u] == 0:
+            ga[k] = v
+            gb[k] = u
+            ga[k + 1] = u
+            gb[k + 1] = v
+            k += 2
+
+
+def _finish_in_memory(its, alive, deg, status, core, steps, progress, level):
+    """The alive subgraph has at most `budget` (default n) incidences: read it once (one streamed
+    superstep), then finish the peeling in memory with Batagelj-Zaversnik. Every alive vertex has
+    degree > level here, so its core number in the remaining subgraph is its core number in the
+    graph (the peeling below continues exactly where the rounds stopped)."""
     from ..iterator import Frontier
-    return Frontier
+    n = len(deg)
+    m = int(deg[alive].sum())
+    ga = np.empty(m, dtype=np.int64)
+    gb = np.empty(m, dtype=np.int64)
+    tail = np.zeros(1, dtype=np.int64)
+    st = its[0].run(_alive, _gather, (status, ga, gb, tail), Frontier.all(n))
+    _record(steps, progress, st, level, 0)
+    if int(tail[0]) != m:
+        raise GrapheneError(f"k-core: gathered {int(tail[0])} incidences of the remaining "
+                            f"subgraph, expected {m} (dataset degrees and lists disagree)")
+    sub = _peel_serial(n, ga, gb)
+    core[alive] = sub[alive]
+    status[alive] = 2
 
 
-def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, tail_edges=None,
-        **runtime) -> KCoreResult:
-    runtime = dict(runtime)
-    progress = runtime.pop("progress", None)
-    runtime.pop("device", None)
-    if k is not None and int(k) < 0:
-        raise GrapheneError(f"k must be >= 0 (got {k})")
-    t0 = time.perf_counter()
-    if membership_only:
-        if k is None:
-            raise GrapheneError("membership_only needs k (which core to compute: --k K)")
-        return _run_membership(graph, k, in_memory, runtime, progress, t0)
-    Frontier = _frontier()
+@njit(cache=True)
+def _count_in(v, nbrs, wts, tid, state):
+    row = state[0][tid]
+    for i in range(len(nbrs)):
+        row[np.int64(nbrs[i])] += 1
+
+
+def _in_degrees(graph, in_memory, runtime, steps, progress):
+    """In-degrees from one streamed pass over the out-lists (directed datasets without in-edges)."""
     n = graph.num_vertices
-    steps = []
-    has_in = graph.in_partitions is not None
-    deg = graph.degrees("out")
-    if graph.directed:
-        if has_in:
-            deg = deg + graph.degrees("in")
-            dirs = ["out", "in"]
-        else:
-            dirs = ["out"]
-            deg = deg + _in_degrees(graph, in_memory, runtime, steps, progress)
-    else:
-        dirs = ["out"]
-    full_scan = graph.directed and not has_in
-    core = np.zeros(n, dtype=np.int64)
-    status = np.zeros(n, dtype=np.uint8)     # 0 alive, 1 being removed this round, 2 removed
-    rounds = 0
-    its = [_open(graph, d, in_memory, runtime) for d in dirs] if n else []
-    try:
-        T = max([it.threads for it in its] or [1])
-        dec = np.zeros((T, n), dtype=np.int64)
-        touched = np.empty((T, n), dtype=np.int64)
-        ntouched = np.zeros(T, dtype=np.int64)
-        alive = np.arange(n, dtype=np.int64)
-        level = 0
-        ones = np.ones(n, dtype=np.uint8)
-        budget = n if tail_edges is None else int(tail_edges)
-        while True:
-            alive, lo = _next_level(deg, status, alive)
-            if len(alive) == 0:
-                break
-            if budget > 0 and int(deg[alive].sum()) <= budget:
-                _finish_in_memory(its, alive, deg, status, core, full_scan, steps, progress, level)
-                rounds += 1
-                break
-            level = max(level, int(lo))
-            frontier = _select(deg, status, alive, level)
-            while len(frontier):
-                state = (status, dec, touched, ntouched)
-                need = frontier[deg[frontier] > 0]   # the others have no alive neighbours left
-                if len(need) == 0:
-                    pass
-                elif full_scan:
-                    st = its[0].run(_always, _decrement_both, state, Frontier.all(n))
-                    _record(steps, progress, st, level, len(frontier))
-                else:
-                    fr = Frontier.from_queue(need, n)
-                    for it in its:
-                        st = it.run(_removing, _decrement, state, fr)
-                        _record(steps, progress, st, level, len(frontier))
-                rounds += 1
-                frontier = _apply(deg, status, dec, touched, ntouched, level, core, frontier)
-    finally:
-        for it in its:
-            it.close()
-    in_k = None if k is None else core >= int(k)
-    return KCoreResult(core_number=core, max_core=int(core.max()) if n else 0,
-                       k=None if k is None else int(k), in_k_core=in_k,
-                       k_core_size=None if k is None else int(np.count_nonzero(in_k)),
-                       membership_only=False, rounds=rounds,
-                       supersteps=steps, seconds=time.perf_counter() - t0)
+    with _open(graph, "out", in_memory, runtime) as it:
+        cnt = np.zeros((it.threads, n), dtype=np.int64)
+        st = it.run(_always, _count_in, (cnt,), _frontier().all(n))
+        _record(steps, progress, st, 0, 0)
+    return cnt.sum(axis=0)
 
 
-#: On the SSD path, round 1 also keeps (in RAM) the lists of the vertices whose degree is just above
-#: K, taken from the blocks it reads anyway: at most 1/KEEP_SHARE of round 1's edges and at most n
-#: entries, lowest degrees first (degrees K .. K + KEEP_BAND - 1).
-KEEP_SHARE = 16
-KEEP_BAND = 16
-
-
+# -- one k -----------------------------------------------------------------------------------------
 def _run_membership(graph, k, in_memory, runtime, progress, t0):
     """Single-k peeling (Graphene's k-core): vertices of degree < K leave in rounds until none does.
     See the module docstring ("One k")."""
@@ -348,28 +720,9 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
 # Rows of A (n entries each; T = compute threads): 0 degree (the number of neighbours not yet
 # removed, exact while >= K); 1..T per-thread decrements of this round; T+1..2T per-thread bitmaps
 # of the vertices with a decrement (first n/32 or n/64 words); with kept lists: 2T+1 the kept
-# vertices (sorted), 2T+2 the next free store position of each, 2T+3 the store.
-@intrinsic
-def _atomic_add2(typingctx, ary, i, j, val):
-    """atomic_add on a 2-D array element (fetch-and-add, monotonic; returns the old value)."""
-    if not isinstance(ary, types.Array) or ary.ndim != 2 or not isinstance(ary.dtype, types.Integer):
-        return None
-    sig = ary.dtype(ary, types.intp, types.intp, ary.dtype)
-
-    def codegen(context, builder, signature, args):
-        arr, ii, jj, v = args
-        aty = signature.args[0]
-        a = context.make_array(aty)(context, builder, arr)
-        ptr = cgutils.get_item_pointer(context, builder, aty, a, [ii, jj])
-        return builder.atomic_rmw("add", ptr, v, "monotonic")
-
-    return sig, codegen
-
-
-@njit(cache=True)
-def _add_degrees(deg, off, row_lo):
-    for i in range(off.shape[0] - 1):
-        deg[row_lo + i] += np.int64(off[i + 1]) - np.int64(off[i])
+# vertices (sorted), 2T+2 the next free store position of each, 2T+3 the store. One array for
+# everything the kernels touch: numba passes each array of the state separately and keeps a
+# reference count on it, which costs ~60 ns per call once the kernel has a branch (measured).
 
 
 @njit(cache=True)
@@ -504,26 +857,29 @@ def _check_kept(A, T, status, starts):
 @njit(cache=True)
 def _merge_k(A, T, sh, kk, out):
     """Apply the threads' decrements (serial, so each vertex crosses from >= K to < K exactly once);
-    the vertices that crossed go to `out`; returns how many."""
+    the vertices that crossed go to `out`; returns how many. Walks the set bits of the touched-
+    vertex bitmaps (lowest set bit + de Bruijn count of trailing zeros)."""
     m = 0
     B = 1 << sh
+    wmask = np.uint64((1 << B) - 1) if B < 64 else ~np.uint64(0)
     for t in range(T):
         for w in range((A.shape[1] + B - 1) >> sh):
-            x = A[1 + T + t, w]
+            x = np.uint64(A[1 + T + t, w]) & wmask
             if x == 0:
                 continue
             A[1 + T + t, w] = 0
             base = w << sh
-            for b in range(B):
-                if (x >> b) & 1:
-                    u = base + b
-                    old = A[0, u]
-                    new = old - A[1 + t, u]
-                    A[1 + t, u] = 0
-                    A[0, u] = new
-                    if old >= kk and new < kk:
-                        out[m] = u
-                        m += 1
+            while x != 0:
+                low = x & (~x + np.uint64(1))
+                u = base + _CTZ[(low * _DEBRUIJN) >> np.uint64(58)]
+                x ^= low
+                old = A[0, u]
+                new = old - A[1 + t, u]
+                A[1 + t, u] = 0
+                A[0, u] = new
+                if old >= kk and new < kk:
+                    out[m] = u
+                    m += 1
     return m
 
 
@@ -586,87 +942,7 @@ def _members(deg, kk, out):
     return m
 
 
-@njit(cache=True)
-def _alive(v, state):
-    return state[0][v] == 0
-
-
-@njit(cache=True)
-def _gather(v, nbrs, wts, tid, state):
-    """Append (v, u) for every alive neighbour u; with `both`, also (u, v) (out-only datasets)."""
-    status, ga, gb, tail, both = state
-    c = 0
-    for i in range(len(nbrs)):
-        if status[np.int64(nbrs[i])] == 0:
-            c += 1
-    if c == 0:
-        return
-    k = _add(tail, 0, np.int64(c * (2 if both else 1)))
-    for i in range(len(nbrs)):
-        u = np.int64(nbrs[i])
-        if status[u] == 0:
-            ga[k] = v
-            gb[k] = u
-            k += 1
-            if both:
-                ga[k] = u
-                gb[k] = v
-                k += 1
-
-
-def _finish_in_memory(its, alive, deg, status, core, full_scan, steps, progress, level):
-    """The alive subgraph has at most `tail_edges` (default n) incidences: read it once (one
-    superstep per direction), then finish the peeling in memory with Batagelj-Zaversnik. Every
-    alive vertex has degree > level here, so its core number in the remaining subgraph is its core
-    number in the graph (the peeling below continues exactly where the rounds stopped)."""
-    from ..iterator import Frontier
-    n = len(deg)
-    m = int(deg[alive].sum())
-    ga = np.empty(m, dtype=np.int64)
-    gb = np.empty(m, dtype=np.int64)
-    tail = np.zeros(1, dtype=np.int64)
-    state = (status, ga, gb, tail, full_scan)
-    if full_scan:
-        st = its[0].run(_alive, _gather, state, Frontier.all(n))
-        _record(steps, progress, st, level, 0)
-    else:
-        fr = Frontier.from_queue(alive, n)
-        for it in its:
-            st = it.run(_alive, _gather, state, fr)
-            _record(steps, progress, st, level, 0)
-    if int(tail[0]) != m:
-        raise GrapheneError(f"k-core: gathered {int(tail[0])} incidences of the remaining "
-                            f"subgraph, expected {m} (dataset degrees and lists disagree)")
-    sub = _peel_serial(n, ga, gb)
-    core[alive] = sub[alive]
-    status[alive] = 2
-
-
-def _record(steps, progress, st, level, removed):
-    st = dict(st)
-    st.update(k=level, removing=int(removed))
-    steps.append(st)
-    if progress is not None:
-        progress(st)
-
-
-@njit(cache=True)
-def _count_in(v, nbrs, wts, tid, state):
-    row = state[0][tid]
-    for i in range(len(nbrs)):
-        row[np.int64(nbrs[i])] += 1
-
-
-def _in_degrees(graph, in_memory, runtime, steps, progress):
-    """In-degrees from one streamed pass over the out-lists (directed datasets without in-edges)."""
-    n = graph.num_vertices
-    with _open(graph, "out", in_memory, runtime) as it:
-        cnt = np.zeros((it.threads, n), dtype=np.int64)
-        st = it.run(_always, _count_in, (cnt,), _frontier().all(n))
-        _record(steps, progress, st, 0, 0)
-    return cnt.sum(axis=0)
-
-
+# -- verification --------------------------------------------------------------------------------
 def verify(graph, result, **_ignored) -> list:
     """Independent serial check: Batagelj-Zaversnik O(m) bucket peeling over the stored edges (both
     directions on directed datasets) must give the same core numbers (membership_only: the same
@@ -767,4 +1043,7 @@ CLI_OPTIONS = [
     click.Option(["--membership-only", "membership_only"], is_flag=True, default=False,
                  help="With --k K: compute only the K-core (peel degree < K until stable; no core "
                       "numbers). Much faster than the full decomposition."),
+    click.Option(["--keep-edges", "keep_edges"], type=int, default=None,
+                 help="Full decomposition: RAM budget for adjacency lists kept in memory, in "
+                      "neighbour IDs (default 4 per vertex; 0: read every removed vertex's list)."),
 ]
