@@ -134,10 +134,14 @@ def run_fio_replay(path: str, offs, lens, qd: int, log_path: str) -> dict:
             "cpu_us": cpu_s / max(1, job["total_ios"]) * 1e6, "requests": job["total_ios"]}
 
 
-def run_engine_replay(name: str, path: str, offs, lens, qd: int) -> dict:
+def run_engine_replay(name: str, path: str, offs, lens, qd: int, pool_kind="auto") -> dict:
     from graphene_py.io.engines import make_engine
     slot = int(max(4096, (int(lens.max()) + 4095) // 4096 * 4096))
-    pool = BufferPool(slot, qd + 64, hugepages="auto")
+    pool = BufferPool(slot, qd + 64, hugepages=pool_kind)
+    if pool_kind not in ("auto", pool.kind):
+        kind = pool.kind
+        pool.close()
+        raise RuntimeError(f"asked for a {pool_kind} pool, got {kind}")
     eng = make_engine(name, [path], [0], pool, queue_depth=qd, direct=True)
     done = 0
     try:
@@ -160,6 +164,51 @@ def run_engine_replay(name: str, path: str, offs, lens, qd: int) -> dict:
     if done != len(offs):
         raise RuntimeError(f"{name}: {done} of {len(offs)} reads completed")
     return {"iops": done / el, "mbs": float(lens.sum()) / el / 1e6, "cpu_us": cpu / done * 1e6}
+
+
+def reserve_hugepages(pages: int):
+    """Reserve `pages` 2 MB hugepages (root); returns the previous nr_hugepages, or None."""
+    path = "/proc/sys/vm/nr_hugepages"
+    try:
+        with open(path) as f:
+            old = int(f.read())
+        with open(path, "w") as f:
+            f.write(str(old + pages))
+        return old
+    except OSError:
+        return None
+
+
+def replay_pools(args, path, offs, lens):
+    """uring over the replay list with each buffer-pool kind (hugetlb reserved for the run)."""
+    kinds = [k for k in args.pools.split(",") if k]
+    slot = int(max(4096, (int(lens.max()) + 4095) // 4096 * 4096))
+    need = -(-(slot * (args.qd + 64)) // (2 << 20)) + 1
+    old = reserve_hugepages(need) if "hugetlb" in kinds else None
+    res, notes = {}, {}
+    try:
+        for rep in range(args.repeats):
+            for k in kinds:
+                drop_caches()
+                try:
+                    r = run_engine_replay("uring", path, offs, lens, args.qd, pool_kind=k)
+                except (RuntimeError, OSError) as e:
+                    notes[k] = str(e)
+                    continue
+                res.setdefault(k, []).append(r)
+                print(f"  round {rep} pool {k}: {r['iops']:.0f} IOPS", file=sys.stderr)
+    finally:
+        if old is not None:
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write(str(old))
+    print(f"\nBuffer pool kinds, uring over the same replay, median of {args.repeats} interleaved "
+          f"rounds\n\n| pool | IOPS | MB/s | CPU us/req |\n|---|---:|---:|---:|")
+    for k in kinds:
+        if k in res:
+            r = {x: float(np.median([y[x] for y in res[k]])) for x in ("iops", "mbs", "cpu_us")}
+            print(f"| {k} | {r['iops']:.0f} | {r['mbs']:.0f} | {r['cpu_us']:.1f} |")
+        else:
+            print(f"| {k} | skipped: {notes.get(k, 'unavailable')} | | |")
 
 
 def replay_main(args, have_fio):
@@ -201,6 +250,8 @@ def replay_main(args, have_fio):
         ratio = f"{np.median([x['ratio_iops'] for x in rs]):.2f}" if have_fio and label != "fio" else (
             "1.00" if have_fio else "-")
         print(f"| {label} | {r['iops']:.0f} | {r['mbs']:.0f} | {ratio} | {r['cpu_us']:.1f} |")
+    if args.pools:
+        replay_pools(args, path, offs, lens)
 
 
 def run_engine(name: str, path: str, bs: int, qd: int, seconds: float, batch: int, **kw) -> dict:
@@ -263,6 +314,9 @@ def main(argv=None):
                     help="replay planned extents of random frontiers on this 1x1 dataset")
     ap.add_argument("--frontiers", default="2000,30000,500000,1800000",
                     help="--replay: frontier sizes (vertices)")
+    ap.add_argument("--pools", default="",
+                    help="--replay: also compare buffer-pool kinds for uring, e.g. hugetlb,thp,normal "
+                         "(hugetlb pages are reserved for the run when root, then released)")
     args = ap.parse_args(argv)
     if args.replay:
         have_fio = not args.no_fio and ensure_fio()
