@@ -47,77 +47,30 @@ def atomic_cas(typingctx, ary, idx, expected, new):
     return sig, codegen
 
 
-@intrinsic
-def atomic_add(typingctx, ary, idx, val):
-    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
-        return None
-    dt = ary.dtype
-    sig = dt(ary, types.intp, dt)
+def _rmw(op, ordering="monotonic", kind=types.Integer):
+    """An intrinsic f(arr, i, val) -> old value: LLVM `atomicrmw op` on arr[i] with `ordering`, for
+    arrays whose dtype is a `kind` (op "min" becomes "umin" on unsigned integers)."""
 
-    def codegen(context, builder, signature, args):
-        arr, i, v = args
-        ptr = _ptr(context, builder, signature.args[0], arr, i)
-        return builder.atomic_rmw("add", ptr, v, "monotonic")
+    @intrinsic
+    def rmw(typingctx, ary, idx, val):
+        if not isinstance(ary, types.Array) or not isinstance(ary.dtype, kind):
+            return None
+        dt = ary.dtype
+        sig = dt(ary, types.intp, dt)
+        llop = "umin" if op == "min" and not dt.signed else op
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            arr, i, v = args
+            ptr = _ptr(context, builder, signature.args[0], arr, i)
+            return builder.atomic_rmw(llop, ptr, v, ordering)
 
+        return sig, codegen
 
-@intrinsic
-def atomic_min(typingctx, ary, idx, val):
-    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
-        return None
-    dt = ary.dtype
-    sig = dt(ary, types.intp, dt)
-    op = "min" if dt.signed else "umin"
-
-    def codegen(context, builder, signature, args):
-        arr, i, v = args
-        ptr = _ptr(context, builder, signature.args[0], arr, i)
-        return builder.atomic_rmw(op, ptr, v, "monotonic")
-
-    return sig, codegen
+    return rmw
 
 
-@intrinsic
-def atomic_or(typingctx, ary, idx, val):
-    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
-        return None
-    dt = ary.dtype
-    sig = dt(ary, types.intp, dt)
-
-    def codegen(context, builder, signature, args):
-        arr, i, v = args
-        ptr = _ptr(context, builder, signature.args[0], arr, i)
-        return builder.atomic_rmw("or", ptr, v, "monotonic")
-
-    return sig, codegen
-
-
-@intrinsic
-def atomic_fadd(typingctx, ary, idx, val):
-    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Float):
-        return None
-    dt = ary.dtype
-    sig = dt(ary, types.intp, dt)
-
-    def codegen(context, builder, signature, args):
-        arr, i, v = args
-        ptr = _ptr(context, builder, signature.args[0], arr, i)
-        return builder.atomic_rmw("fadd", ptr, v, "acq_rel")
-
-    return sig, codegen
-
-
-@intrinsic
-def atomic_add_acq_rel(typingctx, ary, idx, val):
-    if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
-        return None
-    dt = ary.dtype
-    sig = dt(ary, types.intp, dt)
-
-    def codegen(context, builder, signature, args):
-        arr, i, v = args
-        ptr = _ptr(context, builder, signature.args[0], arr, i)
-        return builder.atomic_rmw("add", ptr, v, "acq_rel")
-
-    return sig, codegen
+atomic_add = _rmw("add")
+atomic_min = _rmw("min")
+atomic_or = _rmw("or")
+atomic_fadd = _rmw("fadd", "acq_rel", types.Float)
+atomic_add_acq_rel = _rmw("add", "acq_rel")
