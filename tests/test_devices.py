@@ -190,6 +190,17 @@ def test_offsets_loaded_in_parallel_match_files(ds3):
             assert p.offsets() is not None and np.shares_memory(p.offsets(), it._offs_u)
 
 
+def test_offsets_numpy_path_for_big_endian_hosts(ds3, monkeypatch):
+    g, G = ds3
+    from graphene_py.graph import Graph
+    G = Graph.open(G.dirs[0])   # nothing cached
+    monkeypatch.setattr(C.sys, "byteorder", "big")
+    with IoIterator(G, threads=2) as it:
+        for i, p in enumerate(G.partitions):
+            assert np.array_equal(it._offs_u[it.part_base[i]:it.part_base[i + 1]],
+                                  np.fromfile(p.off_path, dtype="<u8"))
+
+
 @pytest.mark.parametrize("damage", ["truncate", "extend", "last"])
 def test_offsets_damage_is_a_clear_error(tmp_path, damage):
     from graphene_py.errors import GrapheneError

@@ -15,6 +15,7 @@ same extents one at a time, for prototyping and teaching.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -60,6 +61,12 @@ def _round_up(x, a):
 def _read_offsets_file(path, dst):
     """Read a whole offsets file straight into dst (uint64 view); returns the entries read, or -1
     when the file is longer than dst."""
+    if sys.byteorder != "little":   # files are little-endian: let numpy convert
+        a = np.fromfile(path, dtype="<u8")
+        if len(a) > len(dst):
+            return -1
+        dst[:len(a)] = a
+        return len(a)
     u8 = dst.view(np.uint8)
     with open(path, "rb", buffering=0) as f:
         n = 0
