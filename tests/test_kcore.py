@@ -446,3 +446,16 @@ def test_keep_edges_errors_and_cli(tmp_path):
         d = json.loads(r.stdout)
         assert d["verification"] == "PASS" and d["result"]["max_core"] == 2
         assert d["result"]["keep_edges"] == int(keep)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_thread_counts(threads, root):
+    """One and three compute threads (per-thread decrement rows and bitmaps) give the same."""
+    for kind in ("sym", "in"):
+        c = case_of("powerlaw", kind)
+        g = make_dataset(root, c.tg, kind, (3, 2))
+        kw = dict(SSD, threads=threads)
+        for k in (2, 5, 9):
+            check(g, c, k, **kw)
+        for keep in (None, 0, 300):
+            assert np.array_equal(kcore.run(g, keep_edges=keep, **kw).core_number, naive_core(c))
