@@ -661,7 +661,7 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         dt = np.int64 if wide else np.int32
         sh = 6 if wide else 5                  # bits per word of the touched-vertex bitmaps
         keep_ok = not (full_scan or in_memory)
-        rows = 1 + 2 * T + (3 if keep_ok else 0)
+        rows = 1 + 2 * T + (3 if keep_ok else 0) + 1     # the last row: bitmap degree >= K
         A = np.zeros((rows, n), dtype=dt)
         deg = A[0]
         for d in dirs:
@@ -674,6 +674,7 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         status = np.empty(n, dtype=np.uint8)
         hist = np.zeros(KEEP_BAND, dtype=np.int64)
         count, edges1 = (int(x) for x in _below_k(deg, dt(kk), status, hist))
+        _set_in_core(A, sh, dt(kk))
         cap = kk
         if keep_ok and count:
             budget = min(edges1 // KEEP_SHARE, n)
@@ -707,7 +708,7 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
                 _advance(status, crossed[:m])
                 count = m
             else:
-                count = int(_peel_kept(A, T, dt(kk), status, starts, crossed[:m], front_buf))
+                count = int(_peel_kept(A, T, sh, dt(kk), status, starts, crossed[:m], front_buf))
                 fr = Frontier.from_queue(front_buf[:count].copy(), n)
     finally:
         for it in its:
@@ -722,7 +723,9 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
 # Rows of A (n entries each; T = compute threads): 0 degree (the number of neighbours not yet
 # removed, exact while >= K); 1..T per-thread decrements of this round; T+1..2T per-thread bitmaps
 # of the vertices with a decrement (first n/32 or n/64 words); with kept lists: 2T+1 the kept
-# vertices (sorted), 2T+2 the next free store position of each, 2T+3 the store. One array for
+# vertices (sorted), 2T+2 the next free store position of each, 2T+3 the store; last row: bitmap
+# of the vertices of degree >= K (what the kernels test: n/8 bytes stay in cache, so an edge costs
+# one random access, its decrement, instead of two). One array for
 # everything the kernels touch: numba passes each array of the state separately and keeps a
 # reference count on it, which costs ~60 ns per call once the kernel has a branch (measured).
 
@@ -734,9 +737,10 @@ def _drop_k(v, nbrs, wts, tid, state):
     A, kk, T, sh, status, m = state
     one = A.dtype.type(1)
     mask = (1 << sh) - 1
+    ab = A.shape[0] - 1
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
-        if A[0, u] >= kk:
+        if (A[ab, u >> sh] >> (u & mask)) & 1:   # degree >= K (a bitmap: stays in cache)
             if A[1 + tid, u] == 0:
                 A[1 + T + tid, u >> sh] |= one << (u & mask)
             A[1 + tid, u] += 1
@@ -755,9 +759,10 @@ def _drop_k_keep(v, nbrs, wts, tid, state):
         return
     one = A.dtype.type(1)
     mask = (1 << sh) - 1
+    ab = A.shape[0] - 1
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
-        if A[0, u] >= kk:
+        if (A[ab, u >> sh] >> (u & mask)) & 1:   # degree >= K (a bitmap: stays in cache)
             if A[1 + tid, u] == 0:
                 A[1 + T + tid, u >> sh] |= one << (u & mask)
             A[1 + tid, u] += 1
@@ -771,14 +776,15 @@ def _drop_k_scan(v, nbrs, wts, tid, state):
     A, kk, T, sh, status, m = state
     one = A.dtype.type(1)
     mask = (1 << sh) - 1
+    ab = A.shape[0] - 1
     if status[v] == 1:
         for i in range(nbrs.shape[0]):
             u = np.int64(nbrs[i])
-            if A[0, u] >= kk:
+            if (A[ab, u >> sh] >> (u & mask)) & 1:
                 if A[1 + tid, u] == 0:
                     A[1 + T + tid, u >> sh] |= one << (u & mask)
                 A[1 + tid, u] += 1
-    elif A[0, v] >= kk:
+    elif (A[ab, v >> sh] >> (v & mask)) & 1:
         c = 0
         for i in range(nbrs.shape[0]):
             if status[np.int64(nbrs[i])] == 1:
@@ -809,6 +815,17 @@ def _below_k(deg, kk, status, hist):
         if i < H:
             hist[i] += 1
     return m, e
+
+
+@njit(cache=True)
+def _set_in_core(A, sh, kk):
+    """Last row of A: bitmap of degree >= K (the kernels' test; n/8 bytes stay in cache)."""
+    ab = A.shape[0] - 1
+    one = A.dtype.type(1)
+    bm = (1 << sh) - 1
+    for v in range(A.shape[1]):
+        if A[0, v] >= kk:
+            A[ab, v >> sh] |= one << (v & bm)
 
 
 @njit(cache=True, inline="always")
@@ -864,6 +881,9 @@ def _merge_k(A, T, sh, kk, out):
     m = 0
     B = 1 << sh
     wmask = np.uint64((1 << B) - 1) if B < 64 else ~np.uint64(0)
+    ab = A.shape[0] - 1
+    one = A.dtype.type(1)
+    bm = B - 1
     for t in range(T):
         for w in range((A.shape[1] + B - 1) >> sh):
             x = np.uint64(A[1 + T + t, w]) & wmask
@@ -882,17 +902,21 @@ def _merge_k(A, T, sh, kk, out):
                 if old >= kk and new < kk:
                     out[m] = u
                     m += 1
+                    A[ab, u >> sh] &= ~(one << (u & bm))
     return m
 
 
 @njit(cache=True)
-def _peel_kept(A, T, kk, status, starts, crossed, front):
+def _peel_kept(A, T, sh, kk, status, starts, crossed, front):
     """The vertices that just left: those with a kept list are peeled here in RAM (serially, with a
     work stack, cascading through other kept vertices); the others form the next round's frontier
     (status 1; their count is returned, the IDs are in `front`)."""
     stack = np.empty(starts.shape[0], dtype=np.int64)
     sp = 0
     m = 0
+    ab = A.shape[0] - 1
+    one = A.dtype.type(1)
+    bm = (1 << sh) - 1
     for i in range(crossed.shape[0]):
         u = crossed[i]
         if status[u] == 2:
@@ -912,6 +936,7 @@ def _peel_kept(A, T, kk, status, starts, crossed, front):
             if A[0, u] >= kk:
                 A[0, u] -= 1
                 if A[0, u] < kk:
+                    A[ab, u >> sh] &= ~(one << (u & bm))
                     if status[u] == 2:
                         status[u] = 3
                         stack[sp] = u
