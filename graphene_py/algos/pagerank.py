@@ -117,28 +117,37 @@ def _pull(v, nbrs, wts, tid, state):
     acc[tid, v] += s
 
 
+#: rows of the Gauss-Seidel sweep's float state F and integer state I. One 2-D array per type
+#: instead of seven 1-D ones: with a branch in the kernel, numba keeps per-call reference counting
+#: for every array in the state tuple (measured: 1.05 s -> 0.87 s per kron22 sweep, 1 thread)
+X, CONTRIB, OUTDEG, CHANGE, PSUM = range(5)
+INDEG, SEEN = range(2)
+
+
 @njit(cache=True)
 def _sweep(v, nbrs, wts, tid, state):
     """Gauss-Seidel: x[v] = base + alpha * sum(contrib[u] over v's in-list), published at once."""
-    x, contrib, outdeg, indeg, psum, seen, change, consts = state
+    F, I, consts = state
+    contrib = F[CONTRIB]
     s = 0.0
     for i in range(len(nbrs)):
         s += contrib[np.int64(nbrs[i])]
     k = np.int64(nbrs.shape[0])
-    if k != indeg[v]:
+    if k != I[INDEG, v]:
         # one piece of a list split over chunks: add it; the piece completing the count finishes v
+        psum = F[PSUM]
         _fadd(psum, v, s)
-        if _add_ar(seen, v, k) + k != indeg[v]:
+        seen = I[SEEN]
+        if _add_ar(seen, v, k) + k != I[INDEG, v]:
             return
-        s = psum[v]
-        psum[v] = 0.0
-        seen[v] = 0
+        s = F[PSUM, v]
+        F[PSUM, v] = 0.0
+        I[SEEN, v] = 0
     new = consts[0] + consts[1] * s
-    d = abs(new - x[v])
-    x[v] = new
-    change[v] = d
-    if outdeg[v] > 0.0:
-        contrib[v] = new / outdeg[v]
+    F[CHANGE, v] = abs(new - F[X, v])
+    F[X, v] = new
+    if F[OUTDEG, v] > 0.0:
+        F[CONTRIB, v] = new / F[OUTDEG, v]
 
 
 from ..iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd  # noqa: E402
@@ -310,14 +319,15 @@ def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_ite
                   steps, progress):
     """Phase 1 of delta PageRank. Returns (x summing to 1, sweeps, error, converged)."""
     Frontier = _frontier()
-    indeg = graph.degrees(direction).astype(np.int64)   # total over the column partitions
-    no_in = (indeg == 0).view(np.uint8)
+    F = np.zeros((5, n))
+    I = np.zeros((2, n), dtype=np.int64)
+    I[INDEG] = graph.degrees(direction)      # total over the column partitions
+    no_in = (I[INDEG] == 0).view(np.uint8)
     dang = dangling.view(np.uint8)
-    x = _lumped_start(n, indeg, dangling, alpha)
-    contrib = np.where(dangling, 0.0, x / np.where(dangling, 1.0, outdeg))
-    psum = np.zeros(n)
-    seen = np.zeros(n, dtype=np.int64)
-    change = np.zeros(n)
+    x, contrib, change = F[X], F[CONTRIB], F[CHANGE]
+    F[OUTDEG] = outdeg
+    x[:] = _lumped_start(n, I[INDEG], dangling, alpha)
+    contrib[:] = np.where(dangling, 0.0, x / np.where(dangling, 1.0, outdeg))
     consts = np.zeros(2)
     c = max(1.0, (1.0 - alpha) / alpha)
     dmass = float(x[dangling].sum())
@@ -325,12 +335,11 @@ def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_ite
     while sweeps < max_iter:
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
-        st = it.run(_always, _sweep, (x, contrib, outdeg, indeg, psum, seen, change, consts),
-                    Frontier.all(n))
+        st = it.run(_always, _sweep, (F, I, consts), Frontier.all(n))
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
-        err, act_edges, act, dmass = _sweep_tail(x, contrib, change, outdeg, no_in, dang, base,
+        err, act_edges, act, dmass = _sweep_tail(x, contrib, change, F[OUTDEG], no_in, dang, base,
                                                  c, threshold / n)
         sweeps += 1
         _note(steps, progress, st, sweeps, err, act)
@@ -338,7 +347,7 @@ def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_ite
             return x, sweeps, err, True
         if act_edges <= PULL_FRACTION * m:   # the changes are sparse now: switch to pushes
             break
-    return x, sweeps, err, sweeps >= max_iter
+    return x.copy(), sweeps, err, sweeps >= max_iter
 
 
 def _delta_error(p, r):
