@@ -162,7 +162,7 @@ def _run(name, mod, kw):
         trial_rows.append(row)
         if not as_json:
             extra = "  ".join(f"{k} {v}" for k, v in res.scalars().items()
-                              if k not in ("seconds",) and not isinstance(v, list))
+                              if k not in ("seconds",) and v is not None and not isinstance(v, list))
             click.echo(f"Trial {t + 1}: {res.seconds:.5f} s  {extra}")
         if do_verify:
             problems = mod.verify(graph, res, **opts)
