@@ -309,9 +309,14 @@ def test_id_width_4_too_big_is_file_line_error(tmp_path):
     assert str(e.value).startswith(f"{p}:3:")
     assert os.listdir(disks[0]) == []
     # without --id-width: ID 2^32 means 2^32+1 vertices; their O(|V|) arrays exceed the limit ->
-    # a clean error suggesting --relabel, nothing written
+    # a clean error suggesting --relabel, nothing written (1 GB of working memory whatever this
+    # test process already holds)
     with pytest.raises(GrapheneError, match="--relabel"):
-        partition(str(p), disks, name="b", quiet=True, memory_limit="1G")
+        partition(str(p), disks, name="b", quiet=True, work_memory="1G")
+    from graphene_py.partition.partitioner import rss_bytes
+    with pytest.raises(GrapheneError, match="--relabel"):
+        partition(str(p), disks, name="b", quiet=True,
+                  memory_limit=str(rss_bytes() + (64 << 20) + (1 << 30)))
     assert os.listdir(disks[0]) == []
     G = partition(str(p), disks, name="b", quiet=True, relabel=True, id_width=4)
     assert G.num_vertices == 4 and G.num_edges == 3
