@@ -39,8 +39,10 @@ all logged levels and stores it once (-1 for the bits never set, so depths needs
 T threads; it starts in the background once the levels shrink (the dense ones are logged then) and
 overlaps the remaining levels; later levels, a full log (2n entries) or 256 levels of it
 (long chains) are written directly. The same pass counts `reached` and sums the depths per source.
-Fresh memory is slow to fault in here (0.1-1 s for the 512 MiB of depths), so a helper thread at
-idle priority prefaults the log and depths (MADV_POPULATE_WRITE) while the supersteps wait on IO.
+Fresh memory is slow to fault in here (up to 1 s for the 512 MiB of depths as transparent huge
+pages), so depths gets 4 KB pages (MADV_NOHUGEPAGE: it is written once, sequentially) and a helper
+thread at idle priority prefaults the log and depths (MADV_POPULATE_WRITE) while the supersteps
+wait on IO.
 Sources beyond 64 run in further passes. Default sources: 32 random vertices of non-zero
 out-degree from config.SEED (GAPBS's habit), distinct; `sources=[...]` picks them.
 """
@@ -281,28 +283,51 @@ def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
     return np.sort(rng.choice(cand, size=count, replace=False)).astype(np.int64)
 
 
-def _populate(arrays):
-    """Fault in the pages of fresh arrays on a helper thread (Linux MADV_POPULATE_WRITE: contents
-    untouched, so it may race with their writers), while the supersteps wait on IO: first touches of
-    fresh memory are slow here (0.1-1 s for the 512 MiB of depths of 32 sources at scale 22) and
-    would otherwise land in the depth writes. Returns the thread (join it), or None."""
-    import os
+_MADV_NOHUGEPAGE = 15
+_MADV_POPULATE_WRITE = 23      # Linux >= 5.14
+
+
+def _madvise():
+    """libc's madvise (Linux), or None."""
     import sys
-    import threading
     if not sys.platform.startswith("linux"):
         return None
     try:
         import ctypes
-        madvise = ctypes.CDLL(None, use_errno=True).madvise
-        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        return fn
     except (OSError, AttributeError):
         return None
-    spans = []
-    for a in arrays:
-        lo = (a.ctypes.data + 4095) & ~4095
-        hi = (a.ctypes.data + a.nbytes) & ~4095
-        if hi > lo:
-            spans.append((lo, hi - lo))
+
+
+def _pages(arr):
+    """(address, length) of the whole pages inside arr's buffer."""
+    lo = (arr.ctypes.data + 4095) & ~4095
+    return lo, max(0, ((arr.ctypes.data + arr.nbytes) & ~4095) - lo)
+
+
+def _small_pages(arr):
+    """Fault arr in as 4 KB pages (numpy asks for transparent huge pages on big arrays): depths is
+    written once, tile by tile, so huge pages buy nothing there, and faulting them in costs much
+    more here (compaction; kron22 1x1: 1.2-1.5 s per run instead of 1.6-2.3 s)."""
+    madvise = _madvise()
+    lo, size = _pages(arr)
+    if madvise is not None and size:
+        madvise(lo, size, _MADV_NOHUGEPAGE)
+
+
+def _populate(arrays):
+    """Fault in the pages of fresh arrays on a helper thread (MADV_POPULATE_WRITE: contents
+    untouched, so it may race with their writers) at idle priority, i.e. while the supersteps wait
+    on IO: first touches of fresh memory are slow here and would otherwise land in the depth
+    writes. Returns the thread (join it), or None."""
+    import os
+    import threading
+    madvise = _madvise()
+    if madvise is None:
+        return None
+    spans = [_pages(a) for a in arrays]
 
     def work():
         try:    # idle priority: the compute threads come first
@@ -312,8 +337,8 @@ def _populate(arrays):
         # 4 MiB per call: the call holds the mmap lock, which the iterator's threads need too
         for lo, size in spans:
             for a in range(lo, lo + size, 4 << 20):
-                if madvise(a, min(4 << 20, lo + size - a), 23) != 0:   # 23: MADV_POPULATE_WRITE
-                    return                                              # (Linux >= 5.14)
+                if madvise(a, min(4 << 20, lo + size - a), _MADV_POPULATE_WRITE) != 0:
+                    return
 
     t = threading.Thread(target=work, name="msbfs-populate", daemon=True)
     t.start()
@@ -476,6 +501,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             depths = np.lib.format.open_memmap(output, mode="w+", dtype=np.int32, shape=(S, n))
         else:
             depths = np.empty((S, n), dtype=np.int32)
+            _small_pages(depths)
         dplain = np.asarray(depths)     # a plain ndarray view (of the memmap) for the kernels
         sums = np.zeros(S, dtype=np.int64)
         reached = np.zeros(S, dtype=np.int64)
