@@ -6,6 +6,7 @@ vertices at the ID range's end). Use `NASTY` and `RANDOM` in parametrized tests;
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,3 +128,30 @@ def by_name(name):
         if f.__name__ == name:
             return f()
     raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# naive references shared by the suites (plain Python, independent of the engine)
+def naive_adjacency(n, src, dst, symmetric=False):
+    """Adjacency sets from raw edges, self-loops dropped, duplicates merged."""
+    adj = [set() for _ in range(n)]
+    for s, d in zip(np.asarray(src).tolist(), np.asarray(dst).tolist()):
+        if s != d:
+            adj[s].add(d)
+            if symmetric:
+                adj[d].add(s)
+    return adj
+
+
+def naive_bfs_depth(adj, src):
+    """Depth of every vertex from src by a plain FIFO-queue BFS (-1 = unreached)."""
+    depth = np.full(len(adj), -1, dtype=np.int64)
+    depth[src] = 0
+    q = deque([src])
+    while q:
+        v = q.popleft()
+        for u in adj[v]:
+            if depth[u] < 0:
+                depth[u] = depth[v] + 1
+                q.append(u)
+    return depth

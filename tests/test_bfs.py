@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from collections import deque
 
 import numpy as np
 import pytest
@@ -35,22 +34,8 @@ def dataset(tmp_path_factory):
 
 
 def naive_bfs(g, src, symmetrize=False):
-    adj = [set() for _ in range(g.n)]
-    for s, d in zip(g.src.tolist(), g.dst.tolist()):
-        if s != d:
-            adj[s].add(d)
-            if symmetrize:
-                adj[d].add(s)
-    depth = [-1] * g.n
-    depth[src] = 0
-    q = deque([src])
-    while q:
-        v = q.popleft()
-        for u in adj[v]:
-            if depth[u] < 0:
-                depth[u] = depth[v] + 1
-                q.append(u)
-    return np.array(depth, dtype=np.int64), adj
+    adj = tg.naive_adjacency(g.n, g.src, g.dst, symmetrize)
+    return tg.naive_bfs_depth(adj, src), adj
 
 
 def scipy_depth(g, src, symmetrize=False):

@@ -13,36 +13,22 @@ exact on any chunking.
 from __future__ import annotations
 
 import os
-from collections import deque
 
 import numpy as np
 import pytest
 
 from graphene_py.algos import msbfs
 from graphene_py.partition import partition_arrays
+from tests import graphs as tg
 
 
 # ---------------------------------------------------------------------------------------------
 # reference: plain queue BFS over Python adjacency lists built from the raw edges
 def ref_depths(n, src, dst, sources, symmetric):
-    adj = [set() for _ in range(n)]
-    for s, d in zip(src.tolist(), dst.tolist()):
-        if s == d:
-            continue
-        adj[s].add(d)
-        if symmetric:
-            adj[d].add(s)
+    adj = tg.naive_adjacency(n, src, dst, symmetric)
     out = np.full((len(sources), n), -1, dtype=np.int32)
     for i, s in enumerate(sources):
-        depth = out[i]
-        depth[s] = 0
-        q = deque([s])
-        while q:
-            v = q.popleft()
-            for u in adj[v]:
-                if depth[u] < 0:
-                    depth[u] = depth[v] + 1
-                    q.append(u)
+        out[i] = tg.naive_bfs_depth(adj, s)
     return out
 
 
@@ -88,17 +74,9 @@ def g_disconnected(seed=5):
     return 1000, np.concatenate(parts_s), np.concatenate(parts_d)
 
 
-def g_powerlaw(scale=11, edge_factor=8, seed=7):
-    rng = np.random.default_rng(seed)
-    m = edge_factor << scale
-    src = np.zeros(m, dtype=np.int64)
-    dst = np.zeros(m, dtype=np.int64)
-    for bit in range(scale):
-        r = rng.random(m)
-        src |= (r >= 0.76).astype(np.int64) << bit
-        dst |= (((r >= 0.57) & (r < 0.76)) | (r >= 0.95)).astype(np.int64) << bit
-    perm = rng.permutation(1 << scale)
-    return 1 << scale, perm[src], perm[dst]
+def g_powerlaw():
+    g = tg.powerlaw(scale=11, edge_factor=8, seed=7)
+    return g.n, g.src, g.dst
 
 
 GRAPHS = {"chain": g_chain, "star": g_star, "disconnected": g_disconnected,

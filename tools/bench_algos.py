@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 DISKS = ["/tmp/disk0", "/tmp/disk1"]
@@ -236,10 +238,31 @@ def available_algos():
     return out
 
 
+def fio_ceiling(graph_path, seconds=5.0):
+    """fio's random-read ceiling on the dataset's biggest adjacency file, measured in this session:
+    16 KB requests (our max_io) at QD64, and 4 KB at QD64. None when fio is unavailable."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_io
+
+    from graphene_py.graph import Graph
+    if not bench_io.ensure_fio():
+        return None
+    G = Graph.open(graph_path)
+    path = max((p.adj_path for p in G.parts("out")), key=os.path.getsize)
+    out = {"file": path}
+    for bs in (16384, 4096):
+        r = bench_io.run_fio(path, bs, 64, seconds)
+        out[f"mbs_{bs // 1024}k"] = r["mbs"]
+        out[f"iops_{bs // 1024}k"] = r["iops"]
+    return out
+
+
 def run(scale, algos, trials, grids):
     rows = []
     side = scipy_side(path_of(scale, "1x1"))
     print(json.dumps({"scipy": side}), flush=True)
+    fio = fio_ceiling(path_of(scale, "1x1"))
+    print(json.dumps({"fio": fio}), flush=True)
     for grid in grids:
         for algo in algos:
             opts = {"src": None} if algo in ("bfs", "sssp") else {}
@@ -251,26 +274,35 @@ def run(scale, algos, trials, grids):
             for in_memory in (False, True):
                 spec = {"algo": algo, "graph": gpath, "in_memory": in_memory,
                         "threads": 2, "options": opts, "weighted": algo == "sssp"}
-                best = None
+                best, times = None, []
                 for _ in range(trials if not in_memory else 1):
                     r = sub_measure(spec)
                     if "failure" in r:
                         best = r
                         break
+                    times.append(r["seconds"])
                     if best is None or r["seconds"] < best["seconds"]:
                         best = r
                 best["grid"] = grid
+                best["trial_seconds"] = times
                 rows.append(best)
                 print(json.dumps(best), flush=True)
     print()
-    print(f"{'algo':<14}{'grid':<6}{'mode':<8}{'seconds':>9}{'MB read':>10}{'util':>7}"
-          f"{'io_s':>8}{'comp_s':>8}{'wait_s':>8}{'RSS MB':>8}{'JIT s':>7}{'load s':>8}")
+    print(f"seconds = the fastest of {trials} trials (SSD; each a fresh process, page cache dropped); "
+          f"median = their median; in-memory: one trial")
+    print(f"{'algo':<14}{'grid':<6}{'mode':<8}{'seconds':>9}{'median':>8}{'MB read':>10}{'util':>7}"
+          f"{'MB/s':>7}{'%fio':>6}{'io_s':>8}{'comp_s':>8}{'wait_s':>8}{'RSS MB':>8}{'JIT s':>7}"
+          f"{'load s':>8}")
     for r in rows:
         if "failure" in r:
             print(f"{r['algo']:<14}{r.get('grid', ''):<6}FAILED {r['failure'][-160:]}")
             continue
+        mbs = r["bytes_read"] / 1e6 / max(r["seconds"], 1e-9)
+        med = float(np.median(r["trial_seconds"])) if r.get("trial_seconds") else r["seconds"]
+        pct = f"{100 * mbs / fio['mbs_16k']:.0f}" if fio and not r["in_memory"] else "-"
         print(f"{r['algo']:<14}{r['grid']:<6}{'memory' if r['in_memory'] else 'ssd':<8}"
-              f"{r['seconds']:>9.3f}{r['bytes_read'] / 1e6:>10.1f}{r['io_utility']:>7.3f}"
+              f"{r['seconds']:>9.3f}{med:>8.3f}{r['bytes_read'] / 1e6:>10.1f}{r['io_utility']:>7.3f}"
+              f"{mbs:>7.0f}{pct:>6}"
               f"{r['io_seconds']:>8.2f}{r['compute_seconds']:>8.2f}{r['wait_seconds']:>8.2f}"
               f"{r['peak_rss_mb']:>8.0f}{r['compile_s']:>7.1f}{r.get('load_s', 0.0):>8.1f}")
     print(f"scipy.sparse.csgraph (in memory, 1 thread): BFS {side['scipy_bfs_s']:.3f} s "
@@ -279,6 +311,10 @@ def run(scale, algos, trials, grids):
           f"{side['scipy_pr_s']:.3f} s ({side['scipy_pr_iterations']} iterations)")
     if side.get("igraph_pr_s") is not None:
         print(f"igraph PageRank (PRPACK, in memory): {side['igraph_pr_s']:.3f} s")
+    if fio:
+        print(f"fio ceiling on {fio['file']} (random reads, QD64, O_DIRECT): 16 KB "
+              f"{fio['mbs_16k']:.0f} MB/s, 4 KB {fio['iops_4k'] / 1e3:.1f}k IOPS; MB/s column = "
+              f"bytes read / run seconds (whole run, compute included), %fio = that / fio 16 KB")
     return rows
 
 

@@ -134,6 +134,17 @@ def run_fio_replay(path: str, offs, lens, qd: int, log_path: str) -> dict:
             "cpu_us": cpu_s / max(1, job["total_ios"]) * 1e6, "requests": job["total_ios"]}
 
 
+def drain(eng) -> int:
+    """Consume every completion of what was submitted (releasing the slots at once); their count."""
+    done = 0
+    while True:
+        got = eng.get(0, 256)
+        if len(got) == 0:
+            return done
+        eng.release(got[:, 1])
+        done += len(got)
+
+
 def run_engine_replay(name: str, path: str, offs, lens, qd: int, pool_kind="auto") -> dict:
     from graphene_py.io.engines import make_engine
     slot = int(max(4096, (int(lens.max()) + 4095) // 4096 * 4096))
@@ -150,12 +161,7 @@ def run_engine_replay(name: str, path: str, offs, lens, qd: int, pool_kind="auto
         t0 = time.perf_counter()
         c0 = time.process_time()
         eng.submit(np.zeros(len(offs), np.int32), offs, lens)
-        while True:
-            got = eng.get(0, 256)
-            if len(got) == 0:
-                break
-            eng.release(got[:, 1])
-            done += len(got)
+        done = drain(eng)
         el = time.perf_counter() - t0
         cpu = time.process_time() - c0
     finally:
@@ -273,12 +279,7 @@ def run_engine(name: str, path: str, bs: int, qd: int, seconds: float, batch: in
         while True:
             offs = rng.integers(0, nblk, batch, dtype=np.int64) * bs
             eng.submit(fids, offs, lens)
-            while True:
-                got = eng.get(0, 256)
-                if len(got) == 0:
-                    break
-                eng.release(got[:, 1])
-                done += len(got)
+            done += drain(eng)
             el = time.perf_counter() - t0
             if el >= seconds:
                 break
