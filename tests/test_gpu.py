@@ -217,6 +217,82 @@ def test_pagerank_reorder_off_same_result(gf):
     np.testing.assert_allclose(a, naive_pagerank(tg.n, indptr, indices)[0], rtol=1e-5, atol=1e-9)
 
 
+# Small tiles so that the tiny graphs still have many groups, segments and chunks: all edges tiled
+# and staged always; sparse tiles left to the per-hub rest lists, never staged, float partial sums;
+# everything in the rest lists; no staging buffer at all.
+TILE_SMALL = [dict(gbits=2, sbits=3, chunk=5, load_min=0, dense_min=0, stage=True),
+              dict(gbits=2, sbits=3, chunk=7, load_min=1 << 40, fixed=False, dense_min=3, stage=True),
+              dict(gbits=1, sbits=15, chunk=1 << 20, load_min=3, threads=64, dense_min=1 << 40,
+                   stage=True),
+              dict(gbits=2, sbits=2, chunk=3, stage=False, dense_min=2)]
+
+
+@pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", KINDS)
+def test_pagerank_tile_equals_pull(gf, kind):
+    from graphene_py import gpu
+    tg = gf()
+    dg, indptr, indices, _ = make(kind, tg)
+    ref = naive_pagerank(tg.n, indptr, indices)[0]
+    pull = gpu.pagerank(dg, method="pull")
+    has_hubs = np.bincount(indices, minlength=tg.n).max(initial=0) >= 3
+    for reorder in (True, False):
+        for opts in TILE_SMALL:
+            st = {}
+            got = gpu.pagerank(dg, method="tile", bounds=(1, 2, 3), tile=opts, reorder=reorder, stats=st)
+            assert st["method"] == ("tile" if has_hubs else "pull")
+            np.testing.assert_allclose(got, pull, rtol=1e-5, atol=1e-10)
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-9)
+
+
+def _big_hubs(n=150_000, m=600_000, seed=5):
+    """Hub 7 is pointed to by every other vertex (in-degree n-1 > 65,536), hub n-3 by 70,000; the
+    other edges have heavy-tailed destinations; the last 1,000 vertices have no out-edges."""
+    import types
+    rng = np.random.default_rng(seed)
+    others = np.delete(np.arange(n - 1000), 7)
+    s2 = rng.choice(n - 1000, 70_000, replace=False)
+    s3 = rng.integers(0, n - 1000, m)
+    d3 = (rng.zipf(1.6, m) * 7919) % n
+    src = np.concatenate([others, s2, s3])
+    dst = np.concatenate([np.full(others.size, 7), np.full(s2.size, n - 3), d3])
+    return types.SimpleNamespace(n=n, src=src, dst=dst, weights=None)
+
+
+@pytest.mark.parametrize("kind", ["directed", "sym"])
+def test_pagerank_tile_hubs_over_65536(kind):
+    from graphene_py import gpu
+    tg = _big_hubs()
+    dg, indptr, indices, _ = make(kind, tg)
+    assert np.bincount(indices, minlength=tg.n).max() > 65_536
+    ref, it = naive_pagerank(tg.n, indptr, indices)
+    pull = gpu.pagerank(dg, method="pull")
+    np.testing.assert_allclose(pull, ref, rtol=1e-5, atol=1e-9)
+    for opts in [None, dict(gbits=3, sbits=10, chunk=4096, dense_min=64, stage=True),
+                 dict(load_min=0, dense_min=0, stage=True), dict(min_degree=2048),
+                 dict(gbits=14, sbits=14, threads=1024, stage=True, dense_min=1)]:
+        for reorder in (True, False):
+            st = {}
+            got = gpu.pagerank(dg, tile=opts, reorder=reorder, stats=st)
+            assert st["method"] == "tile" and st["tile"]["nhubs"] >= 2
+            np.testing.assert_allclose(got, pull, rtol=1e-5, atol=1e-10)
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-9)
+            assert abs(st["iterations"] - it) <= 1
+            assert abs(got.sum() - 1.0) < 1e-6
+
+
+def test_pagerank_bad_method():
+    from graphene_py import gpu
+    tg = G.uniform()
+    dg, _, _, _ = make("directed", tg)
+    with pytest.raises(ValueError):
+        gpu.pagerank(dg, method="push")
+    with pytest.raises(ValueError):
+        gpu.pagerank(dg, tile=dict(gbits=16, sbits=16))     # 768 KB of shared memory
+    with pytest.raises(ValueError):
+        gpu.pagerank(dg, tile=dict(nope=1))
+
+
 def test_pagerank_empty():
     from graphene_py import gpu
     from graphene_py.gpu import DeviceGraph

@@ -200,6 +200,9 @@ def main():
     ap.add_argument("--scipy", action="store_true", help="also time scipy.sparse.csgraph")
     ap.add_argument("--work", default="/tmp/bench_gpu_work")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--pr-only", action="store_true", help="only PageRank (no BFS/WCC/k-core/MS-BFS/CPU)")
+    ap.add_argument("--pr-tile-variants", action="store_true",
+                    help="also time pagerank(method='tile') option variants")
     a = ap.parse_args()
 
     import cupy as cp
@@ -235,13 +238,14 @@ def main():
         A = csp.csr_matrix((cp.ones(m, dtype=cp.float32), idx, ptr.astype(cp.int32)), shape=(n, n))
 
         # warm-up (compiles kernels, cuSPARSE handles)
-        gpu.bfs(dg, int(srcs[0]), to_host=False)
-        baseline_bfs(A, n, int(srcs[0]))
+        if not a.pr_only:
+            gpu.bfs(dg, int(srcs[0]), to_host=False)
+            baseline_bfs(A, n, int(srcs[0]))
 
         # ---- BFS ----
         ours, base, ok = [], [], True
         lv = []
-        for s in srcs:
+        for s in ([] if a.pr_only else srcs):
             st = {}
             t, (par, dep) = timed(lambda: gpu.bfs(dg, int(s), to_host=False, stats=st), sync)
             ours.append(t)
@@ -249,15 +253,17 @@ def main():
             tb, bdep = timed(lambda: baseline_bfs(A, n, int(s)), sync)
             base.append(tb)
             ok &= bool(cp.array_equal(dep, bdep))
-        r["bfs"] = {"ours_s": ours, "baseline_s": base, "depth_equal_baseline": ok,
-                    "ours_gteps": und / np.mean(ours) / 1e9, "baseline_gteps": und / np.mean(base) / 1e9,
-                    "ours_gteps_median": und / np.median(ours) / 1e9,
-                    "supersteps_first_source": lv[0]}
-        log(f"  BFS levels (first source): {lv[0]}")
-        log(f"  BFS ours {r['bfs']['ours_gteps']:.1f} GTEPS, baseline {r['bfs']['baseline_gteps']:.2f} "
-            f"GTEPS, equal={ok}")
+        if not a.pr_only:
+            r["bfs"] = {"ours_s": ours, "baseline_s": base, "depth_equal_baseline": ok,
+                        "ours_gteps": und / np.mean(ours) / 1e9,
+                        "baseline_gteps": und / np.mean(base) / 1e9,
+                        "ours_gteps_median": und / np.median(ours) / 1e9,
+                        "supersteps_first_source": lv[0]}
+            log(f"  BFS levels (first source): {lv[0]}")
+            log(f"  BFS ours {r['bfs']['ours_gteps']:.1f} GTEPS, baseline "
+                f"{r['bfs']['baseline_gteps']:.2f} GTEPS, equal={ok}")
 
-        if a.variants:
+        if a.variants and not a.pr_only:
             var = {}
             for name, kw in [("push_bins", dict(push="bins")), ("push_warp", dict(push="warp")),
                              ("no_block_loop", dict(block_loop=False)),
@@ -277,15 +283,45 @@ def main():
         # (allocation, the final un-permutation) cancels; results stay on the device for both.
         outdeg = (ptr[1:] - ptr[:-1]).astype(cp.float32)
         t_lay, _ = timed(lambda: dg.gather_layout(), sync)
+        st_tile = {}
+        t_tiles, _ = timed(lambda: gpu.pagerank(dg, tol=0.0, max_iter=1, to_host=False, stats=st_tile),
+                           sync)   # builds the hub tiles (default method "tile")
         gpu.pagerank(dg, tol=0.0, max_iter=2, to_host=False)
+        gpu.pagerank(dg, tol=0.0, max_iter=2, method="pull", to_host=False)
         baseline_pagerank(A, outdeg, n, 2)
 
         def per_iter(fn):
             t20, out = timed(lambda: fn(20), sync)
             t5, _ = timed(lambda: fn(5), sync)
             return (t20 - t5) / 15, t20 / 20, out
-        o_it, o_tot, sc = per_iter(lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, to_host=False))
-        b_it, b_tot, bsc = per_iter(lambda k: baseline_pagerank(A, outdeg, n, k))
+        # side by side, interleaved: default (tile) / baseline / old pull, twice
+        o_its, b_its, p_its = [], [], []
+        for _ in range(2):
+            o_it, o_tot, sc = per_iter(lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, to_host=False))
+            b_it, b_tot, bsc = per_iter(lambda k: baseline_pagerank(A, outdeg, n, k))
+            p_it, _, sc_pull = per_iter(lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, method="pull",
+                                                               to_host=False))
+            o_its.append(o_it)
+            b_its.append(b_it)
+            p_its.append(p_it)
+        o_it, b_it, p_it = min(o_its), min(b_its), min(p_its)
+        l1_pull = float(cp.abs(sc - sc_pull).sum())
+        tvar = {}
+        if a.pr_tile_variants:
+            for name, opt in [("g14 s14 t1024 dense16k staged", dict(gbits=14, sbits=14, threads=1024,
+                                                                      stage=True)),
+                              ("g13 s13 staged", dict(stage=True)),
+                              ("chunk316k", dict(chunk=316181))]:
+                stv = {}
+                gpu.pagerank(dg, tol=0.0, max_iter=1, tile=opt, to_host=False, stats=stv)
+                v_it, _, sv = per_iter(lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, tile=opt,
+                                                              to_host=False))
+                tvar[name] = {"ms_per_iter": v_it * 1e3, "l1_vs_pull": float(cp.abs(sv - sc_pull).sum()),
+                              **stv.get("tile", {})}
+                log(f"  PR tile {name}: {v_it * 1e3:.3f} ms/it, L1 to pull {tvar[name]['l1_vs_pull']:.1e}, "
+                    f"{stv.get('tile')}")
+                dg.drop_tiles()
+                del sv
         nr_it, _, sc_nr = per_iter(lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, reorder=False,
                                                           to_host=False))
         stp = {}
@@ -302,6 +338,13 @@ def main():
                 dg, tol=0.0, max_iter=k, bounds=bounds, block_threads=bt, hub_cache=hc,
                 to_host=False))[0] * 1e3
         r["pagerank"] = {"ours_ms_per_iter": o_it * 1e3, "baseline_ms_per_iter": b_it * 1e3,
+                         "ratio_ours_over_baseline": o_it / b_it, "pull_ms_per_iter": p_it * 1e3,
+                         "ratio_pull_over_baseline": p_it / b_it, "l1_tile_vs_pull": l1_pull,
+                         "runs_ms_per_iter": {"ours": [x * 1e3 for x in o_its],
+                                              "baseline": [x * 1e3 for x in b_its],
+                                              "pull": [x * 1e3 for x in p_its]},
+                         "method": st_tile.get("method"), "tile": st_tile.get("tile"),
+                         "tile_build_ms_once_incl_1_iter": t_tiles * 1e3, "tile_variants": tvar,
                          "ours_ms_per_iter_incl_setup": o_tot * 1e3,
                          "baseline_ms_per_iter_incl_setup": b_tot * 1e3,
                          "l1_vs_baseline": l1, "no_reorder_ms_per_iter": nr_it * 1e3,
@@ -313,9 +356,18 @@ def main():
         r["pagerank"]["profile_ms_5_iters"] = prof["profile_ms"]
         log(f"  PR bins (len, ms over 5 iters): {prof['profile_ms']}")
         log(f"  PR bin bounds -> ms/it: {bvar}")
+        log(f"  PR method {st_tile.get('method')} {st_tile.get('tile')}: ours {o_it * 1e3:.3f} ms/it, "
+            f"old pull {p_it * 1e3:.3f}, baseline {b_it * 1e3:.3f}: ratio {o_it / b_it:.3f} (pull "
+            f"{p_it / b_it:.3f}); L1 tile vs pull {l1_pull:.1e}; runs {r['pagerank']['runs_ms_per_iter']}")
         log(f"  PR ours {o_it * 1e3:.3f} ms/it ({o_tot * 1e3:.3f} incl. setup), baseline {b_it * 1e3:.3f} "
             f"({b_tot * 1e3:.3f}), L1 diff {l1:.2e}; without reorder {nr_it * 1e3:.3f} ms/it; layout "
             f"build once {t_lay * 1e3:.0f} ms; GAPBS rule {stp['iterations']} it {t_std * 1e3:.1f} ms")
+
+        if a.pr_only:
+            res["runs"].append(r)
+            del dg, A, ptr, idx
+            cp.get_default_memory_pool().free_all_blocks()
+            continue
 
         # ---- WCC ----
         gpu.wcc(dg)
@@ -406,7 +458,13 @@ def main():
           f"{'base':>7} {'CPU':>7} | {'WCC ms':>7} {'CPU':>7} | {'MS32 ms':>8} {'base':>8}")
     print("(CPU = graphene_py's CPU path, partitions in memory, all cores of this machine)")
     for r in res["runs"]:
-        b, p, w, ms = r["bfs"], r["pagerank"], r["wcc"], r["msbfs32"]
+        p = r["pagerank"]
+        print(f"{r['scale']:>5} PageRank ms/it: ours ({p['method']}) {p['ours_ms_per_iter']:.3f}, old pull "
+              f"{p['pull_ms_per_iter']:.3f}, CuPy baseline {p['baseline_ms_per_iter']:.3f}; ours/baseline "
+              f"{p['ratio_ours_over_baseline']:.3f}, pull/baseline {p['ratio_pull_over_baseline']:.3f}")
+        if "bfs" not in r:
+            continue
+        b, w, ms = r["bfs"], r["wcc"], r["msbfs32"]
         c = r.get("cpu_ours", {})
         print(f"{r['scale']:>5} {b['ours_gteps']:>15.2f} {b['baseline_gteps']:>9.2f} "
               f"{b['ours_gteps'] / b['baseline_gteps']:>6.1f} {c.get('bfs_gteps', float('nan')):>7.3f} | "

@@ -272,11 +272,67 @@ def _compress_log(log, t0):
 # ------------------------------------------------------------------------------------------------
 # PageRank
 # ------------------------------------------------------------------------------------------------
+#: Default way of summing the hub rows' in-edges (see pagerank()).
+PR_METHOD = "tile"
+#: pr_tile options (pagerank(tile=...) overrides): hubs per group 2^gbits, sources per segment 2^sbits.
+#: Measured on H200, Kronecker scale 22/24 (tools/gpu_notes.md): 2^13 hubs x 2^13 sources per tile,
+#: sources gathered through L1 (no staging: 64 KB of shared memory for the partial sums), tiles under
+#: 2^13 edges left to the rest lists, chunks of 64K-128K edges.
+PR_TILE = dict(min_degree=None, gbits=13, sbits=13, chunk=None, threads=512, fixed=True, load_min=None,
+               stage=False, dense_min=None)
+
+
+def _pr_tiles(dg, key, iptr, iidx, bins, opts):
+    """The hub rows' tiled layout for pagerank(method="tile"), or None (no hubs / memory short)."""
+    cp = _module.cupy()
+    o = dict(PR_TILE)
+    if opts:
+        unknown = set(opts) - set(o)
+        if unknown:
+            raise ValueError(f"unknown tile options {sorted(unknown)}")
+        o.update(opts)
+    gbits, sbits = int(o["gbits"]), int(o["sbits"])
+    threads = int(o["threads"])
+    if not (1 <= gbits <= 16 and 1 <= sbits <= 16):
+        raise ValueError(f"tile gbits and sbits must be in 1..16, got {gbits}, {sbits}")
+    smem = (8 if o["fixed"] else 4) * (1 << gbits) + (4 * (1 << sbits) if o["stage"] else 0)
+    dev = cp.cuda.Device()
+    limit = int(dev.attributes.get("MaxSharedMemoryPerBlockOptin") or
+                cp.cuda.runtime.deviceGetAttribute(97, dev.id))   # cudaDevAttrMaxSharedMemoryPerBlockOptin
+    if smem > limit:
+        raise ValueError(f"tile options need {smem} bytes of shared memory per block; the device "
+                         f"allows {limit}")
+    blk = [(lst, ln) for w, lst, ln in bins if w == 0]
+    if not blk or blk[0][1] == 0:
+        return None
+    lst = blk[0][0]
+    if o["min_degree"]:
+        deg = iptr[lst.astype(cp.int64) + 1] - iptr[lst.astype(cp.int64)]
+        hubs, rest = lst[deg >= int(o["min_degree"])], lst[deg < int(o["min_degree"])]
+    else:
+        hubs, rest = lst, lst[:0]
+    if hubs.size == 0:
+        return None
+    if o["chunk"]:
+        chunk = int(o["chunk"])
+    else:   # about 16 blocks per SM, 64K-128K edges each (a flush costs up to 2^gbits atomics)
+        eh = int((iptr[hubs.astype(cp.int64) + 1] - iptr[hubs.astype(cp.int64)]).sum())
+        chunk = min(max(eh // (16 * _module.sm_count()), 1 << 16), 1 << 17)
+    dense_min = int(o["dense_min"]) if o["dense_min"] is not None else 1 << sbits
+    lay = dg.hub_tiles((key, int(o["min_degree"] or 0)), iptr, iidx, hubs, gbits, sbits, chunk, dense_min)
+    if lay is None:
+        return None
+    return dict(lay, hubs=hubs, nhubs=int(hubs.size), rest=rest, nrest=int(rest.size), gbits=gbits,
+                sbits=sbits, chunk=chunk, threads=threads, fixed=bool(o["fixed"]), smem=smem,
+                load_min=(int(o["load_min"]) if o["load_min"] is not None else (1 << sbits) // 8)
+                if o["stage"] else 1 << 62)
+
+
 @_oom_to_error
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
              max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=(8, 64, 512),
-             block_threads: int = 256, hub_cache: bool = False, stats: Optional[dict] = None,
-             to_host: bool = True):
+             block_threads: int = 256, hub_cache: bool = False, method: str = PR_METHOD,
+             tile: Optional[dict] = None, stats: Optional[dict] = None, to_host: bool = True):
     """Pull PageRank: float64 scores summing to 1.
 
     score'[v] = (1 - alpha)/n + alpha * (sum_{u->v} score[u]/outdeg[u] + D/n), D = total score of
@@ -285,8 +341,20 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     reorder: gather from a copy of the in-edge IDs renumbered by descending out-degree (built once,
     cached on the DeviceGraph, skipped when GPU memory is short): hubs' contributions share cache
     lines, so most gathers hit L2 on power-law graphs.
-    stats: iterations, error, reordered.
+    method: how the hub rows (in-degree >= bounds[2], one block per row in "pull") are summed.
+    "pull": gather contrib[u] for every in-edge (one L2 sector per edge). "tile": propagation
+    blocking in shared memory (pr_tile in kernels.cu; layout from DeviceGraph.hub_tiles, built once
+    and cached); falls back to "pull" when GPU memory is short. tile: options overriding
+    PR_TILE (min_degree: tile only block-bin rows of at least this in-degree, None = bounds[2];
+    gbits/sbits: log2 of hubs per group / sources per segment; chunk: edges per block, None = auto;
+    threads; fixed: u64 fixed-point partial sums (else float); load_min: stage a segment in shared
+    memory when a chunk has at least this many edges in it, None = S/8; stage=False: never, gathers
+    go through L1 and shared memory holds only the partial sums; dense_min: tiles with fewer edges
+    are gathered directly per hub instead, None = S).
+    stats: iterations, error, reordered, method (the one that ran), tile (layout sizes).
     """
+    if method not in ("tile", "pull"):
+        raise ValueError(f"method must be 'tile' or 'pull', got {method!r}")
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
@@ -303,6 +371,14 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         iptr, iidx = dg.in_csr()
         optr = dg.ptr
         bins = dg.bins("in", tuple(bounds))
+    tl = _pr_tiles(dg, ("gather_in" if lay is not None else "in", tuple(bounds)), iptr, iidx, bins,
+                   tile) if method == "tile" else None
+    if tl is not None:
+        bins = [(w, lst, ln) for w, lst, ln in bins if w != 0] + [(0, tl["rest"], tl["nrest"])]
+        hub_sum = cp.zeros(tl["ngroups"] << tl["gbits"], dtype=cp.float64)
+        k_tile = mod.get_function(f"pr_tile<{1 if tl['fixed'] else 0}>")
+        k_tile.max_dynamic_shared_size_bytes = tl["smem"]
+        k_fin = mod.get_function("pr_hub_finish")
     has_inv = np.int32(0)
     inv_arg = iptr
     score = cp.full(n, 1.0 / n, dtype=cp.float64)
@@ -323,6 +399,24 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         dnext = acc[2:3] if it % 2 else acc[0:1]
         dnext.fill(0)
         acc[1:2].fill(0)
+        if tl is not None:
+            if prof is not None:
+                e0 = cp.cuda.Event()
+                e0.record()
+            if tl["nchunks"]:
+                k_tile((tl["nchunks"],), (tl["threads"],), (
+                    tl["chunk_lo"], tl["chunk_tile"], tl["tile_ptr"], tl["words"], contrib, np.int32(n),
+                    np.int32(tl["nseg"]), np.int32(tl["gbits"]), np.int32(tl["sbits"]),
+                    np.int64(tl["load_min"]), hub_sum), shared_mem=tl["smem"])
+            k_fin((_grid(tl["nhubs"] * 32),), (BLOCK,), (
+                tl["hubs"], np.int32(tl["nhubs"]), hub_sum, tl["rest_ptr"], tl["rest_idx"], contrib, score,
+                new, np.float64(alpha), np.int32(n), dcur, acc[1:2], optr, cnext, dnext))
+            if prof is not None:
+                e1 = cp.cuda.Event()
+                e1.record()
+                e1.synchronize()
+                prof.setdefault("tile", [tl["nhubs"], 0.0])
+                prof["tile"][1] += cp.cuda.get_elapsed_time(e0, e1)
         for w, lst, ln in bins:
             if ln == 0:
                 continue
@@ -346,7 +440,12 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         if err < tol:
             break
     if stats is not None:
-        stats.update(iterations=it, error=err, reordered=inv is not None)
+        stats.update(iterations=it, error=err, reordered=inv is not None,
+                     method="tile" if tl is not None else "pull")
+        if tl is not None:
+            stats["tile"] = {k: tl[k] for k in ("nhubs", "hub_edges", "tiled_edges", "rest_edges",
+                                                "nchunks", "ngroups", "nseg",
+                                                "gbits", "sbits", "chunk", "load_min", "fixed", "threads")}
         if prof is not None:
             stats["profile_ms"] = prof
     if inv is not None:

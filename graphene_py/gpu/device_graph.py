@@ -223,6 +223,106 @@ class DeviceGraph:
             self._bins[k] = out
         return self._bins[k]
 
+    def hub_tiles(self, key, iptr, iidx, hubs, gbits: int, sbits: int, chunk_edges: int,
+                  dense_min: int = 0):
+        """Tile-major copy of the in-edges of the rows `hubs` (int32 device array) for pr_tile, or
+        None when GPU memory is short. Cached under (key, gbits, sbits, chunk_edges, len(hubs)).
+
+        Hub h (its index in `hubs`) is in group h >> gbits; source u in segment u >> sbits; tile =
+        group * nseg + segment. Edges are sorted by (tile, word), word = (u & (S-1)) << gbits |
+        (h & (G-1)) (uint32), so within a tile equal sources are adjacent. Each group's edges are cut
+        into chunks of about chunk_edges (one block each; a chunk never spans two groups). Returns a
+        dict: words, tile_ptr (int64, ntiles+1), chunk_lo (int64, nchunks+1), chunk_tile (int32:
+        the tile of each chunk's first edge), nchunks, nseg, ngroups, hub_edges.
+        Tiles with fewer than dense_min edges are left out of the tiles: their edges form a CSR per
+        hub instead (rest_ptr int64 nhubs+1, rest_idx int32 source IDs sorted), gathered directly:
+        a sparse tile would cost more to stage and walk than its edges save. tiled_edges, rest_edges."""
+        k = ("tiles", key, int(gbits), int(sbits), int(chunk_edges), int(hubs.size), int(dense_min))
+        if k in self._bins:
+            return self._bins[k]
+        if not (1 <= gbits <= 16 and 1 <= sbits <= 16 and gbits + sbits <= 32):
+            raise GrapheneError(f"tile bits out of range: gbits={gbits}, sbits={sbits}")
+        cp = _module.cupy()
+        n = self.num_vertices
+        nh = int(hubs.size)
+        hubs64 = hubs.astype(cp.int64)
+        hb = iptr[hubs64]
+        deg = iptr[hubs64 + 1] - hb
+        hptr = cp.zeros(nh + 1, dtype=cp.int64)
+        cp.cumsum(deg, out=hptr[1:])
+        del deg, hubs64
+        eh = int(hptr[-1])
+        free = cp.cuda.runtime.memGetInfo()[0]
+        if eh * 48 > 0.9 * free:
+            self._bins[k] = None
+            return None
+        G, S = 1 << gbits, 1 << sbits
+        nseg = (n + S - 1) >> sbits
+        ngroups = (nh + G - 1) >> gbits
+        ar = cp.arange(eh, dtype=cp.int64)
+        h = cp.searchsorted(hptr, ar, side="right") - 1
+        src = iidx[hb[h] + (ar - hptr[h])].astype(cp.int64)
+        del ar, hb, hptr
+        word = ((src & (S - 1)) << gbits) | (h & (G - 1))
+        keys = (((h >> gbits) * nseg + (src >> sbits)).astype(cp.uint64) << cp.uint64(32)) | \
+            word.astype(cp.uint64)
+        del h, src, word
+        keys.sort()
+        ntiles = ngroups * nseg
+        tiles = (keys >> cp.uint64(32)).astype(cp.int64)
+        if dense_min > 0:
+            tsize = cp.bincount(tiles, minlength=ntiles)
+            dense = (tsize >= dense_min)[tiles]
+            del tsize
+            rk = keys[~dense]
+            keys = keys[dense]
+            tiles = tiles[dense]
+            del dense
+            rt = (rk >> cp.uint64(32)).astype(cp.int64)
+            rw = (rk & cp.uint64(0xFFFFFFFF)).astype(cp.int64)
+            del rk
+            rh = ((rt // nseg) << gbits) | (rw & (G - 1))
+            rs = ((rt % nseg) << sbits) | (rw >> gbits)
+            del rt, rw
+            rkey = (rh.astype(cp.uint64) << cp.uint64(32)) | rs.astype(cp.uint64)
+            del rh, rs
+            rkey.sort()
+            rest_idx = (rkey & cp.uint64(0xFFFFFFFF)).astype(cp.int32)
+            rest_ptr = cp.zeros(nh + 1, dtype=cp.int64)
+            if rkey.size:
+                rh = (rkey >> cp.uint64(32)).astype(cp.int64)
+                cp.cumsum(cp.bincount(rh, minlength=nh), out=rest_ptr[1:])
+                del rh
+            del rkey
+        else:
+            rest_idx = cp.zeros(0, dtype=cp.int32)
+            rest_ptr = cp.zeros(nh + 1, dtype=cp.int64)
+        words = (keys & cp.uint64(0xFFFFFFFF)).astype(cp.uint32)
+        del keys
+        tile_ptr = cp.searchsorted(tiles, cp.arange(ntiles + 1, dtype=cp.int64), side="left")
+        del tiles
+        et = int(words.size)
+        tp = cp.asnumpy(tile_ptr)
+        gptr = tp[::nseg]
+        lo = []
+        for g in range(ngroups):
+            a, b = int(gptr[g]), int(gptr[g + 1])
+            if b > a:
+                c = -(-(b - a) // max(1, int(chunk_edges)))
+                lo.extend(a + (b - a) * j // c for j in range(c))
+        lo = np.asarray(lo + [et], dtype=np.int64)
+        ctile = (np.searchsorted(tp, lo[:-1], side="right") - 1).astype(np.int32)
+        self._bins[k] = dict(words=words, tile_ptr=tile_ptr, chunk_lo=cp.asarray(lo),
+                             chunk_tile=cp.asarray(ctile), nchunks=int(lo.size - 1), nseg=int(nseg),
+                             ngroups=int(ngroups), hub_edges=eh, tiled_edges=et,
+                             rest_edges=int(rest_idx.size), rest_ptr=rest_ptr, rest_idx=rest_idx)
+        return self._bins[k]
+
+    def drop_tiles(self):
+        """Free every cached hub_tiles layout."""
+        for k in [k for k in self._bins if isinstance(k, tuple) and k and k[0] == "tiles"]:
+            del self._bins[k]
+
     def bytes(self) -> int:
         total = 0
         for a in (self.ptr, self.idx, self.weights, self._in_ptr, self._in_idx):

@@ -327,6 +327,156 @@ __global__ void pr_pull(const i32 *__restrict__ list, i32 len, const i64 *__rest
   }
 }
 
+// Hub rows, tiled (propagation blocking inside shared memory; Beamer et al. IPDPS'17, Lakhotia et
+// al. ATC'18). The pull kernels above spend one 32-byte L2 sector on every random 4-byte gather of
+// contrib[u]; for the hubs' long in-lists that is most of the iteration. Here the hubs are split
+// into groups of G = 2^gbits rows and their in-edges are stored tile-major: tile = (group, source
+// segment of S = 2^sbits vertices), each edge one 32-bit word (u - segment base) << gbits | (hub -
+// group base), sorted by (tile, word). One block takes a chunk (a contiguous edge range inside one
+// group), keeps the group's G partial sums in shared memory, copies each source segment's
+// contributions into shared memory once (coalesced: S/8 sectors) when the chunk has >= load_min
+// edges in that tile (else it gathers them from global memory), adds every edge's contribution to
+// its hub's partial sum with a shared-memory atomic, and finally adds its nonzero partial sums to
+// hub_sum (double atomics). FIXED: partial sums in u64 fixed point (scale 2^62, exact adds; every
+// partial sum is <= the total score 1, so no overflow); else float.
+#define PR_FIX_SCALE 4611686018427387904.0f
+#define PR_FIX_INV (1.0 / 4611686018427387904.0)
+template <int FIXED>
+__device__ __forceinline__ void pr_tile_add(unsigned char *smem, u32 d, float x) {
+  if constexpr (FIXED) atomicAdd(reinterpret_cast<u64 *>(smem) + d, (u64)__float2ull_rn(x * PR_FIX_SCALE));
+  else atomicAdd(reinterpret_cast<float *>(smem) + d, x);
+}
+// Edges [a, b) of one tile, thread-strided so that a warp's 32 atomics hit consecutive partial
+// sums (words are sorted by source, then hub: 4 consecutive words per thread, as uint4 loads, put
+// each of a warp's atomics 32 bytes apart, 8-way bank conflicts; measured 30% slower).
+template <int FIXED, bool STAGED>
+__device__ __forceinline__ void pr_tile_edges(unsigned char *smem, const float *sc, const float *gsrc,
+                                              const u32 *__restrict__ words, i64 a, i64 b, int gbits,
+                                              u32 gmask) {
+  const i64 bd = blockDim.x;
+  i64 e = a + threadIdx.x;
+#define PR_TILE_X(w) (STAGED ? sc[(w) >> gbits] : __ldg(gsrc + ((w) >> gbits)))
+  for (; e + 3 * bd < b; e += 4 * bd) {
+    const u32 w0 = __ldcs(words + e), w1 = __ldcs(words + e + bd), w2 = __ldcs(words + e + 2 * bd),
+              w3 = __ldcs(words + e + 3 * bd);
+    const float x0 = PR_TILE_X(w0), x1 = PR_TILE_X(w1), x2 = PR_TILE_X(w2), x3 = PR_TILE_X(w3);
+    pr_tile_add<FIXED>(smem, w0 & gmask, x0);
+    pr_tile_add<FIXED>(smem, w1 & gmask, x1);
+    pr_tile_add<FIXED>(smem, w2 & gmask, x2);
+    pr_tile_add<FIXED>(smem, w3 & gmask, x3);
+  }
+  for (; e < b; e += bd) {
+    const u32 w0 = __ldcs(words + e);
+    pr_tile_add<FIXED>(smem, w0 & gmask, PR_TILE_X(w0));
+  }
+#undef PR_TILE_X
+}
+template <int FIXED>
+__global__ void pr_tile(const i64 *__restrict__ chunk_lo, const i32 *__restrict__ chunk_tile,
+                        const i64 *__restrict__ tile_ptr, const u32 *__restrict__ words,
+                        const float *__restrict__ contrib, i32 n, i32 nseg, i32 gbits, i32 sbits,
+                        i64 load_min, double *hub_sum) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int G = 1 << gbits;
+  const i64 S = (i64)1 << sbits;
+  const u32 gmask = (u32)G - 1u;
+  float *sc = reinterpret_cast<float *>(smem + (size_t)G * (FIXED ? 8 : 4));
+  const i64 lo = chunk_lo[blockIdx.x], hi = chunk_lo[blockIdx.x + 1];
+  i64 t = chunk_tile[blockIdx.x];
+  const i64 g = t / nseg;
+  for (int i = threadIdx.x; i < G; i += blockDim.x) {
+    if constexpr (FIXED) reinterpret_cast<u64 *>(smem)[i] = 0ull;
+    else reinterpret_cast<float *>(smem)[i] = 0.0f;
+  }
+  __syncthreads();
+  for (;; ++t) {  // uniform over the block: every thread reads the same offsets
+    const i64 t0 = tile_ptr[t];
+    if (t0 >= hi) break;
+    const i64 t1 = tile_ptr[t + 1];
+    const i64 a = t0 > lo ? t0 : lo, b = t1 < hi ? t1 : hi;
+    if (a >= b) continue;
+    const i64 base = (t - g * nseg) << sbits;
+    if (b - a >= load_min) {
+      const i64 cnt = (n - base) < S ? (n - base) : S;
+      __syncthreads();  // every thread is done with the previous segment
+      if (sbits >= 2) {  // float4 loads, up to four in flight per thread (base is a multiple of 4)
+        const float4 *g4 = reinterpret_cast<const float4 *>(contrib + base);
+        float4 *s4 = reinterpret_cast<float4 *>(sc);
+        const i64 c4 = cnt >> 2, bd = blockDim.x;
+        for (i64 i = threadIdx.x; i < c4; i += 4 * bd) {
+          float4 v[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) if (i + k * bd < c4) v[k] = __ldg(g4 + i + k * bd);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) if (i + k * bd < c4) s4[i + k * bd] = v[k];
+        }
+        for (i64 i = (c4 << 2) + threadIdx.x; i < cnt; i += bd) sc[i] = __ldg(contrib + base + i);
+      } else {
+        for (i64 i = threadIdx.x; i < cnt; i += blockDim.x) sc[i] = __ldg(contrib + base + i);
+      }
+      __syncthreads();
+      pr_tile_edges<FIXED, true>(smem, sc, contrib + base, words, a, b, gbits, gmask);
+    } else {
+      pr_tile_edges<FIXED, false>(smem, sc, contrib + base, words, a, b, gbits, gmask);
+    }
+  }
+  __syncthreads();
+  double *dst = hub_sum + (g << gbits);
+  for (int i = threadIdx.x; i < G; i += blockDim.x) {
+    if constexpr (FIXED) {
+      const u64 v = reinterpret_cast<u64 *>(smem)[i];
+      if (v) atomicAdd(dst + i, (double)v * PR_FIX_INV);
+    } else {
+      const float v = reinterpret_cast<float *>(smem)[i];
+      if (v != 0.0f) atomicAdd(dst + i, (double)v);
+    }
+  }
+}
+
+// The hubs' new scores: hub_sum (the tiles' partial sums; zeroed here for the next iteration) plus
+// the gathers of their edges left out of the tiles (rest_ptr/rest_idx, one warp per hub), then as
+// pr_pull's epilogue.
+extern "C" __global__ void pr_hub_finish(const i32 *__restrict__ hubs, i32 nh, double *hub_sum,
+                                         const i64 *__restrict__ rest_ptr,
+                                         const i32 *__restrict__ rest_idx,
+                                         const float *__restrict__ contrib,
+                                         const double *__restrict__ old, double *out, double alpha,
+                                         i32 n, const double *dangling, double *err,
+                                         const i64 *__restrict__ optr, float *cnext, double *dnext) {
+  const double add = (1.0 - alpha) / (double)n + alpha * dangling[0] / (double)n;
+  double e_acc = 0.0, d_acc = 0.0;
+  const i64 gw = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const i64 nw = ((i64)gridDim.x * blockDim.x) >> 5;
+  const int lane = lane_id();
+  for (i64 h = gw; h < nh; h += nw) {  // uniform per warp
+    const i64 b = rest_ptr[h], e = rest_ptr[h + 1];
+    double sum = 0.0;
+    i64 j = b + lane;
+    for (; j + 96 < e; j += 128) {
+      const int a0 = __ldcs(rest_idx + j), a1 = __ldcs(rest_idx + j + 32), a2 = __ldcs(rest_idx + j + 64),
+                a3 = __ldcs(rest_idx + j + 96);
+      sum += (double)((__ldg(contrib + a0) + __ldg(contrib + a1)) + (__ldg(contrib + a2) + __ldg(contrib + a3)));
+    }
+    for (; j < e; j += 32) sum += (double)__ldg(contrib + __ldcs(rest_idx + j));
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(FULL_MASK, sum, off);
+    if (lane == 0) {
+      const int v = hubs[h];
+      const double nv = add + alpha * (hub_sum[h] + sum);
+      hub_sum[h] = 0.0;
+      e_acc += fabs(nv - old[v]);
+      out[v] = nv;
+      const i64 d = optr[v + 1] - optr[v];
+      if (d == 0) d_acc += nv; else cnext[v] = (float)(nv / (double)d);
+    }
+  }
+  const double t = block_sum<double>(e_acc);
+  const double dd = block_sum<double>(d_acc);
+  if (threadIdx.x == 0) {
+    if (t != 0.0) atomicAdd(err, t);
+    if (dd != 0.0) atomicAdd(dnext, dd);
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // WCC: lock-free union-find, always hooking the larger root under the smaller one, so every root is
 // its tree's minimum vertex ID and the final label is the component's minimum ID.
