@@ -471,12 +471,16 @@ class Batcher:
         if self.progress:
             self.progress("spill", len(self.sorter.runs), None)
 
-    def finish(self, n):
+    def finish(self, n, merge_budget=None):
+        """merge_budget: edges per merge block, when the caller knows better now (|V| is known only
+        at the end: the merge's O(|V|) arrays come out of the same memory)."""
         if self.sorter is None:
             ptr, idx, w = self._sort_batch(n)
             return MemoryCSR(ptr, idx, w)
         if self.fill:
             self._spill()
+        if merge_budget is not None:
+            self.sorter.budget = max(1, int(merge_budget))
         return self.sorter.merge(n, self.sorter.dirs[0], self.progress)
 
 
