@@ -37,6 +37,7 @@ from numba import njit
 
 from .. import config
 from ..errors import GrapheneError
+from . import common
 from .common import Result, pick_source
 
 MAIN = "parent"
@@ -249,12 +250,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     steps = []
     # Direction optimisation (Beamer et al., SC'12) with an IO cost model: a step reads about
     # deg*id_width + one 512-byte block per vertex it touches, capped at the adjacency bytes.
-    up_dir = None
-    if bottom_up:
-        if not graph.directed:
-            up_dir = "out"
-        elif graph.in_partitions is not None:
-            up_dir = "in"
+    up_dir = common.pull_direction(graph, bottom_up)
     w = graph.id_width
     its = {}
     hyb, device_note = _hybrid(graph, device, offload_policy)
@@ -272,12 +268,10 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                 its["in"] = IoIterator(graph, "in", in_memory=in_memory, **runtime)
                 setup += its["in"].open_seconds
                 deg_in = its["in"].degrees(ddt)
-            cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
-            cols_in = max(1, len(graph.parts(up_dir)) // max(1, graph.num_rows))
+            cap_in, cols_in = common.read_cost_bounds(graph, up_dir)
             unvisited_cost = _cost_all(deg_in, w, cols_in) - _cost(deg_in, qa[:1], w, cols_in)
             mask = np.zeros(n, dtype=np.uint8)
-        cap_out = sum(p.adj_bytes for p in graph.partitions)
-        cols_out = max(1, graph.num_cols)
+        cap_out, cols_out = common.read_cost_bounds(graph, "out")
         while size > 0:
             if hyb is not None:
                 gl, pol = hyb

@@ -730,20 +730,33 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
 # reference count on it, which costs ~60 ns per call once the kernel has a branch (measured).
 
 
+@njit(inline="always")
+def _decrement(A, T, sh, tid, u, c):
+    """u loses c more degrees this round, in thread tid's row; its first one sets its bit in the
+    thread's bitmap of touched vertices."""
+    if A[1 + tid, u] == 0:
+        A[1 + T + tid, u >> sh] |= A.dtype.type(1) << (u & ((1 << sh) - 1))
+    A[1 + tid, u] += c
+
+
+@njit(inline="always")
+def _drop_nbrs(A, T, sh, tid, nbrs):
+    """One decrement for every neighbour still in the core (degree >= K at the round's start:
+    the last row's bitmap, which stays in cache)."""
+    mask = (1 << sh) - 1
+    ab = A.shape[0] - 1
+    for i in range(nbrs.shape[0]):
+        u = np.int64(nbrs[i])
+        if (A[ab, u >> sh] >> (u & mask)) & 1:
+            _decrement(A, T, sh, tid, u, 1)
+
+
 @njit(cache=True)
 def _drop_k(v, nbrs, wts, tid, state):
     """v leaves the K-core: every neighbour u still in it (degree >= K at the round's start; the
     degrees are read-only during a superstep) gets one decrement in this thread's row."""
     A, kk, T, sh, status, m = state
-    one = A.dtype.type(1)
-    mask = (1 << sh) - 1
-    ab = A.shape[0] - 1
-    for i in range(nbrs.shape[0]):
-        u = np.int64(nbrs[i])
-        if (A[ab, u >> sh] >> (u & mask)) & 1:   # degree >= K (a bitmap: stays in cache)
-            if A[1 + tid, u] == 0:
-                A[1 + T + tid, u >> sh] |= one << (u & mask)
-            A[1 + tid, u] += 1
+    _drop_nbrs(A, T, sh, tid, nbrs)
 
 
 @njit(cache=True)
@@ -757,15 +770,7 @@ def _drop_k_keep(v, nbrs, wts, tid, state):
         for i in range(nbrs.shape[0]):
             A[2 * T + 3, p + i] = nbrs[i]
         return
-    one = A.dtype.type(1)
-    mask = (1 << sh) - 1
-    ab = A.shape[0] - 1
-    for i in range(nbrs.shape[0]):
-        u = np.int64(nbrs[i])
-        if (A[ab, u >> sh] >> (u & mask)) & 1:   # degree >= K (a bitmap: stays in cache)
-            if A[1 + tid, u] == 0:
-                A[1 + T + tid, u >> sh] |= one << (u & mask)
-            A[1 + tid, u] += 1
+    _drop_nbrs(A, T, sh, tid, nbrs)
 
 
 @njit(cache=True)
@@ -774,25 +779,15 @@ def _drop_k_scan(v, nbrs, wts, tid, state):
     (status 1) decrements its out-neighbours still in the core; a vertex still in the core loses
     one degree per out-neighbour leaving this round."""
     A, kk, T, sh, status, m = state
-    one = A.dtype.type(1)
-    mask = (1 << sh) - 1
-    ab = A.shape[0] - 1
     if status[v] == 1:
-        for i in range(nbrs.shape[0]):
-            u = np.int64(nbrs[i])
-            if (A[ab, u >> sh] >> (u & mask)) & 1:
-                if A[1 + tid, u] == 0:
-                    A[1 + T + tid, u >> sh] |= one << (u & mask)
-                A[1 + tid, u] += 1
-    elif (A[ab, v >> sh] >> (v & mask)) & 1:
+        _drop_nbrs(A, T, sh, tid, nbrs)
+    elif (A[A.shape[0] - 1, v >> sh] >> (v & ((1 << sh) - 1))) & 1:
         c = 0
         for i in range(nbrs.shape[0]):
             if status[np.int64(nbrs[i])] == 1:
                 c += 1
         if c > 0:
-            if A[1 + tid, v] == 0:
-                A[1 + T + tid, v >> sh] |= one << (v & mask)
-            A[1 + tid, v] += c
+            _decrement(A, T, sh, tid, v, c)
 
 
 @njit(cache=True)

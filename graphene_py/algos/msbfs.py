@@ -59,6 +59,7 @@ from .. import config
 from ..errors import GrapheneError
 from ..iterator.atomics import atomic_add as _add, atomic_or as _or
 
+from . import common
 from .common import Result
 
 DEFAULT_SOURCES = 32
@@ -476,12 +477,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                                 f"{int(src[(src < 0) | (src >= n)][0])}")
     steps = []
     passes = 0
-    up_dir = None
-    if bottom_up:
-        if not graph.directed:
-            up_dir = "out"
-        elif graph.in_partitions is not None:
-            up_dir = "in"
+    up_dir = common.pull_direction(graph, bottom_up)
     its = {}
     depths = None
     filler = None
@@ -511,13 +507,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 its["in"] = IoIterator(graph, "in", in_memory=in_memory, weights=False, **runtime)
                 deg_in = _degrees(its["in"], graph, "in", ddt)
             w = graph.id_width
-            cap_out = sum(p.adj_bytes for p in graph.partitions)
-            cols_out = max(1, graph.num_cols)
-            if up_dir is not None:
-                cap_in = sum(p.adj_bytes for p in graph.parts(up_dir))
-                cols_in = max(1, len(graph.parts(up_dir)) // max(1, graph.num_rows))
-            else:
-                cap_in, cols_in = 0, 1
+            cap_out, cols_out = common.read_cost_bounds(graph, "out")
+            cap_in, cols_in = common.read_cost_bounds(graph, up_dir) if up_dir else (0, 1)
             up = up_dir is not None
             m_td = np.zeros(n, dtype=np.uint8)
             m_bu = np.zeros(n, dtype=np.uint8)

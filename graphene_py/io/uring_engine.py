@@ -58,7 +58,7 @@ class UringEngine(Engine):
     Extra keyword arguments (for benchmarks; defaults are the measured best): fixed_buffers,
     fixed_files, defer_taskrun (each used only if the kernel accepts it; stats() says which are on),
     complete_batch (completions a disk's worker waits for per io_uring_enter while it has more
-    work queued; 0 = queue_depth // 4).
+    work queued; 0 = queue_depth // 8).
     """
 
     name = "uring"
