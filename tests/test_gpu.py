@@ -273,12 +273,18 @@ def test_pagerank_tile_hubs_over_65536(kind):
                  dict(gbits=14, sbits=14, threads=1024, stage=True, dense_min=1)]:
         for reorder in (True, False):
             st = {}
-            got = gpu.pagerank(dg, tile=opts, reorder=reorder, stats=st)
+            got = gpu.pagerank(dg, method="tile", tile=opts, reorder=reorder, stats=st)
             assert st["method"] == "tile" and st["tile"]["nhubs"] >= 2
             np.testing.assert_allclose(got, pull, rtol=1e-5, atol=1e-10)
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-9)
             assert abs(st["iterations"] - it) <= 1
             assert abs(got.sum() - 1.0) < 1e-6
+    for reorder in (True, False):   # the default, "auto": tiles on the renumbered layout only
+        st = {}
+        got = gpu.pagerank(dg, reorder=reorder, stats=st)
+        assert st["reordered"] == reorder
+        assert st["method"] == ("tile" if reorder else "pull")
+        np.testing.assert_allclose(got, pull, rtol=1e-5, atol=1e-10)
 
 
 def test_pagerank_bad_method():

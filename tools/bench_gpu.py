@@ -285,7 +285,7 @@ def main():
         t_lay, _ = timed(lambda: dg.gather_layout(), sync)
         st_tile = {}
         t_tiles, _ = timed(lambda: gpu.pagerank(dg, tol=0.0, max_iter=1, to_host=False, stats=st_tile),
-                           sync)   # builds the hub tiles (default method "tile")
+                           sync)   # builds the hub tiles (default method "auto": tiles on the renumbered layout)
         gpu.pagerank(dg, tol=0.0, max_iter=2, to_host=False)
         gpu.pagerank(dg, tol=0.0, max_iter=2, method="pull", to_host=False)
         baseline_pagerank(A, outdeg, n, 2)
