@@ -901,6 +901,19 @@ def _merge_k(A, T, sh, kk, out):
     return m
 
 
+@njit(inline="always")
+def _leave(u, status, stack, sp, front, m):
+    """u leaves the core: a kept vertex (status 2 -> 3) goes on the in-RAM peel stack, any other
+    (-> 1) into the next round's frontier. Returns the new stack and frontier sizes."""
+    if status[u] == 2:
+        status[u] = 3
+        stack[sp] = u
+        return sp + 1, m
+    status[u] = 1
+    front[m] = u
+    return sp, m + 1
+
+
 @njit(cache=True)
 def _peel_kept(A, T, sh, kk, status, starts, crossed, front):
     """The vertices that just left: those with a kept list are peeled here in RAM (serially, with a
@@ -913,15 +926,7 @@ def _peel_kept(A, T, sh, kk, status, starts, crossed, front):
     one = A.dtype.type(1)
     bm = (1 << sh) - 1
     for i in range(crossed.shape[0]):
-        u = crossed[i]
-        if status[u] == 2:
-            status[u] = 3
-            stack[sp] = u
-            sp += 1
-        else:
-            status[u] = 1
-            front[m] = u
-            m += 1
+        sp, m = _leave(crossed[i], status, stack, sp, front, m)
     while sp > 0:
         sp -= 1
         v = stack[sp]
@@ -932,14 +937,7 @@ def _peel_kept(A, T, sh, kk, status, starts, crossed, front):
                 A[0, u] -= 1
                 if A[0, u] < kk:
                     A[ab, u >> sh] &= ~(one << (u & bm))
-                    if status[u] == 2:
-                        status[u] = 3
-                        stack[sp] = u
-                        sp += 1
-                    else:
-                        status[u] = 1
-                        front[m] = u
-                        m += 1
+                    sp, m = _leave(u, status, stack, sp, front, m)
     return m
 
 
