@@ -29,49 +29,82 @@ BYTES_PER_EDGE_SORT = 40
 
 # ----------------------------------------------------------------------------------------------
 # kernels
+#: Most edge-list parts count and scatter in parallel: each part has its own count row, so its
+#: (random) writes need no atomics. T rows of |V|+1 int64 are part of the per-vertex memory
+#: (partitioner.BYTES_PER_VERTEX assumes at most 4).
+MAX_SCATTER_PARTS = 4
+
+
 @njit(cache=True, nogil=True)
-def _count(src, dst, n, sym, drop_self, counts):
+def _count_part(src, dst, lo, hi, sym, drop_self, c):
     loops = 0
-    for i in range(src.shape[0]):
+    for i in range(lo, hi):
         s = src[i]
         d = dst[i]
         if s == d:
             loops += 1
             if drop_self:
                 continue
-            counts[s] += 1
+            c[s + 1] += 1
             continue
-        counts[s] += 1
+        c[s + 1] += 1
         if sym:
-            counts[d] += 1
+            c[d + 1] += 1
     return loops
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _count(src, dst, sym, drop_self, counts):
+    """counts[t, v + 1] += the edges of source v (and of dst v when sym) in part t of the chunk
+    (T = counts.shape[0] equal parts). Returns the self-loops seen."""
+    T = counts.shape[0]
+    m = src.shape[0]
+    loops = np.zeros(T, dtype=np.int64)
+    for t in prange(T):
+        loops[t] = _count_part(src, dst, m * t // T, m * (t + 1) // T, sym, drop_self, counts[t])
+    return loops.sum()
+
+
 @njit(cache=True, nogil=True)
-def _scatter(src, dst, w, has_w, sym, drop_self, pos, out_idx, out_w):
-    for i in range(src.shape[0]):
+def _positions(indptr, counts):
+    """counts[t, v + 1] -> the first slot of part t's edges of v (indptr[v] + the parts before)."""
+    T = counts.shape[0]
+    for v in range(indptr.shape[0] - 1):
+        acc = indptr[v]
+        for t in range(T):
+            c = counts[t, v + 1]
+            counts[t, v + 1] = acc
+            acc += c
+
+
+@njit(cache=True, nogil=True)
+def _scatter_part(src, dst, lo, hi, w, has_w, sym, drop_self, q, out_idx, out_w):
+    for i in range(lo, hi):
         s = src[i]
         d = dst[i]
-        if s == d:
-            if drop_self:
-                continue
-            p = pos[s]
-            out_idx[p] = d
-            if has_w:
-                out_w[p] = w[i]
-            pos[s] = p + 1
+        if s == d and drop_self:
             continue
-        p = pos[s]
+        p = q[s + 1]
         out_idx[p] = d
         if has_w:
             out_w[p] = w[i]
-        pos[s] = p + 1
-        if sym:
-            p = pos[d]
+        q[s + 1] = p + 1
+        if sym and s != d:
+            p = q[d + 1]
             out_idx[p] = s
             if has_w:
                 out_w[p] = w[i]
-            pos[d] = p + 1
+            q[d + 1] = p + 1
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _scatter(src, dst, w, has_w, sym, drop_self, pos, out_idx, out_w):
+    """Part t of the chunk writes its edges at pos[t, v + 1] (advanced): disjoint slots per part."""
+    T = pos.shape[0]
+    m = src.shape[0]
+    for t in prange(T):
+        _scatter_part(src, dst, m * t // T, m * (t + 1) // T, w, has_w, sym, drop_self, pos[t],
+                      out_idx, out_w)
 
 
 @njit(cache=True, nogil=True)
@@ -230,19 +263,20 @@ def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True,
             s = s - base
         chunks.append((s, np.ascontiguousarray(dst[i], dtype=np.int64),
                        np.ascontiguousarray(weights[i], dtype=np.float32) if has_w else _EMPTY_W))
-    counts = np.zeros(n + 1, dtype=np.int64)
+    parts = max(1, min(numba.get_num_threads(), MAX_SCATTER_PARTS))
+    counts = np.zeros((parts, n + 1), dtype=np.int64)
     loops = 0
     for s, d, _ in chunks:
-        loops += _count(s, d, n, symmetrize, drop_self_loops, counts[1:])
-    indptr = np.cumsum(counts)
-    del counts
+        loops += _count(s, d, symmetrize, drop_self_loops, counts)
+    indptr = counts.sum(axis=0)
+    np.cumsum(indptr, out=indptr)
     m = int(indptr[-1])
     idx = np.empty(m, dtype=idx_dtype(base + n))
     ow = np.empty(m, dtype=np.float32) if has_w else _EMPTY_W
-    pos = indptr[:-1].copy()
+    _positions(indptr, counts)
     for s, d, w in chunks:
-        _scatter(s, d, w, has_w, symmetrize, drop_self_loops, pos, idx, ow)
-    del pos, chunks
+        _scatter(s, d, w, has_w, symmetrize, drop_self_loops, counts, idx, ow)
+    del counts, chunks
     newdeg = np.empty(n, dtype=np.int64)
     _sort_lists(indptr, idx, ow, has_w, dedupe, newdeg)
     if dedupe:

@@ -412,8 +412,9 @@ def default_memory_limit() -> int:
     return int(total * config.MEMORY_LIMIT_FRACTION)
 
 
-#: Bytes per vertex of the O(|V|) arrays alive at once (counts, indptr, scatter positions, new
-#: degrees and indptr, run degrees; later a histogram, its prefix sums and bincount's result):
+#: Bytes per vertex of the O(|V|) arrays alive at once (count rows that become the scatter
+#: positions, one per parallel part, at most extsort.MAX_SCATTER_PARTS = 4; indptr; new degrees and
+#: indptr; run degrees; later a histogram, its prefix sums and bincount's result):
 #: taken off the memory limit before edge buffers.
 BYTES_PER_VERTEX = 64
 
