@@ -274,6 +274,12 @@ def _compress_log(log, t0):
 # ------------------------------------------------------------------------------------------------
 #: Default way of summing the hub rows' in-edges (see pagerank()).
 PR_METHOD = "auto"
+#: In-degree bin bounds (thread / warp / 32-warp / block rows; rows of in-degree >= the last are the
+#: "hubs"), for method "tile" and "pull". Tiles pay off from in-degree 128: H200, min of 2 runs,
+#: ms/it scale 22 0.705 vs 0.730 with 512, scale 24 2.642 vs 2.793 (CuPy baseline 1.219 / 5.709;
+#: tools/probe_gpu_pr_bounds.py, benchmarks/gpu_h200_pr_bounds.json); pull keeps 512 (one block
+#: per row of 128-511 edges would idle most of its threads).
+PR_BOUNDS = {"tile": (8, 64, 128), "pull": (8, 64, 512)}
 #: pr_tile options (pagerank(tile=...) overrides): hubs per group 2^gbits, sources per segment 2^sbits.
 #: Measured on H200, Kronecker scale 22/24 (tools/gpu_notes.md): 2^13 hubs x 2^13 sources per tile,
 #: sources gathered through L1 (no staging: 64 KB of shared memory for the partial sums), tiles under
@@ -330,7 +336,7 @@ def _pr_tiles(dg, key, iptr, iidx, bins, opts):
 
 @_oom_to_error
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
-             max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=(8, 64, 512),
+             max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=None,
              block_threads: int = 256, hub_cache: bool = False, method: str = PR_METHOD,
              tile: Optional[dict] = None, stats: Optional[dict] = None, to_host: bool = True):
     """Pull PageRank: float64 scores summing to 1.
@@ -365,6 +371,10 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
             stats.update(iterations=0, error=0.0, reordered=False)
         return np.zeros(0, dtype=np.float64) if to_host else cp.zeros(0, dtype=cp.float64)
     lay = dg.gather_layout() if reorder else None
+    if method == "auto":
+        method = "tile" if lay is not None else "pull"
+    if bounds is None:
+        bounds = PR_BOUNDS[method]
     if lay is not None:        # run in the renumbered space, map back at the end
         order, inv, iptr, iidx, optr = lay
         bins = dg.bins_for("gather_in", iptr, tuple(bounds))
@@ -373,8 +383,6 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         iptr, iidx = dg.in_csr()
         optr = dg.ptr
         bins = dg.bins("in", tuple(bounds))
-    if method == "auto":
-        method = "tile" if lay is not None else "pull"
     tl = _pr_tiles(dg, ("gather_in" if lay is not None else "in", tuple(bounds)), iptr, iidx, bins,
                    tile) if method == "tile" else None
     if tl is not None:

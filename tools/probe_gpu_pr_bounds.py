@@ -1,0 +1,51 @@
+"""Probe: GPU PageRank ms per iteration for several in-degree bin bounds (tiled hub bin), beside the
+CuPy baseline, on Kronecker scale 22 and 24. Run on a GPU machine:
+
+    PYTHONPATH=. python3 tools/probe_gpu_pr_bounds.py      # writes $OUT/probe.json (or /tmp)
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import bench_gpu as B
+import cupy as cp
+import cupyx.scipy.sparse as csp
+from graphene_py import gpu
+from graphene_py.gpu import DeviceGraph
+sync = cp.cuda.Device().synchronize
+out = {}
+for scale in (22, 24):
+    n, ptr, idx = B.kronecker_gpu(scale, 16)
+    m = int(idx.size)
+    dg = DeviceGraph.from_csr(ptr, idx, symmetric=True)
+    A = csp.csr_matrix((cp.ones(m, dtype=cp.float32), idx, ptr.astype(cp.int32)), shape=(n, n))
+    outdeg = (ptr[1:] - ptr[:-1]).astype(cp.float32)
+    def per_iter(fn):
+        fn(2); sync()
+        t0 = time.perf_counter(); fn(5); sync(); t5 = time.perf_counter() - t0
+        t0 = time.perf_counter(); fn(20); sync(); t20 = time.perf_counter() - t0
+        return (t20 - t5) / 15 * 1e3
+    ref = gpu.pagerank(dg, tol=0.0, max_iter=20, to_host=False)
+    res = {}
+    for rep in range(2):
+        res.setdefault("baseline", []).append(per_iter(lambda k: B.baseline_pagerank(A, outdeg, n, k)))
+        for b in [(8, 64, 512), (8, 64, 256), (8, 64, 128), (8, 32, 128), (4, 32, 256), (8, 128, 256)]:
+            key = f"{b}"
+            dg.drop_tiles()
+            st = {}
+            sc = gpu.pagerank(dg, tol=0.0, max_iter=20, bounds=b, to_host=False, stats=st)
+            res[key + " l1"] = float(cp.abs(sc - ref).sum())
+            res[key + " method"] = st.get("method")
+            res.setdefault(key, []).append(per_iter(
+                lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, bounds=b, to_host=False)))
+    out[scale] = {k: (min(v) if isinstance(v, list) else v) for k, v in res.items()}
+    base = out[scale]["baseline"]
+    for k, v in out[scale].items():
+        if isinstance(v, float) and not k.endswith("l1"):
+            print(scale, k, round(v, 3), round(v / base, 3), flush=True)
+    dg = A = None
+    cp.get_default_memory_pool().free_all_blocks()
+json.dump(out, open(os.path.join(os.environ.get("OUT", "/tmp"), "probe.json"), "w"), indent=1, default=str)
