@@ -2,7 +2,10 @@
 CuPy baseline, on Kronecker scale 22 and 24. Run on a GPU machine:
 
     PYTHONPATH=. python3 tools/probe_gpu_pr_bounds.py      # writes $OUT/probe.json (or /tmp)
+    PYTHONPATH=. python3 tools/probe_gpu_pr_bounds.py --scales 22 \
+        --variants '[[[8,64,128],null],[[8,64,128],{"gbits":12,"sbits":12}]]'   # (bounds, tile opts)
 """
+import argparse
 import json
 import os
 import sys
@@ -15,9 +18,16 @@ import cupy as cp
 import cupyx.scipy.sparse as csp
 from graphene_py import gpu
 from graphene_py.gpu import DeviceGraph
+ap = argparse.ArgumentParser()
+ap.add_argument("--scales", type=int, nargs="+", default=[22, 24])
+ap.add_argument("--variants", default=None, help="JSON list of [bounds, tile options or null]")
+args = ap.parse_args()
+VARIANTS = ([(tuple(b), o) for b, o in json.loads(args.variants)] if args.variants else
+            [((8, 64, 512), None), ((8, 64, 256), None), ((8, 64, 128), None), ((8, 32, 128), None),
+             ((4, 32, 256), None), ((8, 128, 256), None)])
 sync = cp.cuda.Device().synchronize
 out = {}
-for scale in (22, 24):
+for scale in args.scales:
     n, ptr, idx = B.kronecker_gpu(scale, 16)
     m = int(idx.size)
     dg = DeviceGraph.from_csr(ptr, idx, symmetric=True)
@@ -32,15 +42,15 @@ for scale in (22, 24):
     res = {}
     for rep in range(2):
         res.setdefault("baseline", []).append(per_iter(lambda k: B.baseline_pagerank(A, outdeg, n, k)))
-        for b in [(8, 64, 512), (8, 64, 256), (8, 64, 128), (8, 32, 128), (4, 32, 256), (8, 128, 256)]:
-            key = f"{b}"
+        for b, o in VARIANTS:
+            key = f"{b} {o}" if o else f"{b}"
             dg.drop_tiles()
             st = {}
-            sc = gpu.pagerank(dg, tol=0.0, max_iter=20, bounds=b, to_host=False, stats=st)
+            sc = gpu.pagerank(dg, tol=0.0, max_iter=20, bounds=b, tile=o, to_host=False, stats=st)
             res[key + " l1"] = float(cp.abs(sc - ref).sum())
             res[key + " method"] = st.get("method")
             res.setdefault(key, []).append(per_iter(
-                lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, bounds=b, to_host=False)))
+                lambda k: gpu.pagerank(dg, tol=0.0, max_iter=k, bounds=b, tile=o, to_host=False)))
     out[scale] = {k: (min(v) if isinstance(v, list) else v) for k, v in res.items()}
     base = out[scale]["baseline"]
     for k, v in out[scale].items():
