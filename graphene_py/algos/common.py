@@ -128,6 +128,18 @@ def pick_source(graph, seed: int = config.SEED, trial: int = 0) -> int:
     return src
 
 
+def open_unweighted(graph, direction, in_memory, runtime):
+    """An IoIterator over one edge direction that reads no weights (imported late: the iterator
+    package imports numba kernels)."""
+    from ..iterator import IoIterator
+    return IoIterator(graph, direction, in_memory=in_memory, weights=False, **runtime)
+
+
+def frontier_class():
+    from ..iterator import Frontier
+    return Frontier
+
+
 def pull_direction(graph, bottom_up=True):
     """The edge direction a bottom-up (pull) step scans: 'out' on an undirected dataset, 'in' on a
     directed one that has in-edges, None when pulling is off or impossible."""

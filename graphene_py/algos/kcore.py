@@ -62,7 +62,7 @@ from numba.extending import intrinsic
 from ..errors import GrapheneError
 from ..iterator.atomics import atomic_add as _add
 
-from .common import Result
+from .common import Result, frontier_class as _frontier, open_unweighted as _open
 
 
 class KCoreResult(Result):
@@ -117,16 +117,6 @@ def _result(core, k, rounds, steps, t0, **extra):
 
 
 # -- shared helpers ------------------------------------------------------------------------------
-def _open(graph, direction, in_memory, runtime):
-    from ..iterator import IoIterator
-    return IoIterator(graph, direction, in_memory=in_memory, weights=False, **runtime)
-
-
-def _frontier():
-    from ..iterator import Frontier
-    return Frontier
-
-
 def _record(steps, progress, st, level, removed):
     st = dict(st)
     st.update(k=level, removing=int(removed))

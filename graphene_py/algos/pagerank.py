@@ -65,7 +65,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-from .common import Result
+from .common import Result, frontier_class as _frontier, open_unweighted as _open
 
 VARIANTS = {"pagerank": "delta", "pagerank-pull": "pull"}
 
@@ -188,16 +188,6 @@ def _sweep_tail(x, contrib, change, outdeg, no_in, dangling, base, c, thr_per_de
 
 
 # ---------------------------------------------------------------------------------------------
-def _open(graph, direction, in_memory, runtime):
-    from ..iterator import IoIterator
-    return IoIterator(graph, direction, in_memory=in_memory, weights=False, **runtime)
-
-
-def _frontier():
-    from ..iterator import Frontier
-    return Frontier
-
-
 def _split_runtime(runtime):
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)

@@ -31,7 +31,7 @@ from numba import njit
 
 from ..errors import GrapheneError  # noqa: F401
 
-from .common import Result
+from .common import Result, frontier_class as _frontier, open_unweighted as _open
 
 
 class WCCResult(Result):
@@ -96,16 +96,6 @@ from ..iterator.atomics import atomic_min as _amin  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
-def _open(graph, direction, in_memory, runtime):
-    from ..iterator import IoIterator
-    return IoIterator(graph, direction, in_memory=in_memory, weights=False, **runtime)
-
-
-def _frontier():
-    from ..iterator import Frontier
-    return Frontier
-
-
 def _note(steps, progress, st, phase, step):
     st = dict(st)
     st.update(phase=phase, step=step)
