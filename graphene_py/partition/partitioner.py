@@ -376,8 +376,9 @@ def return_freed_memory() -> bool:
     """Make glibc hand freed blocks back to the kernel: allocations >= 4 MiB get their own mapping
     (unmapped on free) and the heap is trimmed above 32 MiB free. By default glibc raises its mmap
     threshold to 32 MiB after the first large free, so the partitioner's batch-sized temporaries
-    stayed in malloc's arenas: peak RSS with --memory-limit 512M varied 461-530 MiB between
-    identical kron22 runs, 368 MiB every time with this (same speed). False where unavailable."""
+    stayed in malloc's arenas: peak RSS with --memory-limit 512M was 498 and 530 MiB in two kron22
+    runs of tools/bench_partition.py, 366 MiB with this (same speed). False where unavailable.
+    """
     try:
         import ctypes
         libc = ctypes.CDLL(None)
