@@ -628,6 +628,10 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
             if progress:
                 progress("read", reader.bytes_read, reader.total_bytes)
         _close(reader)
+        if batch.input_edges == 0 and not getattr(reader, "header_vertices", None):
+            # checked before the dataset is written (the writer's temporary folders are dropped),
+            # so --force never replaces a good dataset with an empty one
+            raise GrapheneError(f"{input}: no edges (empty or only comments)")
         if uniq is not None:
             n = len(uniq)
         else:
