@@ -67,7 +67,7 @@ class EngineUnavailable(OSError):
 def _short(e: BaseException) -> str:
     if isinstance(e, OSError) and e.strerror:
         s = e.strerror if not e.filename else f"{e.strerror}: {e.filename}"
-        if e.errno and type(e) is OSError:
+        if e.errno and type(e).__str__ is OSError.__str__:
             # the native engine says "io_uring_setup failed (io_uring unavailable?)": add why
             why = os.strerror(e.errno)
             if why.lower() not in s.lower():

@@ -9,8 +9,8 @@ code path the engine uses), exit 0. A child that dies by a signal, fails, or exc
 makes the engine unavailable with the reason (an OSError, which `auto` skips and the CLI prints as
 `Error: liburing: unavailable (...)`).
 
-The verdict is cached in ``$XDG_CACHE_HOME/graphene_py`` (default ``~/.cache/graphene_py``), one
-small JSON file per key. The key covers everything that can change the answer: the liburing
+The verdict is cached in ``$XDG_CACHE_HOME/graphene_py`` (default ``~/.cache/graphene_py``;
+GRAPHENE_PROBE_CACHE names another folder), one small JSON file per key. The key covers everything that can change the answer: the liburing
 package (version, and path, size and mtime of its __init__.py and native libraries), the Python
 build and executable, the kernel release, the CPU flags line of /proc/cpuinfo, this module's and
 liburing_engine.py's size and mtime, and the test fault hook. Reinstalling liburing, moving the
@@ -82,6 +82,9 @@ class LiburingUnavailable(OSError):
 
 # --------------------------------------------------------------------------- key
 def cache_dir() -> str:
+    d = os.environ.get("GRAPHENE_PROBE_CACHE")
+    if d:
+        return d
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "graphene_py")
 
