@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 
-$(STAMP): $(BIN)/python setup.py pyproject.toml csrc/uring.c
+$(STAMP): $(BIN)/python setup.py pyproject.toml $(wildcard csrc/*.c)
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 

@@ -1101,8 +1101,20 @@ static PyObject *mod_probe(PyObject *m, PyObject *noargs) {
     return PyLong_FromLong(rc == 0 ? 0 : -rc);
 }
 
+/* csrc/crc32c.c: page checksums */
+PyObject *gp_crc32c(PyObject *m, PyObject *args);
+PyObject *gp_page_crcs(PyObject *m, PyObject *args);
+PyObject *gp_check_pages(PyObject *m, PyObject *args);
+PyObject *gp_crc32c_hw(PyObject *m, PyObject *noargs);
+
 static PyMethodDef mod_methods[] = {
     {"probe", mod_probe, METH_NOARGS, "probe() -> 0 if io_uring works, else errno"},
+    {"crc32c", gp_crc32c, METH_VARARGS, "crc32c(buffer, crc=0, software=False) -> int"},
+    {"page_crcs", gp_page_crcs, METH_VARARGS, "page_crcs(buffer, page_size) -> bytes (uint32 LE per page)"},
+    {"check_pages", gp_check_pages, METH_VARARGS,
+     "check_pages(buf, rows, n, col, req_file, req_off, req_len, table, table_base, file_size, "
+     "page_shift) -> None or (row, page offset, expected, got)"},
+    {"crc32c_hardware", gp_crc32c_hw, METH_NOARGS, "whether the SSE4.2 crc32 instruction is used"},
     {NULL, NULL, 0, NULL},
 };
 

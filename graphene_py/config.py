@@ -35,6 +35,11 @@ IO_WORKERS = os.environ.get("GRAPHENE_IO_WORKERS", "device")
 #: IO buffer pool size in MiB (fixed memory; the IO thread waits when consumers hold every chunk).
 BUFFER_MB = 64
 
+#: Verify the CRC32C of every 4 KB page read from SSD as it arrives (graphene_py/integrity.py); reads
+#: are widened to whole pages. Neighbour IDs and weights are range-checked always, whatever this says.
+#: `--check/--no-check` per run. Cost measured on kron22 in BENCHMARKS.md ("Integrity checks").
+CHECK_PAGES = True
+
 #: Frontier size (fraction of |V|) above which request translation scans the vertex bitmap instead of
 #: walking the frontier queue. The C++ Graphene switches at 2% of |V|.
 SCAN_THRESHOLD = 0.02

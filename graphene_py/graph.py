@@ -1,13 +1,16 @@
 """The on-disk dataset: manifest, partition descriptors, offsets, open and verify.
 
-Layout (format version 1). A dataset named NAME on disks D0..Dk-1 is the folder `Di/NAME/` on every
-disk. Each folder holds a copy of `manifest.json` plus the partition files assigned to that disk:
+Layout (format version 2). A dataset named NAME on disks D0..Dk-1 is the container `Di/NAME/` on
+every disk, holding a `CURRENT` pointer and one folder per version (graphene_py/store.py: versioned
+folders, one atomic commit point, recovery). A version folder holds a copy of `manifest.json` plus
+the partition files assigned to that disk (format 1, still read, kept them in `Di/NAME/` itself):
 
     out_r{r}_c{c}.adj   neighbour IDs (uint32 or uint64 little-endian), zero-padded to 512 bytes
     out_r{r}_c{c}.off   uint64 offsets, (row_hi - row_lo + 1) entries, in *edges* (not bytes),
                         local to the partition: the neighbours of v are adj[off[v-row_lo]:off[v-row_lo+1]]
     out_r{r}_c{c}.wgt   float32 weights parallel to .adj (weighted datasets), zero-padded to 512 bytes
     in_r{r}_c{c}.*      the same for the transposed graph (in-edges), when made with --in-edges
+    *.adj.pcrc, *.wgt.pcrc  one CRC32C (uint32 LE) per 4 KB page of the data file (format 2)
     relabel.npy         (disk 0 only, with --relabel) original ID of every new vertex ID, int64
 
 Row-column balanced 2D partition (Graphene §4.5.1): `rows` has R+1 vertex bounds splitting the
@@ -15,9 +18,13 @@ vertices into R ranges of (about) equal edge counts; `cols[r]` has C+1 bounds sp
 by destination into C ranges of (about) equal edge counts. Partition (r, c) holds the edges with
 src in [rows[r], rows[r+1]) and dst in [cols[r][c], cols[r][c+1]), as CSR sorted by (src, dst).
 
-Manifest (JSON): see `Graph` attributes and `MANIFEST_KEYS`. Every disk holds an identical copy;
-`Graph.open` checks that the copies agree (same `uuid`) and that every file exists with its recorded
-size; `Graph.verify(deep=True)` also checks CRC32 checksums.
+Manifest (JSON): see `Graph` attributes and `MANIFEST_KEYS`. Every disk holds an identical copy,
+sealed by a CRC32 of its canonical JSON (`manifest_crc`). `Graph.open` checks the seal, that the
+copies agree (same `uuid`), that every file exists with its recorded size, and that the first page of
+every data file matches its page checksum (so swapped or replaced files are caught at open). The
+offsets files are checked in full (CRC32, monotone, ending at the partition's edge count) when
+loaded; data pages are checked as they arrive (graphene_py/integrity.py); `Graph.verify(deep=True)`
+re-reads everything.
 """
 from __future__ import annotations
 
@@ -29,20 +36,15 @@ from typing import Optional
 
 import numpy as np
 
+from . import store
 from .errors import DatasetError
+from .store import FORMAT, FORMAT_VERSION, MANIFEST_NAME, dataset_dir  # noqa: F401
 
-FORMAT = "graphene_py"
-FORMAT_VERSION = 1
-MANIFEST_NAME = "manifest.json"
 MANIFEST_KEYS = (
     "format", "version", "uuid", "name", "num_vertices", "num_edges", "id_width", "directed",
     "weighted", "block_size", "disks", "out", "in", "stats", "options", "input", "relabel", "created",
-    "tool",
+    "tool", "manifest_crc",
 )
-
-
-def dataset_dir(disk: str, name: str) -> str:
-    return os.path.join(os.path.abspath(disk), name)
 
 
 def id_dtype(width: int):
@@ -79,6 +81,7 @@ class Partition:
     adj_bytes: int       # file size (padded)
     id_width: int
     checksums: dict = field(default_factory=dict)
+    pages: dict = field(default_factory=dict)   # kind -> {"file", "crc", "page", "count"} (format 2)
     _off: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
@@ -86,38 +89,68 @@ class Partition:
         return (self.row, self.col)
 
     def offsets(self) -> np.ndarray:
-        """uint64 offsets (row_hi - row_lo + 1 entries), loaded whole and cached (O(|V|) memory)."""
+        """uint64 offsets (row_hi - row_lo + 1 entries), loaded whole, checked (CRC32, monotone,
+        bounded by the edge count) and cached (O(|V|) memory)."""
         if self._off is None:
-            self._off = np.fromfile(self.off_path, dtype="<u8")
+            from .integrity import check_offsets
+            off = np.fromfile(self.off_path, dtype="<u8")
+            check_offsets(self, off)
+            self._off = off
         return self._off
 
-    def adjacency(self) -> np.ndarray:
-        """Neighbour IDs as a read-only memmap (num_edges entries). For tests and in-memory mode only:
-        the SSD path reads adjacency through the IO engines."""
+    def page_table(self, kind: str) -> Optional[np.ndarray]:
+        """The CRC32C of every page of the `kind` ("adj"/"wgt") file, checked against its own CRC32;
+        None for format-1 datasets."""
+        ent = self.pages.get(kind)
+        if not ent:
+            return None
+        from .integrity import load_page_table
+        return load_page_table(self, kind, ent)
+
+    def adjacency(self, check: bool = True) -> np.ndarray:
+        """Neighbour IDs (num_edges entries), for tests, verification, the GPU and in-memory paths
+        (the SSD path reads adjacency through the IO engines). check=True reads the file whole and
+        verifies its CRC32 and that every ID lies in this partition's column range."""
         if self.num_edges == 0:
             return np.zeros(0, dtype=id_dtype(self.id_width))
-        return np.memmap(self.adj_path, dtype=id_dtype(self.id_width), mode="r", shape=(self.num_edges,))
+        if not check:
+            return np.memmap(self.adj_path, dtype=id_dtype(self.id_width), mode="r",
+                             shape=(self.num_edges,))
+        from .integrity import read_checked
+        return read_checked(self, "adj")
 
-    def weights(self) -> Optional[np.ndarray]:
+    def weights(self, check: bool = True) -> Optional[np.ndarray]:
         if self.wgt_path is None:
             return None
         if self.num_edges == 0:
             return np.zeros(0, dtype="<f4")
-        return np.memmap(self.wgt_path, dtype="<f4", mode="r", shape=(self.num_edges,))
+        if not check:
+            return np.memmap(self.wgt_path, dtype="<f4", mode="r", shape=(self.num_edges,))
+        from .integrity import read_checked
+        return read_checked(self, "wgt")
 
     def files(self):
         yield "adj", self.adj_path
         yield "off", self.off_path
         if self.wgt_path:
             yield "wgt", self.wgt_path
+        for kind in ("adj", "wgt"):
+            ent = self.pages.get(kind)
+            if ent:
+                yield kind + ".pcrc", os.path.join(os.path.dirname(self.adj_path), ent["file"])
 
 
 class Graph:
     """An opened dataset. `Graph.open(name_or_path)`; attributes mirror the manifest."""
 
-    def __init__(self, manifest: dict, dirs: list):
+    def __init__(self, manifest: dict, dirs: list, home: Optional[str] = None, version=None,
+                 locks=(), recovered=()):
         self.manifest = manifest
-        self.dirs = dirs                       # dataset folder on each disk
+        self.dirs = dirs                       # the folder holding this version's files, per disk
+        self.path = home or (dirs[0] if dirs else None)   # home container: what users open
+        self.version = version                 # version folder name (None: format 1)
+        self.recovered = list(recovered)       # what opening repaired (store.recover_containers)
+        self._locks = list(locks)              # shared flocks on the version folders
         m = manifest
         self.name = m["name"]
         self.uuid = m["uuid"]
@@ -135,26 +168,37 @@ class Graph:
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def open(cls, name_or_path: str, check: bool = True) -> "Graph":
-        """Open by registry name, dataset folder, or manifest path. Checks that every disk's manifest
-        copy agrees and every file exists with its recorded size (`check=False` skips the files)."""
+        """Open by registry name, dataset folder (any disk's), or manifest path. Recovers what an
+        interrupted partition run left (see store.py; `g.recovered` says what), checks the manifest
+        seal and that every disk's copy agrees, and (check=True) that every file exists with its
+        recorded size and every data file's first page matches its checksum."""
         path = resolve(name_or_path)
-        mpath = path if path.endswith(".json") else os.path.join(path, MANIFEST_NAME)
-        manifest = _read_manifest(mpath)
-        dirs = [dataset_dir(d, manifest["name"]) for d in manifest["disks"]]
-        for d in dirs:
-            other = os.path.join(d, MANIFEST_NAME)
-            if not os.path.exists(other):
-                raise DatasetError(f"{manifest['name']}: disk folder {d} is missing its manifest "
-                                   f"(disk missing or not mounted?)")
-            mo = _read_manifest(other)
-            if mo.get("uuid") != manifest["uuid"]:
-                raise DatasetError(f"{manifest['name']}: manifest on {d} belongs to another dataset "
-                                   f"(uuid {mo.get('uuid')} != {manifest['uuid']}): disks swapped or "
-                                   f"an interrupted --force run")
-        g = cls(manifest, dirs)
+        o = store.open_dataset(path)
+        try:
+            g = cls(o.manifest, o.dirs, o.home, o.version, o.locks, o.recovered)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            store.unlock(o.locks)
+            raise DatasetError(f"{path}: corrupt manifest ({type(e).__name__}: {e})") from None
         if check:
-            g.check_files()
+            try:
+                g.check_files()
+                from .integrity import check_heads
+                check_heads(g)
+            except BaseException:
+                g.close()
+                raise
         return g
+
+    def close(self) -> None:
+        """Release the shared locks on the version folders (also on garbage collection)."""
+        store.unlock(self._locks)
+        self._locks = []
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
     def _parts(self, direction: str) -> list:
         sec = self.manifest[direction]
@@ -170,7 +214,7 @@ class Graph:
                 adj_path=os.path.join(base, p["adj"]), off_path=os.path.join(base, p["off"]),
                 wgt_path=os.path.join(base, p["wgt"]) if p.get("wgt") else None,
                 num_edges=int(p["num_edges"]), adj_bytes=int(p["adj_bytes"]), id_width=self.id_width,
-                checksums=dict(p.get("checksum", {})),
+                checksums=dict(p.get("checksum", {})), pages=dict(p.get("pages") or {}),
             ))
         return out
 
@@ -267,6 +311,8 @@ class Graph:
                 want = (p.row_hi - p.row_lo + 1) * 8
             elif kind == "adj":
                 want = p.adj_bytes
+            elif kind.endswith(".pcrc"):
+                want = int(p.pages[kind[:-5]]["count"]) * 4
             else:
                 want = _padded(p.num_edges * 4)
             if size != want:
@@ -282,12 +328,22 @@ class Graph:
             problems.append(str(e))
             return problems
         if deep:
+            from .integrity import verify_pages
             for p, kind, path in self.all_files():
-                want = p.checksums.get(kind)
+                want = (p.pages[kind[:-5]]["crc"] if kind.endswith(".pcrc")
+                        else p.checksums.get(kind))
                 if want is not None:
                     got = crc32_file(path)
                     if got != want:
                         problems.append(f"{path}: checksum {got} != manifest {want}")
+                if kind in p.pages:
+                    problems += verify_pages(p, kind)
+            rel = self.manifest.get("relabel")
+            want = self.manifest.get("relabel_crc")
+            if rel and want:
+                got = crc32_file(os.path.join(self.dirs[0], rel))
+                if got != want:
+                    problems.append(f"{os.path.join(self.dirs[0], rel)}: checksum {got} != manifest {want}")
         return problems
 
     def summary(self) -> dict:
@@ -299,7 +355,7 @@ class Graph:
         for p, kind, path in self.all_files():
             per_disk[p.disk] += os.path.getsize(path)
         return {
-            "name": self.name, "path": self.dirs[0], "num_vertices": self.num_vertices,
+            "name": self.name, "path": self.path, "version": self.version, "num_vertices": self.num_vertices,
             "num_edges": self.num_edges, "directed": self.directed, "weighted": self.weighted,
             "id_width": self.id_width, "rows": self.num_rows, "cols": self.num_cols,
             "in_edges": self.in_partitions is not None,
@@ -307,6 +363,8 @@ class Graph:
             "imbalance": float(counts.max() / ideal) if ideal > 0 else 1.0,
             "disks": self.disks, "bytes_per_disk": per_disk, "stats": self.stats,
             "created": self.manifest.get("created"),
+            "checksums": "pages" if any(p.pages for p in parts) else "files",
+            "recovery_log": store.read_log(self.path) if self.path else [],
         }
 
     def __repr__(self):
@@ -316,22 +374,6 @@ class Graph:
 
 def _padded(nbytes: int, align: int = 512) -> int:
     return (nbytes + align - 1) // align * align
-
-
-def _read_manifest(path: str) -> dict:
-    try:
-        with open(path) as f:
-            m = json.load(f)
-    except FileNotFoundError:
-        raise DatasetError(f"no dataset at {os.path.dirname(path) or path} ({MANIFEST_NAME} not found)")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{path}: corrupt manifest ({e})")
-    if m.get("format") != FORMAT:
-        raise DatasetError(f"{path}: not a graphene_py manifest")
-    if int(m.get("version", -1)) > FORMAT_VERSION:
-        raise DatasetError(f"{path}: format version {m.get('version')} is newer than this graphene_py "
-                           f"understands ({FORMAT_VERSION}); upgrade graphene_py")
-    return m
 
 
 def resolve(name_or_path: Optional[str]) -> str:

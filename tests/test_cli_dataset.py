@@ -92,7 +92,7 @@ def test_partition_then_info_and_list(disks, edge_file, tmp_path):
     lines = out.strip().splitlines()
     assert len(lines) == 3 and lines[0].split()[:3] == ["NAME", "VERTICES", "EDGES"]
     assert lines[2].startswith("* u") and lines[1].startswith("  dups")
-    assert G.dirs[0] in lines[1]
+    assert G.path in lines[1]
     code, out, err = run("list", "--json")
     assert {r["name"] for r in json.loads(out)} == {"dups", "u"}
 

@@ -204,6 +204,23 @@ def _mark_scan(bits, offsets, row_lo, active, words, id_width, shift):
 
 
 @njit(cache=True, nogil=True)
+def widen(bits, group):
+    """Set every block of each aligned group of `group` blocks (a power of two <= 64) that has one
+    set: extents then cover whole groups (4 KB pages when page checksums are verified)."""
+    full = np.uint64(0xFFFFFFFFFFFFFFFF) if group >= 64 else (np.uint64(1) << np.uint64(group)) - np.uint64(1)
+    for w in range(bits.shape[0]):
+        x = bits[w]
+        if x == 0:
+            continue
+        y = np.uint64(0)
+        for j in range(0, 64, group):
+            m = full << np.uint64(j)
+            if x & m:
+                y |= m
+        bits[w] = y
+
+
+@njit(cache=True, nogil=True)
 def count_blocks(bits) -> int:
     """Number of set bits (blocks marked) in a bitmap."""
     n = np.uint64(0)

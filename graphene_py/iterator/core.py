@@ -22,7 +22,9 @@ import time
 import numpy as np
 
 from .. import config
+from .. import integrity as _ig
 from ..errors import GrapheneError
+from ..integrity import check_offsets
 from ..io import bitmap as _bm
 from ..io import planner as _pl
 from . import kernels as K
@@ -109,9 +111,17 @@ def _load_offsets(parts, out, base):
         mine = out[base[i]:base[i + 1]]
         if i in got and got[i] != len(mine):
             _offsets_mismatch(p, got[i], mine if got[i] >= 0 else None, len(mine))
-        if len(mine) and int(mine[-1]) != p.num_edges:
-            _offsets_mismatch(p, len(mine), mine, len(mine))
+        if i in got:
+            check_offsets(p, mine)   # CRC32 and structure, before anything indexes with them
         p._off = mine   # share one copy with the Partition's cache
+
+
+def _read_exact(path, nbytes):
+    a = np.fromfile(path, dtype=np.uint8)
+    if len(a) != nbytes:
+        raise GrapheneError(f"{path}: {len(a)} bytes, the manifest says {nbytes} (truncated or "
+                            f"replaced?)")
+    return a
 
 
 def _offsets_mismatch(p, count, arr, want):
@@ -180,7 +190,7 @@ class _Helpers:
 class IoIterator:
     def __init__(self, graph, direction="out", *, engine="auto", threads=None, queue_depth=None,
                  max_gap=None, max_io=None, buffer_mb=None, block_size=None, direct=True,
-                 in_memory=False, weights=False, io_workers=None):
+                 in_memory=False, weights=False, io_workers=None, check=None):
         t_open = time.perf_counter()
         if direction not in ("out", "in"):
             raise ValueError(f"direction must be 'out' or 'in', got {direction!r}")
@@ -223,6 +233,8 @@ class IoIterator:
         self.offs = self._offs_u.view(np.int64)
         self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
         self.part_nedges = np.array([p.num_edges for p in parts], dtype=np.int64)
+        self.part_col_lo = np.array([p.col_lo for p in parts], dtype=np.int64)
+        self.part_col_hi = np.array([p.col_hi for p in parts], dtype=np.int64)
         # Files: the non-empty partitions' adjacency files (file id f), weights as f + F.
         self.file_parts = [i for i, p in enumerate(parts) if p.num_edges > 0]
         F = len(self.file_parts)
@@ -234,6 +246,21 @@ class IoIterator:
         self.file_disk = np.array([parts[i].disk for i in self.file_parts], dtype=np.int32)
         self.ndisks = max(1, len(graph.disks))
         self.notes = []
+        # Page checksums, verified as data arrives (SSD path; the in-memory path checks whole files
+        # at load). Extents are widened to whole pages so every page read can be checked.
+        self.check = config.CHECK_PAGES if check is None else bool(check)
+        self.checker = None
+        if self.check and not self.in_memory and F:
+            ck = _ig.PageChecker([parts[i] for i in self.file_parts], self.weights)
+            if ck.enabled:
+                self.checker = ck
+            else:
+                self.notes.append("page checksums: none in this dataset (made by an older "
+                                  "graphene_py); neighbour IDs are still range-checked")
+        # the in-memory path plans the same page-wide extents, so both run the very same plan
+        has_pages = F > 0 and all("adj" in parts[i].pages for i in self.file_parts)
+        self.page_blocks = (_ig.PAGE // self.block_size
+                            if self.check and has_pages and self.block_size < _ig.PAGE else 1)
         self._assign_workers(io_workers or config.IO_WORKERS)
         self.bitmaps = [_bm.new_bitmap(int(b), self.block_size) for b in self.file_bytes]
         self.mask = np.zeros(self.n, dtype=np.uint8)
@@ -345,14 +372,20 @@ class IoIterator:
         if hit is None:
             mem = np.zeros(int(self.file_base[-1]), dtype=np.uint8)
             for f, i in enumerate(self.file_parts):
-                mem[self.file_base[f]:self.file_base[f + 1]] = np.fromfile(self.parts[i].adj_path,
-                                                                           dtype=np.uint8)
+                p = self.parts[i]
+                mine = mem[self.file_base[f]:self.file_base[f + 1]]
+                mine[:] = _read_exact(p.adj_path, len(mine))
+                _ig.check_crc(p, "adj", mine)
+                _ig.check_array(p, "adj", self._typed(mine))
             wmem = np.zeros(0, np.uint8)
             if self.weights:
                 wmem = np.zeros(int(self.wfile_base[-1]), dtype=np.uint8)
                 for f, i in enumerate(self.file_parts):
-                    wmem[self.wfile_base[f]:self.wfile_base[f + 1]] = np.fromfile(
-                        self.parts[i].wgt_path, dtype=np.uint8)
+                    p = self.parts[i]
+                    mine = wmem[self.wfile_base[f]:self.wfile_base[f + 1]]
+                    mine[:] = _read_exact(p.wgt_path, len(mine))
+                    _ig.check_crc(p, "wgt", mine)
+                    _ig.check_array(p, "wgt", mine.view(np.float32))
             hit = (mem, wmem)
             # keep the most recently loaded graph (both directions) for the next run in this
             # process, as GAPBS loads once for all trials; drop_memory_cache() frees it
@@ -423,9 +456,13 @@ class IoIterator:
                 blocks += int(res[f, 0])
                 useful += int(res[f, 1])
                 marked.append(f)
+                if self.page_blocks > 1:
+                    _bm.widen(self.bitmaps[f], self.page_blocks)
         # A superstep that reads a lot is bandwidth-bound, not latency-bound: let its extents grow
         # to scan_max_io (fewer, larger IOs). Small ones keep the max_io cap (16 KB, Graphene).
         cap = self.scan_max_io if blocks * self.block_size >= BIG_PLAN_BYTES else self.max_io
+        if self.page_blocks > 1:   # whole pages per extent, so every page read can be verified
+            cap = _round_up(cap, _ig.PAGE)
         fids, offs, lens = [], [], []
         for f in marked:
             o, ln = _pl.plan(self.bitmaps[f], int(self.file_bytes[f]), self.block_size, self.max_gap,
@@ -449,7 +486,8 @@ class IoIterator:
     def _weight_extents(self, fids, offs, lens):
         woff = np.empty_like(offs)
         wlen = np.empty_like(lens)
-        K.weight_extents(offs, lens, self.id_width, self.wfile_bytes, fids, woff, wlen)
+        K.weight_extents(offs, lens, self.id_width, self.wfile_bytes, fids, woff, wlen,
+                         _ig.PAGE if self.page_blocks > 1 else 512)
         return woff, wlen
 
     # -- the compiled superstep ------------------------------------------------------------------
@@ -551,6 +589,7 @@ class IoIterator:
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
                        weighted)
         call = self._bind(is_active, compute, state, kernel_args)
+        verify = self._verifier(fids, offs, lens, woff)
         pc = time.perf_counter
         abort = [False]
 
@@ -587,6 +626,7 @@ class IoIterator:
                             n, nd = K.pair_rows(c, self.pending, sb, rows, done)
                         try:
                             if n:
+                                verify(rows, n)
                                 edges += call(state, tid, rows, n, *kernel_args)
                         finally:
                             if nd:
@@ -594,6 +634,7 @@ class IoIterator:
                     else:
                         n = K.slots_to_rows(c, sb, rows)
                         try:
+                            verify(rows, n)
                             edges += call(state, tid, rows, n, *kernel_args)
                         finally:
                             eng.release(c[:, 1].copy())
@@ -609,6 +650,35 @@ class IoIterator:
                 raise err
 
         return job
+
+    def _verifier(self, fids, offs, lens, woff):
+        """verify(rows, n): page checksums (when on), neighbour IDs and weights of completed
+        extents, before any kernel sees them; raises DamagedDataError naming file and offset."""
+        ck = self.checker
+        view = self.pool.view
+        buf, wbuf = self.buf, self.wbuf
+        weighted = self.weights
+        wlen = None
+        if weighted and len(offs):
+            woff, wlen = self._weight_extents(fids, offs, lens)
+        parts = self.parts
+        fp, ne, clo, chi, sh = (self.file_part, self.part_nedges, self.part_col_lo,
+                                self.part_col_hi, self.id_shift)
+
+        def verify(rows, n):
+            if ck is not None:
+                ck.check(view, rows, n, fids, offs, lens, "adj", 1)
+                if weighted:
+                    ck.check(view, rows, n, fids, woff, wlen, "wgt", 2)
+            k, e, val = _ig.bad_ids(buf, rows, n, fids, offs, lens, fp, ne, clo, chi, sh)
+            if k >= 0:
+                raise _ig.id_error(parts[fp[fids[rows[k, 0]]]], e, val)
+            if weighted:
+                k, e = _ig.bad_weights(wbuf, rows, n, fids, offs, lens, woff, fp, ne, sh)
+                if k >= 0:
+                    raise _ig.weight_error(parts[fp[fids[rows[k, 0]]]], e)
+
+        return verify
 
     def _mem_job(self, is_active, compute, state, args, acc):
         fids, offs, lens, woff, mask, use_mask = args
@@ -666,6 +736,7 @@ class IoIterator:
                   block=None, edges=0)
         if not self.in_memory and len(offs):
             self._submit(fids, offs, lens, woff, wlen)
+            py["verify"] = self._verifier(fids, offs, lens, woff)
         self._py = py
 
     def has_more(self) -> bool:
@@ -705,6 +776,11 @@ class IoIterator:
             else:
                 K.slots_to_rows(c, self.slot_bytes, rows)
                 held = (int(c[0, 1]),)
+            try:
+                py["verify"](rows, 1)
+            except BaseException:
+                self.engine.release(np.array(held, dtype=np.int64))
+                raise
             py["ready"].append((int(rows[0, 0]), int(rows[0, 1]), int(rows[0, 2]), held))
             py["handed"] += 1
             return True

@@ -133,16 +133,18 @@ def set_mask(mask, ids, val):
 
 
 @njit(cache=True, nogil=True)
-def weight_extents(offs, lens, id_width, wfile_bytes_of, file_ids, out_off, out_len):
-    """Weight-file extent of each adjacency extent (same edges; 4-byte weights), 512-aligned."""
+def weight_extents(offs, lens, id_width, wfile_bytes_of, file_ids, out_off, out_len, align):
+    """Weight-file extent of each adjacency extent (same edges; 4-byte weights), widened to
+    `align` bytes (512; 4096 when page checksums are verified, so whole pages are read)."""
+    m = np.int64(align) - 1
     for k in range(offs.shape[0]):
         if id_width == 4:
             out_off[k] = offs[k]
             out_len[k] = lens[k]
         else:
-            a = (offs[k] >> 1) & ~np.int64(511)
+            a = (offs[k] >> 1) & ~m
             b = ((offs[k] + lens[k]) >> 1)
-            b = (b + 511) & ~np.int64(511)
+            b = (b + m) & ~m
             lim = wfile_bytes_of[file_ids[k]]
             if b > lim:
                 b = lim

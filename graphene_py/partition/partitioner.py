@@ -30,7 +30,7 @@ from typing import Optional
 import numpy as np
 from numba import njit
 
-from .. import config, registry
+from .. import config
 from ..errors import GrapheneError, InputFormatError
 from ..graph import Graph, id_dtype
 from . import extsort
@@ -170,9 +170,9 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
         for c in range(C):
             d = disk_of[(r, c)]
             base = f"{direction}_r{r}_c{c}"
-            fa = writer.open(d, base + ".adj")
+            fa = writer.open(d, base + ".adj", pages=True)
             fo = writer.open(d, base + ".off", pad=False)
-            fw = writer.open(d, base + ".wgt") if weighted else None
+            fw = writer.open(d, base + ".wgt", pages=True) if weighted else None
             fo.write(np.zeros(1, dtype="<u8"))
             files.append([fa, fo, fw, 0])
         for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
@@ -206,10 +206,13 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
                      "wgt": os.path.basename(fw.path) if fw is not None else None,
                      "num_edges": m}
             ck = {"adj": fa.close(), "off": fo.close()}
+            pages = {"adj": fa.page_entry()}
             if fw is not None:
                 ck["wgt"] = fw.close()
+                pages["wgt"] = fw.page_entry()
             entry["adj_bytes"] = fa.size
             entry["checksum"] = ck
+            entry["pages"] = pages
             parts.append(entry)
     parts.sort(key=lambda p: (p["row"], p["col"]))
     return {"rows": rows, "cols": cols, "partitions": parts}
@@ -253,9 +256,9 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
         in_sec = _write_direction(writer, in_store, "in", R, C, id_width, weighted, budget, loads,
                                   progress)
         in_store.close()
-    rel = None
+    rel = rel_crc = None
     if relabel is not None:
-        writer.save_npy(0, "relabel.npy", np.asarray(relabel, dtype=np.int64))
+        rel_crc = writer.save_npy(0, "relabel.npy", np.asarray(relabel, dtype=np.int64))
         rel = "relabel.npy"
     if t0 is not None:
         options["seconds"] = round(time.time() - t0, 3)
@@ -263,7 +266,7 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
         "num_vertices": int(num_vertices), "num_edges": int(out_store.m), "id_width": int(id_width),
         "directed": bool(directed), "weighted": bool(weighted), "block_size": config.BLOCK_SIZE,
         "out": out_sec, "in": in_sec, "stats": stats, "options": options, "input": input_info,
-        "relabel": rel, "tool": TOOL,
+        "relabel": rel, "relabel_crc": rel_crc, "tool": TOOL,
     }
     return writer.commit(manifest)
 
@@ -305,7 +308,7 @@ def partition_arrays(src, dst, *, weights=None, num_vertices=None, disks, name, 
         raise GrapheneError(f"id width must be 4 or 8 (got {width})")
     if width == 4 and n > (1 << 32):
         raise GrapheneError(f"id width 4 cannot hold vertex ID {n - 1} (use 8)")
-    with DatasetWriter(disks, name, force=force) as writer:
+    with DatasetWriter(disks, name, force=force, register=register) as writer:
         indptr, idx, w, loops = sort_to_csr(src, dst, weights, n, symmetrize=symmetrize,
                                             drop_self_loops=drop_self_loops, dedupe=drop_duplicates)
         store = MemoryCSR(indptr, idx, w)
@@ -321,8 +324,6 @@ def partition_arrays(src, dst, *, weights=None, num_vertices=None, disks, name, 
                              weighted=weights is not None, directed=not symmetrize, R=R, C=C,
                              in_edges=in_edges, budget=None, stats=stats, options=options,
                              input_info={"path": None, "format": "arrays"}, t0=t0)
-    if register:
-        registry.register(name, path)
     return Graph.open(path)
 
 
@@ -565,20 +566,18 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     try:
         path = _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                                in_edges, limit, force, progress, drop_self_loops, drop_duplicates,
-                               chunk_bytes, t0, vertex_bytes)
+                               chunk_bytes, t0, vertex_bytes, register)
     finally:
         if own_progress:
             own_progress.done()
-    if register:
-        registry.register(name, path)
     return Graph.open(path)
 
 
 def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                     in_edges, limit, force, progress, drop_self_loops, drop_duplicates, chunk_bytes,
-                    t0, vertex_bytes=BYTES_PER_VERTEX):
+                    t0, vertex_bytes=BYTES_PER_VERTEX, register=True):
     from .readers import open_edges
-    with DatasetWriter(disks, name, force=force) as writer:
+    with DatasetWriter(disks, name, force=force, register=register) as writer:
         uniq = table = None
         if relabel:
             uniq, table = _collect_ids(input, fmt, weighted, chunk_bytes, limit, progress)

@@ -1,15 +1,13 @@
-"""Dataset writer: temporary build folders on every disk, partition files with CRC32, manifest,
-atomic commit, and recovery of interrupted runs.
+"""Dataset writer: one new version folder per disk, partition files with CRC32 and per-page CRC32C
+tables, a checksummed manifest, and the atomic commit of graphene_py/store.py.
 
-A run builds `<disk>/.<name>.tmp-<pid>-<rand>/` on every disk. `commit()` writes the manifest copy
-into each, fsyncs, then:
-  1. moves an existing `<disk>/<name>/` (--force) aside to `<disk>/.<name>.old-<pid>-<rand>/` on every disk,
-  2. renames every tmp folder to `<disk>/<name>/`,
-  3. deletes the old folders.
-A run killed in step 1 or 2 is repaired by the next run that touches the same disks (`recover()`):
-if every disk has either the new dataset in place or its complete tmp folder (manifest written last,
-so a tmp folder with a manifest is complete), the commit is rolled forward; otherwise the old folders
-are moved back. Tmp folders without a manifest of dead pids are simply deleted.
+`DatasetWriter(disks, name)` first recovers what earlier runs left on these disks (store.recover_
+target), then creates `<disk>/<name>/vNNNNNN-RAND/` on every disk, each held under an exclusive
+flock while it is written. `commit(manifest)` writes the manifest copies, fsyncs, and replaces the
+home disk's CURRENT pointer: the one atomic commit point. Then the other disks' pointers are
+updated, the registry entry set, and superseded versions deleted. Anything that fails or is killed
+before the commit point leaves the previous dataset current and untouched; anything after it leaves
+the new one current. Leaving the context without commit deletes the new folders.
 """
 from __future__ import annotations
 
@@ -17,51 +15,29 @@ import datetime
 import errno
 import json
 import os
-import re
 import shutil
+import sys
 import uuid as uuidlib
 import zlib
 
 import numpy as np
 
+from .. import registry, store
 from ..errors import GrapheneError
 from ..graph import FORMAT, FORMAT_VERSION, MANIFEST_NAME, dataset_dir
 
 ALIGN = 512
-_TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)$")
+#: Bytes covered by one CRC32C of a data file's page table (`<file>.pcrc`).
+PAGE = 4096
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+def _fault(point: str) -> None:
+    """Test hook: GRAPHENE_FAULT_COMMIT=<point> kills this process (SIGKILL) at that point of the
+    commit, so tests can aim kills at every step of the commit window."""
+    if os.environ.get("GRAPHENE_FAULT_COMMIT") == point:
+        import signal
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def disk_full_error(disk: str, e: OSError) -> GrapheneError:
@@ -70,19 +46,43 @@ def disk_full_error(disk: str, e: OSError) -> GrapheneError:
 
 
 class PartFile:
-    """One output file written sequentially, with a running CRC32 and zero padding to 512 bytes."""
+    """One output file written sequentially, with a running CRC32, zero padding to 512 bytes and
+    (pages=True) a CRC32C per PAGE bytes, saved beside it as `<file>.pcrc` at close."""
 
-    def __init__(self, path: str, disk: str, pad: bool = True):
+    def __init__(self, path: str, disk: str, pad: bool = True, pages: bool = False):
         self.path, self.disk, self.pad = path, disk, pad
         self.f = open(path, "wb", buffering=0)
         self.crc = 0
         self.size = 0
+        self.pages = [] if pages else None
+        self._pcrc = 0          # running CRC32C of the current (incomplete) page
+        self.page_table = None  # (file name, crc32 of the table) after close
+
+    def _page_sums(self, b: memoryview) -> None:
+        from .. import _uring
+        fill = self.size % PAGE
+        i = 0
+        if fill:
+            k = min(len(b), PAGE - fill)
+            self._pcrc = _uring.crc32c(b[:k], self._pcrc)
+            i = k
+            if fill + k == PAGE:
+                self.pages.append(np.frombuffer(self._pcrc.to_bytes(4, "little"), "<u4"))
+                self._pcrc = 0
+        whole = (len(b) - i) // PAGE * PAGE
+        if whole:
+            self.pages.append(np.frombuffer(_uring.page_crcs(b[i:i + whole], PAGE), "<u4"))
+            i += whole
+        if i < len(b):
+            self._pcrc = _uring.crc32c(b[i:], 0)
 
     def write(self, arr) -> None:
         b = memoryview(np.ascontiguousarray(arr)).cast("B")
         if len(b) == 0:
             return
         self.crc = zlib.crc32(b, self.crc)
+        if self.pages is not None:
+            self._page_sums(b)
         n = 0
         try:
             while n < len(b):
@@ -97,9 +97,24 @@ class PartFile:
         try:
             os.fsync(self.f.fileno())
             self.f.close()
+            if self.pages is not None:
+                if self.size % PAGE:
+                    self.pages.append(np.frombuffer(self._pcrc.to_bytes(4, "little"), "<u4"))
+                table = (np.concatenate(self.pages) if self.pages else np.zeros(0, "<u4")).astype("<u4")
+                tpath = self.path + ".pcrc"
+                with open(tpath, "wb") as f:
+                    f.write(table.tobytes())
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.page_table = (os.path.basename(tpath), f"{zlib.crc32(table.tobytes()):08x}")
         except OSError as e:
             raise OSError(e.errno, e.strerror, self.path) from None
         return f"{self.crc:08x}"
+
+    def page_entry(self) -> dict:
+        """Manifest entry of the page table: file, its CRC32, page size, page count."""
+        name, crc = self.page_table
+        return {"file": name, "crc": crc, "page": PAGE, "count": (self.size + PAGE - 1) // PAGE}
 
     def abort(self) -> None:
         try:
@@ -133,97 +148,90 @@ def check_name(name: str) -> str:
     return name
 
 
-def recover(disks: list, name: str) -> None:
-    """Repair what dead runs left on these disks: delete stale tmp folders, finish or undo an
-    interrupted commit of `name` (see module docstring)."""
-    stale = {}   # (name, pid, rand) -> {disk: {kind: path}}
+def recover(disks: list, name: str) -> list:
+    """Repair what dead runs left for `name` on these disks (store.recover_target on each)."""
+    done = []
     for d in disks:
-        try:
-            entries = os.listdir(d)
-        except OSError:
-            continue
-        for e in entries:
-            m = _TMP_RE.match(e)
-            if not m or _pid_alive(int(m["pid"])):
-                continue
-            key = (m["name"], m["pid"], m["rand"])
-            stale.setdefault(key, {}).setdefault(d, {})[m["kind"]] = os.path.join(d, e)
-    for (nm, pid, rand), per_disk in stale.items():
-        has_old = any("old" in k for k in per_disk.values())
-        if has_old:
-            # An interrupted commit: roll forward if the new dataset is complete on every disk.
-            new_uuid = None
-            for k in per_disk.values():
-                if "tmp" in k:
-                    man = _read_json(os.path.join(k["tmp"], MANIFEST_NAME))
-                    if man:
-                        new_uuid = man.get("uuid")
-            forward = new_uuid is not None
-            if forward:
-                for d in disks:
-                    k = per_disk.get(d, {})
-                    live = _read_json(os.path.join(dataset_dir(d, nm), MANIFEST_NAME))
-                    tmpm = _read_json(os.path.join(k["tmp"], MANIFEST_NAME)) if "tmp" in k else None
-                    if not ((live and live.get("uuid") == new_uuid) or
-                            (tmpm and tmpm.get("uuid") == new_uuid)):
-                        forward = False
-            for d, k in per_disk.items():
-                live = dataset_dir(d, nm)
-                if forward:
-                    if "tmp" in k:
-                        if os.path.exists(live):
-                            _move_aside_and_delete(live)
-                        os.rename(k["tmp"], live)
-                    if "old" in k:
-                        shutil.rmtree(k["old"], ignore_errors=True)
-                else:
-                    if "old" in k:
-                        if os.path.exists(live):
-                            _move_aside_and_delete(live)
-                        os.rename(k["old"], live)
-                    if "tmp" in k:
-                        shutil.rmtree(k["tmp"], ignore_errors=True)
-                _fsync_dir(d)
-        else:
-            for k in per_disk.values():
-                shutil.rmtree(k["tmp"], ignore_errors=True)
+        done += store.recover_target(d, name)
+    return done
 
 
-def _move_aside_and_delete(path: str) -> None:
-    aside = path + f".del-{os.getpid()}"
-    os.rename(path, aside)
-    shutil.rmtree(aside, ignore_errors=True)
+def _registered_elsewhere(name: str, home: str):
+    """The registered dataset `name` when it lives in another home container than `home`."""
+    path = registry.lookup(name)
+    if not path:
+        return None
+    try:
+        if os.path.abspath(store.container_of(path)) == os.path.abspath(home):
+            return None
+    except OSError:
+        return None
+    return path
 
 
 class DatasetWriter:
-    """Builds one dataset in tmp folders on every disk; `commit(manifest)` publishes it atomically.
-    Use as a context manager: leaving without commit (error, KeyboardInterrupt) deletes the tmp folders."""
+    """Builds one dataset version on every disk; `commit(manifest)` publishes it atomically.
+    Use as a context manager: leaving without commit (error, KeyboardInterrupt) deletes the new
+    version folders. register=True points the registry name at it right after the commit point."""
 
-    def __init__(self, disks, name: str, force: bool = False):
+    def __init__(self, disks, name: str, force: bool = False, register: bool = True):
         self.disks = check_disks(disks)
         self.name = check_name(name)
         self.force = force
-        recover(self.disks, self.name)
-        for d in self.disks:
-            live = dataset_dir(d, self.name)
-            if os.path.exists(live) and not force:
-                raise GrapheneError(f"dataset {self.name!r} already exists at {live} "
-                                    f"(use --force to replace it)")
-        self.rand = uuidlib.uuid4().hex[:8]
-        self.tmp = []
+        self.register = register
+        self.recovered = recover(self.disks, self.name)
+        self.containers = [dataset_dir(d, self.name) for d in self.disks]
+        self.home = self.containers[0]
+        self._check_free()
         self.uuid = str(uuidlib.uuid4())
+        self.version = f"v{self._next_gen():06d}-{uuidlib.uuid4().hex[:8]}"
+        self.tmp = []          # this version's folder on every disk
+        self.made = []         # containers this run created (removed again on abort if empty)
+        self.locks = []
         self.committed = False
         self.open_files = []
+        d = None
         try:
-            for d in self.disks:
-                t = os.path.join(d, f".{self.name}.tmp-{os.getpid()}-{self.rand}")
-                os.mkdir(t)
-                self.tmp.append(t)
+            for d, c in zip(self.disks, self.containers):
+                if not os.path.isdir(c):
+                    os.mkdir(c)
+                    self.made.append(c)
+                v = os.path.join(c, self.version)
+                os.mkdir(v)
+                self.tmp.append(v)
+                self.locks.append(store.lock(v, exclusive=True, block=True))
         except OSError as e:
             self.abort()
             if e.errno == errno.ENOSPC:
                 raise disk_full_error(d, e) from None
             raise GrapheneError(f"cannot create a build folder on {d}: {e.strerror}") from None
+
+    def _check_free(self) -> None:
+        """The name is free on these disks and in the registry, or force is given."""
+        if self.force:
+            return
+        for c in self.containers:
+            if store.exists(c):
+                raise GrapheneError(f"dataset {self.name!r} already exists at {c} "
+                                    f"(use --force to replace it)")
+        if self.register:
+            other = _registered_elsewhere(self.name, self.home)
+            if other:
+                raise GrapheneError(f"the name {self.name!r} belongs to the dataset at {other}; "
+                                    f"--force replaces that dataset with this one (or choose "
+                                    f"another --name)")
+
+    def _next_gen(self) -> int:
+        gen = 0
+        for c in self.containers:
+            for e in store._listdir(c):
+                m = store.VERSION_RE.match(e)
+                if m:
+                    gen = max(gen, int(m["gen"]))
+            cur = store.read_current(c)
+            if cur:
+                gen = max(gen, int(store.VERSION_RE.match(cur["version"])["gen"]))
+        return gen + 1
 
     def __enter__(self):
         return self
@@ -238,36 +246,40 @@ class DatasetWriter:
         return False
 
     def spill_dir(self, i: int) -> str:
-        """A scratch folder inside disk i's tmp folder (for external-sort runs); deleted at commit."""
+        """A scratch folder inside disk i's new version folder (external-sort runs); deleted
+        before the commit."""
         p = os.path.join(self.tmp[i], ".spill")
         os.makedirs(p, exist_ok=True)
         return p
 
-    def open(self, disk: int, fname: str, pad: bool = True) -> PartFile:
-        pf = PartFile(os.path.join(self.tmp[disk], fname), self.disks[disk], pad)
+    def open(self, disk: int, fname: str, pad: bool = True, pages: bool = False) -> PartFile:
+        pf = PartFile(os.path.join(self.tmp[disk], fname), self.disks[disk], pad, pages)
         self.open_files.append(pf)
         return pf
 
-    def save_npy(self, disk: int, fname: str, arr: np.ndarray) -> None:
+    def save_npy(self, disk: int, fname: str, arr: np.ndarray) -> str:
+        """Save an array; returns its CRC32 (recorded in the manifest)."""
         path = os.path.join(self.tmp[disk], fname)
         with open(path, "wb") as f:
             np.save(f, arr)
             f.flush()
             os.fsync(f.fileno())
+        from ..graph import crc32_file
+        return crc32_file(path)
 
     def commit(self, manifest: dict) -> str:
-        """Write the manifest copies, fsync, rename into place (see module docstring). Returns the
-        dataset folder on disk 0."""
+        """Write the manifest copies, fsync, switch the home pointer (see module docstring).
+        Returns the home container (what the registry records and users open)."""
         manifest = dict(manifest)
         manifest.update(format=FORMAT, version=FORMAT_VERSION, uuid=self.uuid, name=self.name,
                         disks=self.disks,
                         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        manifest = store.seal(manifest)
         text = json.dumps(manifest, indent=1)
         for i, t in enumerate(self.tmp):
             shutil.rmtree(os.path.join(t, ".spill"), ignore_errors=True)
-            p = os.path.join(t, MANIFEST_NAME)
             try:
-                with open(p, "w") as f:
+                with open(os.path.join(t, MANIFEST_NAME), "w") as f:
                     f.write(text)
                     f.flush()
                     os.fsync(f.fileno())
@@ -275,26 +287,89 @@ class DatasetWriter:
                 if e.errno == errno.ENOSPC:
                     raise disk_full_error(self.disks[i], e) from None
                 raise
-            _fsync_dir(t)
-        olds = []
-        for d in self.disks:
-            live = dataset_dir(d, self.name)
-            if os.path.lexists(live):
-                old = os.path.join(d, f".{self.name}.old-{os.getpid()}-{self.rand}")
-                os.rename(live, old)
-                olds.append(old)
-                _fsync_dir(d)
-        for d, t in zip(self.disks, self.tmp):
-            os.rename(t, dataset_dir(d, self.name))
-            _fsync_dir(d)
-        self.committed = True
-        for o in olds:
-            shutil.rmtree(o, ignore_errors=True)
-        return dataset_dir(self.disks[0], self.name)
+            store.fsync_dir(t)
+            store.fsync_dir(self.containers[i])
+        _fault("manifests-written")
+        pointer = json.dumps({"version": self.version, "uuid": self.uuid,
+                              "manifest_crc": manifest["manifest_crc"]})
+        lk = store.commit_lock(self.home, block=True)
+        try:
+            if not self.force:
+                self._check_free()          # a concurrent run may have taken the name meanwhile
+            replaced = _registered_elsewhere(self.name, self.home) if self.register else None
+            _fault("before-pointer")
+            try:
+                store.write_atomic(os.path.join(self.home, store.CURRENT), pointer)
+            except OSError as e:
+                raise GrapheneError(f"cannot commit {self.name} on {self.disks[0]}: {e.strerror}; "
+                                    f"nothing was changed") from None
+            self.committed = True             # ---- the commit point ----
+            _fault("after-pointer")
+            self.after_commit = []
+            for i, c in enumerate(self.containers[1:], 1):
+                try:
+                    store.write_atomic(os.path.join(c, store.CURRENT), pointer)
+                except OSError as e:
+                    self.after_commit.append(f"could not update {c}/{store.CURRENT} ({e.strerror}); "
+                                             f"the next open repairs it")
+                if i == 1:
+                    _fault("hints-partly")
+            if self.register:
+                registry.register(self.name, self.home)
+            _fault("registered")
+        finally:
+            store.unlock([lk] if lk is not None else [])
+        store.unlock(self.locks)
+        self.locks = []
+        # superseded versions, format-1 leftovers, and a replaced dataset in another place
+        cur = store.read_current(self.home) or json.loads(pointer)
+        if cur.get("version") == self.version:
+            self.after_commit += store.recover_containers(self.home, self.name, self.disks, cur)
+        if replaced:
+            self._retire(replaced)
+        return self.home
+
+    def _retire(self, path: str) -> None:
+        """Delete the dataset this name pointed at before (force onto other disks)."""
+        try:
+            o = store.open_dataset(path, recover_files=False)
+        except (GrapheneError, OSError):
+            return
+        if os.path.abspath(o.home) == os.path.abspath(self.home):
+            store.unlock(o.locks)
+            return
+        mine = {os.path.abspath(c) for c in self.containers}
+        try:
+            if any(os.path.abspath(dataset_dir(d, o.manifest["name"])) in mine
+                   for d in o.manifest.get("disks", [])):
+                # it shares disks with the new version: drop its pointer, leave our containers
+                store.unlock(o.locks)
+                o.locks = []
+                if o.version is not None:
+                    os.unlink(os.path.join(o.home, store.CURRENT))
+                for d in o.manifest.get("disks", []):
+                    c = dataset_dir(d, o.manifest["name"])
+                    if os.path.abspath(c) in mine:
+                        store._collect_garbage(c, self.version, self.after_commit)
+                    else:
+                        store._remove_tree(c)
+            else:
+                store.remove_dataset(o)
+            self.after_commit.append(f"removed the dataset {self.name!r} replaced at {path}")
+        except (GrapheneError, OSError) as e:
+            self.after_commit.append(f"could not remove the replaced dataset at {path} ({e})")
 
     def abort(self) -> None:
         for pf in self.open_files:
             pf.abort()
+        store.unlock(self.locks)
+        self.locks = []
         for t in self.tmp:
             shutil.rmtree(t, ignore_errors=True)
+        for c in self.made:
+            try:
+                os.rmdir(c)
+            except OSError:
+                pass
         self.tmp = []
+        self.made = []
