@@ -41,6 +41,24 @@ def register(name: str, path: str) -> None:
     _save(reg)
 
 
+def unregister(name: str) -> bool:
+    """Forget a name (the dataset itself is not touched). Returns whether it was registered."""
+    reg = load()
+    if name not in reg["datasets"]:
+        return False
+    del reg["datasets"][name]
+    if reg.get("last") == name:
+        reg["last"] = None
+    _save(reg)
+    return True
+
+
+def names_at(path: str) -> list:
+    """Registered names whose path is `path`."""
+    p = os.path.abspath(path)
+    return [n for n, e in load()["datasets"].items() if os.path.abspath(e["path"]) == p]
+
+
 def lookup(name: str) -> Optional[str]:
     e = load()["datasets"].get(name)
     return e["path"] if e else None

@@ -50,6 +50,7 @@ def weighted_path(scale):
 
 
 def prepare(scale, weighted=True, grids=None):
+    from graphene_py import store
     from graphene_py.generate import generate_to_file
     from graphene_py.partition import partition
     os.makedirs(SCRATCH, exist_ok=True)
@@ -63,14 +64,14 @@ def prepare(scale, weighted=True, grids=None):
     for grid, (R, C) in GRIDS.items():
         if grids is not None and grid not in grids:
             continue
-        if os.path.exists(os.path.join(path_of(scale, grid), "manifest.json")):
+        if store.exists(path_of(scale, grid)):
             continue
         t0 = time.time()
         G = partition(src, DISKS, name=name_of(scale, grid), symmetrize=True, rows=R, cols=C,
                       force=True, quiet=True, memory_limit="4G")
         print(f"partitioned {G} in {time.time() - t0:.1f} s", flush=True)
     # SSSP needs weights: the same graph with GAPBS-style integer weights 1..255, 1x1 only.
-    if weighted and not os.path.exists(os.path.join(weighted_path(scale), "manifest.json")):
+    if weighted and not store.exists(weighted_path(scale)):
         wsrc = os.path.join(SCRATCH, f"kron{scale}.wbin32")
         if not os.path.exists(wsrc):
             generate_to_file(wsrc, "kron", scale=scale, edge_factor=16, weighted=True)
