@@ -396,6 +396,7 @@ def test_a_crashing_package_is_reprobed_once_fixed(probe_cache, tmp_path, monkey
     v = probe.liburing_verdict()
     assert not v.ok and v.reason.startswith("probe died with SIGILL"), v.reason
     assert "liburing" not in sys.modules
+    assert not list(probe_cache.glob("*.bin"))                # the probe's data file is gone
     # the fix: a different package (here: one that cannot be imported) -> new key, new verdict
     init.write_text("raise ImportError('stand-in liburing, fixed differently')\n")
     st = os.stat(init)

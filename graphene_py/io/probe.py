@@ -16,14 +16,15 @@ build and executable, the kernel release, the CPU flags line of /proc/cpuinfo, t
 liburing_engine.py's size and mtime, and the test fault hook. Reinstalling liburing, moving the
 disk to another machine or upgrading the kernel therefore re-probes; a cached failure never hides
 a later fix. Only verdicts that are properties of the installation are written to disk (the probe
-worked; the child died by a signal; the package cannot be imported or has an unsupported API).
+worked; the child died by a signal; the package cannot be imported or has an unsupported API; the
+read returned wrong bytes).
 Failures that depend on the environment of one run (io_uring refused by seccomp or
 kernel.io_uring_disabled, a temp file that cannot be written, a timeout) are remembered only for the
 current process, so the next process, maybe outside the container, asks again.
 
 Costs (see `stats`): a probe is one Python start plus numpy and liburing imports (~0.3 s); a cached
 lookup is a few stat calls, reading the first CPU's flags line and one small file (well under
-1 ms); a repeated lookup in one process is a dictionary hit. When io_uring itself is refused
+1 ms); a repeated lookup in one process recomputes the key (~0.2 ms) and hits a dictionary. When io_uring itself is refused
 (checked with the native extension's io_uring_setup probe, a plain syscall returning errno), no
 child is started at all.
 
@@ -201,6 +202,21 @@ def _signal_reason(signum):
     return f"probe died with {name}: the installed liburing package crashes on this machine; {FIX_HINT}"
 
 
+def _temp_file():
+    """A file for the child to read (made here so that it is removed whatever the child does):
+    in the cache folder first (usually a disk filesystem, where O_DIRECT works), else the temp dir."""
+    import tempfile
+    for d in (cache_dir(), tempfile.gettempdir()):
+        try:
+            os.makedirs(d, exist_ok=True)
+            fd, path = tempfile.mkstemp(prefix="liburing-probe-", suffix=".bin", dir=d)
+            os.close(fd)
+            return path
+        except OSError:
+            continue
+    return None
+
+
 def _run_child(timeout):
     """Start the probe child; returns a Verdict (source "probe")."""
     stats["spawned"] += 1
@@ -209,9 +225,12 @@ def _run_child(timeout):
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("PYTHONFAULTHANDLER", None)
     code = "from graphene_py.io.probe import _child_main; _child_main()"
+    path = _temp_file()
+    if path is None:
+        return Verdict(False, "probe could not create a temporary file", errno.EIO, False)
     t0 = time.perf_counter()
     try:
-        p = subprocess.run([sys.executable or "python3", "-c", code], env=env,
+        p = subprocess.run([sys.executable or "python3", "-c", code, path], env=env,
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=timeout, cwd=root)
     except subprocess.TimeoutExpired:
@@ -220,6 +239,11 @@ def _run_child(timeout):
     except OSError as e:
         return Verdict(False, f"probe could not start: {e.strerror or e}", e.errno or errno.EIO,
                        False, seconds=time.perf_counter() - t0)
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
     dt = time.perf_counter() - t0
     if p.returncode < 0:
         return Verdict(False, _signal_reason(-p.returncode), errno.ENOTSUP, True, seconds=dt)
@@ -348,24 +372,17 @@ def _child_main():
         _emit(ok=False, reason=f"import liburing failed: {type(e).__name__}: {e}", errno=errno.EIO,
               cache=True)
         sys.exit(1)
-    import tempfile
-
     import numpy as np
 
     from .buffers import BufferPool
     data = bytes((i * 7 + 3) & 0xFF for i in range(4096))
-    path = None
-    for d in (cache_dir(), tempfile.gettempdir()):
-        try:
-            os.makedirs(d, exist_ok=True)
-            fd, path = tempfile.mkstemp(prefix="liburing-probe-", suffix=".bin", dir=d)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            break
-        except OSError:
-            path = None
-    if path is None:
-        _emit(ok=False, reason="probe could not write a temporary file", errno=errno.EIO, cache=False)
+    path = sys.argv[1] if len(sys.argv) > 1 else ""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        _emit(ok=False, reason=f"probe could not write {path!r}: {e.strerror or e}", errno=errno.EIO,
+              cache=False)
         sys.exit(1)
     try:
         with BufferPool(4096, 2, hugepages="never") as pool:
@@ -392,10 +409,5 @@ def _child_main():
     except Exception as e:  # noqa: BLE001  (API mismatch, wrong results: not cached, re-probed)
         _emit(ok=False, reason=f"probe failed: {type(e).__name__}: {e}", errno=errno.EIO, cache=False)
         sys.exit(1)
-    finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
     _emit(ok=True, version=api.version, style=api.style, direct=direct)
     sys.exit(0)
