@@ -43,6 +43,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -58,6 +59,7 @@ FIX_HINT = (f"pip install --force-reinstall --no-binary liburing liburing=={GOOD
 stats = {"spawned": 0, "disk_hits": 0, "memo_hits": 0, "precheck_refusals": 0}
 
 _memo: dict[str, "Verdict"] = {}
+_lock = threading.Lock()     # one probe at a time per process (engines built from several threads)
 _cpu_flags: str | None = None
 
 
@@ -302,25 +304,26 @@ def liburing_verdict(use_cache=True) -> Verdict:
         return Verdict(False, f"the liburing package is not installed (pip install liburing=={GOOD_VERSION})",
                        errno.ENOENT, False, "missing")
     key = cache_key(fp)
-    if use_cache:
-        v = _memo.get(key)
-        if v is not None:
-            stats["memo_hits"] += 1
-            return Verdict(v.ok, v.reason, v.errno, v.cacheable, "memo", v.seconds)
-        v = _load(key)
-        if v is not None:
-            stats["disk_hits"] += 1
-            _memo[key] = v
-            return v
-    v = None
-    if not os.environ.get(FAULT_ENV):   # the fault hook must reach the child
-        v = _precheck()
-    if v is None:
-        v = _run_child(_timeout())
-        if v.cacheable:
-            _store(key, v, fp)
-    _memo[key] = v
-    return v
+    with _lock:
+        if use_cache:
+            v = _memo.get(key)
+            if v is not None:
+                stats["memo_hits"] += 1
+                return Verdict(v.ok, v.reason, v.errno, v.cacheable, "memo", v.seconds)
+            v = _load(key)
+            if v is not None:
+                stats["disk_hits"] += 1
+                _memo[key] = v
+                return v
+        v = None
+        if not os.environ.get(FAULT_ENV):   # the fault hook must reach the child
+            v = _precheck()
+        if v is None:
+            v = _run_child(_timeout())
+            if v.cacheable:
+                _store(key, v, fp)
+        _memo[key] = v
+        return v
 
 
 def require_liburing() -> None:
