@@ -1,10 +1,11 @@
 """`graphene` command line (click). Thin: parse, call, print. Commands live in cli_*.py modules.
 
 Exit codes: 0 ok; 1 error (`Error: <message>` on stderr, traceback only with --debug); 2 usage;
-3 verification failed.
+3 verification failed; 130 interrupted (Ctrl-C); 141 stdout closed early (`| head`).
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -12,12 +13,48 @@ import click
 from .errors import GrapheneError, VerificationError
 
 
+#: exit code when stdout's reader went away (`graphene run bfs --nl | head -1`): 128 + SIGPIPE, what
+#: a shell reports for a program killed by SIGPIPE, so `set -o pipefail` scripts see a cut output
+EXIT_BROKEN_PIPE = 141
+#: exit code after Ctrl-C (SIGINT): 128 + SIGINT, the shell convention
+EXIT_INTERRUPTED = 130
+
+
+def _quiet_stdout():
+    """Point stdout at /dev/null so that no later flush (ours or the interpreter's at exit) raises
+    BrokenPipeError again ("Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _say_err(msg):
+    try:
+        click.echo(msg, err=True)
+    except (OSError, ValueError):   # stderr gone too: nothing left to tell
+        pass
+
+
 class _Group(click.Group):
-    """Turns GrapheneError (and friends) into `Error: ...` + exit 1, unless --debug."""
+    """Turns GrapheneError (and friends) into `Error: ...` + exit 1, unless --debug; a closed stdout
+    pipe into a quiet exit 141, Ctrl-C into `Interrupted` + exit 130 (no traceback either way)."""
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            rv = super().invoke(ctx)
+            sys.stdout.flush()   # a pipe closed after the last write fails here, not at exit
+            return rv
+        except BrokenPipeError:
+            _quiet_stdout()
+            sys.exit(EXIT_BROKEN_PIPE)
+        except KeyboardInterrupt:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            _say_err("Interrupted")
+            sys.exit(EXIT_INTERRUPTED)
         except VerificationError as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise

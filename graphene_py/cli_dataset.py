@@ -43,6 +43,15 @@ class _MultiValueOption(click.Option):
         opt.process = process
 
 
+#: --rows / --cols: at most 256 each and 4096 partitions in all. Every partition is at least two
+#: files per direction (offsets + adjacency; weights add one), a run keeps one open file per
+#: non-empty partition (two with weights; both directions for pull algorithms), and the offsets
+#: cost C x |V| x 8 bytes of RAM at run time; a larger grid only adds files and per-partition work
+#: (64 x 64 took 3 s to partition a 3-edge graph here).
+GRID_MAX = 256
+PARTITIONS_MAX = 4096
+
+
 def _human(b: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if abs(b) < 1000 or unit == "TB":
@@ -56,8 +65,11 @@ def _human(b: float) -> str:
               help="One or more folders (one per SSD) to hold the dataset.")
 @click.option("--name", "-n", default=None, help="Dataset name (default: the input file's stem).")
 @click.option("-s", "--symmetrize", is_flag=True, help="Add the reverse of every edge (undirected).")
-@click.option("--rows", type=int, default=None, help="Row partitions R (default ceil(sqrt(#disks))).")
-@click.option("--cols", type=int, default=None, help="Column partitions C per row (default = R).")
+@click.option("--rows", type=int, default=None,
+              help=f"Row partitions R, 1..{GRID_MAX} (default ceil(sqrt(#disks))).")
+@click.option("--cols", type=int, default=None,
+              help=f"Column partitions C per row, 1..{GRID_MAX} (default = R); R x C at most "
+                   f"{PARTITIONS_MAX}.")
 @click.option("--weighted/--unweighted", default=None,
               help="Keep a weight column (default: as the input has).")
 @click.option("--format", "fmt", default=None,
@@ -86,11 +98,17 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
     binary (.bin32/.bin64/.wbin32/.wbin64); any of them gzipped (.gz)."""
     from .partition.partitioner import partition
     t0 = time.time()
+    for flag, v in (("--rows", rows), ("--cols", cols)):   # before anything is read or written
+        if v is not None and not 1 <= v <= GRID_MAX:
+            raise GrapheneError(f"{flag} {v} is out of range: must be in 1..{GRID_MAX}")
     if (rows is None) != (cols is None):
         if rows is None:
             rows = cols
         else:
             cols = rows
+    if rows is not None and rows * cols > PARTITIONS_MAX:
+        raise GrapheneError(f"--rows {rows} x --cols {cols} = {rows * cols:,} partitions; at most "
+                            f"{PARTITIONS_MAX:,}")
     g = partition(input, list(disks), name=name, fmt=fmt, symmetrize=symmetrize, weighted=weighted,
                   id_width=int(id_width) if id_width else None, relabel=relabel, rows=rows, cols=cols,
                   in_edges=in_edges, memory_limit=memory_limit, work_memory=work_memory,

@@ -5,7 +5,9 @@ built on demand from the shared runtime options below plus the algorithm module'
 `graphene run bfs --help` shows exactly what applies. Per-superstep lines go to stderr (GAPBS -l
 style; --quiet silences them), results to stdout: per-trial and average times, the result's scalars
 and peak memory; --json prints one object at the end instead, --nl one JSON object per superstep.
--v verifies every trial (`Verification: PASS`; a failure exits 3), --output saves the main array.
+-v verifies every trial (`Verification: PASS`; a failure exits 3), --output saves the result (.npy
+main array, .npz every array, .csv vertex table). Every option is range-checked (click types, then
+common.check_options against the dataset) before any work.
 """
 from __future__ import annotations
 
@@ -15,28 +17,45 @@ import sys
 import click
 
 from . import config
+from .algos import common
 from .errors import GrapheneError, VerificationError
+
+def _max_io(ctx, param, value):
+    if value is not None and value % config.BLOCK_SIZE:
+        raise click.BadParameter(f"{value} is not a multiple of {config.BLOCK_SIZE} (whole "
+                                 f"{config.BLOCK_SIZE}-byte blocks: O_DIRECT alignment)")
+    return value
+
 
 _RUNTIME = [
     click.Option(["--graph", "-g", "graph_name"], default=None, metavar="NAME|PATH",
                  help="Dataset name or folder (default: the most recently partitioned)."),
-    click.Option(["-n", "--trials"], type=int, default=1, show_default=True, help="Number of trials."),
+    click.Option(["-n", "--trials"], type=click.IntRange(min=1), default=1, show_default=True,
+                 help="Number of trials (>= 1)."),
     click.Option(["-v", "--verify"], is_flag=True, help="Verify every trial with an independent serial check."),
     click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON object with the results at the end."),
     click.Option(["--nl"], is_flag=True, help="Print one JSON object per superstep on stdout."),
     click.Option(["--output", "-o"], type=click.Path(dir_okay=False), default=None,
-                 help="Save the main result array (np.save, .npy)."),
-    click.Option(["--threads", "-t"], type=int, default=None, help="Compute threads (default: all cores)."),
+                 metavar="FILE.npy|.npz|.csv",
+                 help="Save the result: .npy the main array, .npz every array by name, .csv a "
+                      "vertex,<array>... table. The folder must exist; written atomically."),
+    click.Option(["--threads", "-t"], type=click.IntRange(1, common.THREADS_MAX), default=None,
+                 help=f"Compute threads, 1..{common.THREADS_MAX} (default: all cores)."),
     click.Option(["--io-engine"], type=click.Choice(["auto", "uring", "liburing", "pread"]), default="auto",
                  show_default=True, help="IO engine."),
-    click.Option(["--queue-depth"], type=int, default=None,
-                 help=f"IOs in flight per disk (default {config.QUEUE_DEPTH})."),
-    click.Option(["--max-gap"], type=int, default=None,
-                 help=f"Merge set blocks across gaps of at most this many blocks (default {config.MAX_GAP_BLOCKS})."),
-    click.Option(["--max-io"], type=int, default=None,
-                 help=f"Largest IO request in bytes (default {config.MAX_IO_BYTES})."),
-    click.Option(["--buffer-mb"], type=float, default=None,
-                 help=f"IO buffer pool in MiB (default {config.BUFFER_MB})."),
+    click.Option(["--queue-depth"], type=click.IntRange(1, common.QUEUE_DEPTH_MAX), default=None,
+                 help=f"IOs in flight per disk, 1..{common.QUEUE_DEPTH_MAX} "
+                      f"(default {config.QUEUE_DEPTH})."),
+    click.Option(["--max-gap"], type=click.IntRange(0, common.MAX_GAP_MAX), default=None,
+                 help=f"Merge set blocks across gaps of at most this many blocks, "
+                      f"0..{common.MAX_GAP_MAX} (default {config.MAX_GAP_BLOCKS})."),
+    click.Option(["--max-io"], type=click.IntRange(common.MAX_IO_MIN, common.MAX_IO_MAX),
+                 default=None, callback=_max_io,
+                 help=f"Largest IO request in bytes, a multiple of {config.BLOCK_SIZE} in "
+                      f"{common.MAX_IO_MIN}..{common.MAX_IO_MAX} (default {config.MAX_IO_BYTES})."),
+    click.Option(["--buffer-mb"], type=common.real_range(0.0, min_open=True), default=None,
+                 help=f"IO buffer pool in MiB, > 0 (default {config.BUFFER_MB}; raised to keep the "
+                      f"queue full)."),
     click.Option(["--in-memory"], is_flag=True, help="Load the partitions into RAM (no IO; reference point)."),
     click.Option(["--no-direct"], is_flag=True, help="Read through the page cache (no O_DIRECT)."),
     click.Option(["--device"], type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
@@ -54,7 +73,7 @@ def _algorithm_command(name: str) -> click.Command:
         err = None
     except ImportError as e:
         mod, options, err = None, [], e
-    doc = (mod.__doc__ or "").strip().split("\n")[0] if mod else f"({ALGORITHMS[name]} is not built yet)"
+    doc = _description(name, mod) if mod else f"({ALGORITHMS[name]} is not built yet)"
 
     def callback(**kw):
         if err is not None:
@@ -63,7 +82,31 @@ def _algorithm_command(name: str) -> click.Command:
         _run(name, mod, kw)
 
     return click.Command(name, params=_RUNTIME + options, callback=callback, help=doc,
-                         short_help=doc[:70])
+                         short_help=doc)
+
+
+#: `graphene run -h`'s one-line description of each algorithm (whole sentences; modules shared by
+#: two names say which is which here)
+DESCRIPTIONS = {
+    "bfs": "Breadth-first search from one source (direction-optimizing).",
+    "pagerank": "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
+    "pagerank-pull": "Classic pull PageRank (power iteration, GAPBS stop rule).",
+    "wcc": "Weakly connected components (BFS, then label propagation).",
+    "kcore": "k-core decomposition: core numbers, or one K-core with --k.",
+    "apsp": "Shortest-path depths from many sources at once (bit-parallel BFS).",
+    "msbfs": "Multi-source BFS, bit-parallel (the same as apsp).",
+    "spmv": "Sparse matrix-vector product y = A x.",
+    "sssp": "Single-source shortest paths by delta-stepping (weighted datasets).",
+}
+
+
+def _description(name, mod):
+    """DESCRIPTIONS[name], else the first sentence of the module docstring's first paragraph."""
+    if name in DESCRIPTIONS:
+        return DESCRIPTIONS[name]
+    para = " ".join((mod.__doc__ or "").strip().split("\n\n")[0].split())
+    cut = para.find(". ")
+    return para if cut < 0 else para[:cut + 1]
 
 
 class _RunGroup(click.Group):
@@ -95,11 +138,17 @@ def _say(msg, quiet=False):
         click.echo(msg, err=True)
 
 
+def _result_class(mod):
+    """The Result subclass an algorithm module returns (for checks made before the run)."""
+    found = [v for v in vars(mod).values() if isinstance(v, type) and issubclass(v, common.Result)
+             and v is not common.Result and v.__module__ == mod.__name__]
+    return found[0] if len(found) == 1 else None
+
+
 def _run(name, mod, kw):
-    from .algos import common
     from .graph import Graph
 
-    graph = Graph.open(kw.pop("graph_name"))
+    graph_name = kw.pop("graph_name")
     trials = kw.pop("trials")
     do_verify = kw.pop("verify")
     as_json = kw.pop("as_json")
@@ -108,8 +157,6 @@ def _run(name, mod, kw):
     quiet = kw.pop("quiet")
     device = kw.pop("device")
     in_memory = kw.pop("in_memory")
-    if trials < 1:
-        raise click.BadParameter("must be >= 1", param_hint="--trials")
     runtime = {"engine": kw.pop("io_engine"), "threads": kw.pop("threads"),
                "queue_depth": kw.pop("queue_depth"), "max_gap": kw.pop("max_gap"),
                "max_io": kw.pop("max_io"), "buffer_mb": kw.pop("buffer_mb")}
@@ -117,11 +164,22 @@ def _run(name, mod, kw):
         runtime["direct"] = False
     runtime = {k: v for k, v in runtime.items() if v is not None}
     algo_opts = {k: v for k, v in kw.items() if k not in _RUNTIME_NAMES}
+    if algo_opts.get("sources") is not None and algo_opts.get("num_sources") is not None:
+        raise click.UsageError("give --sources (the source IDs) or --num-sources (how many "
+                               "random ones), not both")
     variants = getattr(mod, "VARIANTS", None)
     if isinstance(variants, dict) and name in variants:
         algo_opts["variant"] = variants[name]
     pick_src = "src" in algo_opts and algo_opts["src"] is None
+    # options left at None take the algorithm's own default (run()'s keyword default)
+    algo_opts = {k: v for k, v in algo_opts.items() if v is not None}
     label = getattr(mod, "SUPERSTEP_LABEL", "level" if name in ("bfs", "msbfs", "apsp") else "step")
+
+    # every check before any work: the output path, then the dataset and the graph-dependent ranges
+    if output:
+        common.check_output(output, _result_class(mod))
+    graph = Graph.open(graph_name)
+    common.check_options(name, graph, {**algo_opts, **runtime}, cli=True)
 
     quiet_lines = quiet or as_json
     _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
@@ -155,6 +213,8 @@ def _run(name, mod, kw):
             res = mod.run(graph, device=device if name in common.HYBRID else "cpu",
                           in_memory=in_memory, progress=progress, **opts, **runtime)
         results.append(res)
+        for w in res.warnings():
+            click.echo(f"warning: {w}" + (f" (trial {t + 1})" if trials > 1 else ""), err=True)
         row = {"trial": t, "seconds": float(res.seconds)}
         row.update(res.scalars())
         row.pop("seconds", None)
@@ -178,11 +238,15 @@ def _run(name, mod, kw):
     res = results[-1]
     if output:
         path = res.save(output)
-        _say(f"saved {type(res).__name__}.{res.MAIN or 'main array'} to {path}", quiet_lines)
+        what = (f"{res.MAIN or 'the main array'}" if path.lower().endswith(".npy") else
+                ", ".join(res.arrays()))
+        _say(f"saved {type(res).__name__} ({what}) to {path}", quiet_lines)
     if as_json:
         click.echo(json.dumps(_summary(name, graph, trial_rows, res, verification, runtime,
                                        in_memory)))
     else:
+        for line in res.summary_lines():
+            click.echo(line)
         avg = sum(r["seconds"] for r in trial_rows) / len(trial_rows)
         click.echo(f"Average Time: {avg:.5f} s")
         tot = res.totals()
@@ -203,7 +267,6 @@ def _engine_notice(in_memory):
 
 
 def _summary(name, graph, trial_rows, res, verification, runtime, in_memory):
-    from .algos import common
     secs = [r["seconds"] for r in trial_rows]
     return {
         "algorithm": name, "graph": graph.name, "num_vertices": graph.num_vertices,

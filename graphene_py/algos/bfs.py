@@ -412,7 +412,8 @@ def verify(graph, result, **options) -> list:
 
 CLI_OPTIONS = [
     click.Option(["--src", "-r"], type=int, default=None,
-                 help="Source vertex (default: a random vertex with out-edges, fixed seed)."),
+                 help="Source vertex ID, 0..|V|-1 (default: a random vertex with out-edges, "
+                      "fixed seed)."),
     click.Option(["--top-down", "bottom_up"], flag_value=False, default=True,
                  help="Top-down steps only (no direction optimisation)."),
 ]

@@ -5,7 +5,11 @@ trials and timing, peak memory, per-superstep progress lines, and the GPU hook.
         .arrays() / .scalars()           numpy arrays / JSON-able scalars among the fields
         .main_array()                    the array `--output` writes (MAIN, else the first array)
         .to_json(per_superstep=False)    dict: scalars, totals of the superstep stats, [supersteps]
-        .save(path)                      np.save of the main array
+        .save(path)                      .npy: the main array; .npz: every array by name; .csv: a
+                                         vertex,<array>... table; written atomically
+        .summary_lines() / .warnings()   extra lines for `graphene run` (stdout / stderr)
+    check_output(path, result_class)     refuses a bad --output before the run (suffix, folder)
+    check_options(name, graph, options)  every option's range (CLI and API); the *_MAX constants say why
     pick_source(graph, seed=config.SEED, trial=0) -> int
     peak_rss_mb() -> float
     superstep_line(i, st, label="level") -> str
@@ -15,8 +19,11 @@ trials and timing, peak memory, per-superstep progress lines, and the GPU hook.
 """
 from __future__ import annotations
 
+import math
+import os
 import resource
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -46,10 +53,16 @@ def _jsonable(x):
     return x
 
 
+#: the suffixes Result.save (and `graphene run --output`) writes
+SAVE_SUFFIXES = (".npy", ".npz", ".csv")
+
+
 class Result:
-    """Result of one algorithm run. Subclasses set MAIN (the array `--output` writes)."""
+    """Result of one algorithm run. Subclasses set MAIN (the array `--output` writes) and
+    PER_VERTEX = False when some array is not indexed by vertex (no CSV table then)."""
 
     MAIN = None
+    PER_VERTEX = True
 
     def __init__(self, **fields):
         self.supersteps = []
@@ -94,17 +107,265 @@ class Result:
             d["supersteps"] = [_jsonable(s) for s in self.supersteps]
         return d
 
+    def summary_lines(self) -> list:
+        """Extra summary lines `graphene run` prints on stdout (none by default)."""
+        return []
+
+    def warnings(self) -> list:
+        """Warnings `graphene run` prints on stderr as `warning: ...` (none by default)."""
+        return []
+
     def save(self, path: str) -> str:
-        arr = self.main_array()
-        if arr is None:
+        """Write the result to `path` by its suffix: .npy the main array (np.save), .npz every array
+        by name (np.savez), .csv one row per vertex, `vertex,<array>,...` with a header line (every
+        array indexed by vertex, else GrapheneError). Written to a temporary file in the same
+        folder and renamed into place: a failure leaves nothing half-written. Returns the path."""
+        path = str(path)
+        suffix = check_output(path, type(self))
+        arrs = self.arrays()
+        if not arrs:
             raise GrapheneError(f"{type(self).__name__} has no array to save")
-        np.save(path, arr)
-        return path if str(path).endswith(".npy") else str(path) + ".npy"
+        if suffix == ".csv":
+            lens = {k: v.shape for k, v in arrs.items()}
+            if any(len(sh) != 1 for sh in lens.values()) or len({sh[0] for sh in lens.values()}) != 1:
+                raise GrapheneError(f"{path}: {type(self).__name__} does not fit one vertex table "
+                                    f"(arrays {', '.join(f'{k}{list(sh)}' for k, sh in lens.items())});"
+                                    f" save it as .npz")
+
+        def write(f):
+            if suffix == ".npy":
+                np.save(f, self.main_array())
+            elif suffix == ".npz":
+                np.savez(f, **arrs)
+            else:
+                _write_csv(f, arrs)
+        _atomic_write(path, write)
+        return path
 
     def __repr__(self):
         s = ", ".join(f"{k}={v}" for k, v in self.scalars().items())
         a = ", ".join(f"{k}[{v.shape[0] if v.ndim else ''}]" for k, v in self.arrays().items())
         return f"{type(self).__name__}({a}; {s})"
+
+
+def _write_csv(f, arrs: dict, rows_per_chunk: int = 1 << 16):
+    """`vertex,<name>,...` header, then one row per vertex: integers and booleans (0/1) as
+    integers, floats with 17 significant digits (exact round trip; inf/nan as numpy prints them)."""
+    names = list(arrs)
+    f.write(("vertex," + ",".join(names) + "\n").encode())
+    cols, fmts = [], ["%d"]
+    for k in names:
+        a = np.asarray(arrs[k])
+        if a.dtype == np.bool_:
+            a = a.astype(np.int8)
+        cols.append(a)
+        fmts.append("%d" if a.dtype.kind in "iu" else "%.17g")
+    n = len(cols[0]) if cols else 0
+    fmt = ",".join(fmts)
+    for lo in range(0, n, rows_per_chunk):
+        hi = min(n, lo + rows_per_chunk)
+        block = [np.arange(lo, hi)] + [c[lo:hi] for c in cols]
+        f.write("".join(fmt % row + "\n" for row in zip(*block)).encode())
+
+
+def _atomic_write(path: str, write):
+    """write(binary file) into a temporary file beside `path`, fsync, rename over `path`; the
+    temporary file is removed if anything fails (including Ctrl-C)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def check_output(path: str, result_class=None) -> str:
+    """Refuse an output path before any work: the suffix must be one of SAVE_SUFFIXES (.csv only for
+    results whose arrays are all per vertex), the folder must exist and take a new file, and the
+    path must not be a folder. Returns the (lower-case) suffix."""
+    path = str(path)
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in SAVE_SUFFIXES:
+        raise GrapheneError(f"{path}: unknown output suffix {suffix or '(none)'!r}; use "
+                            f"{', '.join(SAVE_SUFFIXES)} (.npy: the main array, .npz: every array "
+                            f"by name, .csv: a vertex table)")
+    if suffix == ".csv" and result_class is not None and not result_class.PER_VERTEX:
+        raise GrapheneError(f"{path}: {result_class.__name__} does not fit a vertex,value table "
+                            f"(its arrays are not all indexed by vertex); use .npz or .npy")
+    if os.path.isdir(path):
+        raise GrapheneError(f"{path}: is a folder")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise GrapheneError(f"{path}: output folder {folder} does not exist")
+    try:   # the real test (os.access says yes to root on a read-only file system)
+        fd, probe = tempfile.mkstemp(prefix=".graphene-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise GrapheneError(f"{path}: cannot write to the output folder {folder} "
+                            f"({e.strerror or e})") from None
+    return suffix
+
+
+# ---------------------------------------------------------------------------------------------
+# option ranges, shared by `graphene run` (click types) and the Python API (check_options)
+#: compute threads: at least one; at most 1024 (each thread adds per-thread state, e.g. PageRank's
+#: T x |V| accumulators, and threads beyond the cores only cost memory)
+THREADS_MAX = 1024
+#: IOs in flight per IO worker: csrc/uring.c refuses queue_depth outside 1..4096 (io_uring itself
+#: allows 32768 entries), and the buffer pool keeps 2 x queue_depth slots per worker, so 4096 at
+#: 16 KB already pins 128 MiB per disk
+QUEUE_DEPTH_MAX = 4096
+#: largest IO: a whole number of 512-byte blocks (O_DIRECT alignment, the planning granularity);
+#: at most 16 MiB: every pool slot holds one IO and the pool keeps at least 2 x queue_depth slots
+#: per worker plus 32 per compute thread, so 16 MiB IOs already mean GiBs of pool (csrc/uring.c's
+#: own slot cap is 1 GiB); Graphene found IOs above 1 MB only cost submission time
+MAX_IO_MIN, MAX_IO_MAX = 512, 16 << 20
+#: gap (in 512-byte blocks) merged across: 0..MAX_IO_MAX/512; a gap longer than the largest IO
+#: can never be merged anyway
+MAX_GAP_MAX = MAX_IO_MAX // 512
+
+
+def real_range(min=None, max=None, min_open=False, max_open=False):
+    """click.FloatRange that also refuses nan and inf (FloatRange lets nan through: every
+    comparison with nan is False)."""
+    import click
+
+    class _Real(click.FloatRange):
+        def convert(self, value, param, ctx):
+            x = click.FloatRange.convert(self, value, param, ctx)
+            if not math.isfinite(x):
+                self.fail(f"{value!r} is not a finite number.", param, ctx)
+            return x
+
+    return _Real(min=min, max=max, min_open=min_open, max_open=max_open)
+
+
+def _physical_mb():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _flag(key, cli):
+    return "--" + key.replace("_", "-") if cli else key
+
+
+def _vertex_error(flag, v, n):
+    have = (f"the graph has {n} vertices: 0..{n - 1}" if n > 1 else
+            "the graph has 1 vertex: 0" if n == 1 else "the graph has no vertices")
+    return GrapheneError(f"{flag} {v} is not a vertex ({have})")
+
+
+def _as_int(flag, v):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise GrapheneError(f"{flag} must be an integer (got {v!r})") from None
+        if not f.is_integer():
+            raise GrapheneError(f"{flag} must be an integer (got {v!r})")
+        return int(f)
+    return int(v)
+
+
+def _int_in(options, key, lo, hi, cli, why=""):
+    v = options.get(key)
+    if v is None:
+        return
+    flag = _flag(key, cli)
+    x = _as_int(flag, v)
+    if x < lo or (hi is not None and x > hi):
+        rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise GrapheneError(f"{flag} {v} is out of range: must be {rng}{why}")
+
+
+def _real_in(options, key, lo, hi, cli, lo_open=False, hi_open=False, why=""):
+    v = options.get(key)
+    if v is None:
+        return
+    flag = _flag(key, cli)
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise GrapheneError(f"{flag} must be a number (got {v!r})") from None
+    bad = not math.isfinite(x)
+    if lo is not None:
+        bad = bad or (x <= lo if lo_open else x < lo)
+    if hi is not None:
+        bad = bad or (x >= hi if hi_open else x > hi)
+    if bad:
+        parts = []
+        if lo is not None:
+            parts.append(f"{'>' if lo_open else '>='} {lo:g}")
+        if hi is not None:
+            parts.append(f"{'<' if hi_open else '<='} {hi:g}")
+        raise GrapheneError(f"{flag} {v} is out of range: must be a finite number "
+                            f"{' and '.join(parts)}{why}")
+
+
+def parse_sources(value):
+    """A list of vertex IDs from `0,5,17` (str) or any sequence of integers."""
+    if isinstance(value, str):
+        items = [x for x in value.replace(" ", "").split(",") if x]
+        try:
+            return [int(x) for x in items]
+        except ValueError:
+            raise GrapheneError(f"sources: expected comma-separated vertex IDs, got {value!r}") from None
+    return [int(x) for x in np.asarray(value).ravel()]
+
+
+def check_options(name: str, graph, options: dict, cli: bool = False) -> None:
+    """Raise GrapheneError naming the option and its value for any runtime or algorithm option
+    out of range (see the *_MAX constants for the reasons), before any work. `cli`: name them as
+    flags (--max-io) instead of keywords (max_io). Options not given (None, absent) pass."""
+    o = options
+    _int_in(o, "threads", 1, THREADS_MAX, cli)
+    _int_in(o, "queue_depth", 1, QUEUE_DEPTH_MAX, cli, " (csrc/uring.c's limit)")
+    _int_in(o, "max_gap", 0, MAX_GAP_MAX, cli)
+    _int_in(o, "max_io", MAX_IO_MIN, MAX_IO_MAX, cli)
+    if o.get("max_io") is not None:
+        bs = int(getattr(graph, "block_size", None) or config.BLOCK_SIZE)
+        if int(o["max_io"]) % bs:
+            raise GrapheneError(f"{_flag('max_io', cli)} {o['max_io']} is not a multiple of the "
+                                f"{bs}-byte block")
+    _real_in(o, "buffer_mb", 0, None, cli, lo_open=True)
+    if o.get("buffer_mb") is not None:
+        phys = _physical_mb()
+        if phys and float(o["buffer_mb"]) > phys:
+            raise GrapheneError(f"{_flag('buffer_mb', cli)} {float(o['buffer_mb']):g} is more than this "
+                                f"machine's memory ({phys:,.0f} MiB)")
+    n = int(graph.num_vertices)
+    if o.get("src") is not None:
+        src = _as_int(_flag("src", cli), o["src"])
+        if not 0 <= src < n:
+            raise _vertex_error(_flag("src", cli), o["src"], n)
+    if o.get("sources") is not None:
+        srcs = parse_sources(o["sources"])
+        if not srcs:
+            raise GrapheneError(f"{_flag('sources', cli)}: no vertex IDs given")
+        for v in srcs:
+            if not 0 <= v < n:
+                raise _vertex_error(_flag("sources", cli), v, n)
+    _int_in(o, "num_sources", 1, None, cli)
+    _int_in(o, "trials", 1, None, cli)
+    _real_in(o, "alpha", 0.0, 1.0, cli, lo_open=True, hi_open=True)
+    _real_in(o, "tolerance", 0.0, None, cli)
+    _int_in(o, "max_iter", 1, None, cli)
+    _real_in(o, "threshold", 0.0, 1.0, cli, hi_open=True,
+             why=" (at 1 or more no residual need be pushed and delta PageRank may never converge)")
+    _int_in(o, "k", 0, None, cli)
+    _int_in(o, "keep_edges", 0, None, cli)
+    _real_in(o, "delta", 0.0, None, cli, lo_open=True)
 
 
 def pick_source(graph, seed: int = config.SEED, trial: int = 0) -> int:
@@ -232,10 +493,12 @@ HYBRID = ("bfs",)
 
 
 def gpu_dispatch(name: str, graph, device: str, **options):
-    """The GPU hook: device "gpu" runs graphene_py.gpu.run(name, graph, **options) or raises
+    """The GPU hook (after check_options: graphene_py.<algo>() and `graphene run` both come through
+    here first): device "gpu" runs graphene_py.gpu.run(name, graph, **options) or raises
     GrapheneError("GPU path not available: <why>"); "auto" does the same when a GPU is available
     and returns None (run on the CPU) otherwise; "cpu" returns None. Algorithms in HYBRID get None
     for "auto": their run(device="auto") chooses a device per superstep."""
+    check_options(name, graph, options)     # the API's one entry point: ranges before any work
     if device in (None, "cpu") or (device == "auto" and name in HYBRID):
         return None
     if device not in ("gpu", "auto"):

@@ -1048,12 +1048,12 @@ def _peel_serial(n, a, b):
 
 
 CLI_OPTIONS = [
-    click.Option(["--k", "k"], type=int, default=None,
-                 help="Also report membership of the K-core (core number >= K)."),
+    click.Option(["--k", "k"], type=click.IntRange(min=0), default=None,
+                 help="Also report membership of the K-core (core number >= K; K >= 0)."),
     click.Option(["--membership-only", "membership_only"], is_flag=True, default=False,
                  help="With --k K: compute only the K-core (peel degree < K until stable; no core "
                       "numbers). Much faster than the full decomposition."),
-    click.Option(["--keep-edges", "keep_edges"], type=int, default=None,
+    click.Option(["--keep-edges", "keep_edges"], type=click.IntRange(min=0), default=None,
                  help="Full decomposition: RAM budget for adjacency lists kept in memory, in "
                       "neighbour IDs (default 4 per vertex; 0: read every removed vertex's list)."),
 ]

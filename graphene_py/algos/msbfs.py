@@ -67,6 +67,35 @@ DEFAULT_SOURCES = 32
 
 class MSBFSResult(Result):
     MAIN = "depths"
+    PER_VERTEX = False      # depths is [sources, n]; sources, reached, closeness are per source
+
+    def scalars(self) -> dict:
+        d = super().scalars()
+        clo = getattr(self, "closeness", None)
+        if clo is not None and len(clo):
+            d["closeness_mean"] = float(np.mean(clo))
+        return d
+
+    def to_json(self, per_superstep: bool = False) -> dict:
+        d = super().to_json(per_superstep)
+        d["sources"] = [int(x) for x in np.asarray(self.sources)]
+        d["reached"] = [int(x) for x in np.asarray(self.reached)]
+        clo = getattr(self, "closeness", None)
+        if clo is not None:
+            d["closeness"] = [float(x) for x in np.asarray(clo)]
+        return d
+
+    def summary_lines(self, top: int = 10) -> list:
+        clo = getattr(self, "closeness", None)
+        if clo is None or not len(clo):
+            return []
+        clo = np.asarray(clo)
+        src = np.asarray(self.sources)
+        order = np.argsort(-clo, kind="stable")[:top]
+        best = ", ".join(f"{int(src[i])} {clo[i]:.6g}" for i in order)
+        return [f"closeness over {len(clo)} source(s): mean {float(clo.mean()):.6g}, "
+                f"min {float(clo.min()):.6g}, max {float(clo.max()):.6g}",
+                f"top {len(order)} (vertex closeness): {best}"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -635,17 +664,26 @@ def _sources_option(ctx, param, value):
     if value is None:
         return None
     try:
-        return [int(x) for x in value.replace(" ", "").split(",") if x]
+        out = [int(x) for x in value.replace(" ", "").split(",") if x]
     except ValueError:
         raise click.BadParameter(f"expected comma-separated vertex IDs, got {value!r}")
+    if not out:
+        raise click.BadParameter(f"expected at least one vertex ID, got {value!r}")
+    return out
 
 
 CLI_OPTIONS = [
-    click.Option(["--sources"], type=str, default=None, callback=_sources_option,
-                 help="Comma-separated source vertices (default: random non-zero-degree ones)."),
-    click.Option(["--num-sources"], type=int, default=DEFAULT_SOURCES, show_default=True,
-                 help="How many random sources when --sources is not given."),
-    click.Option(["--closeness"], is_flag=True, help="Also report each source's closeness."),
+    click.Option(["--sources"], type=str, default=None, callback=_sources_option, metavar="ID,ID,...",
+                 help="The source vertices themselves, by ID, comma-separated: --sources 0,5,17. "
+                      "--sources 32 is the one vertex 32; for 32 random sources use --num-sources "
+                      "32."),
+    click.Option(["--num-sources"], type=click.IntRange(min=1), default=None, metavar="COUNT",
+                 help=f"How many random sources (distinct, non-zero out-degree, fixed seed; all "
+                      f"such vertices when fewer exist) [default: {DEFAULT_SOURCES}]. Not with "
+                      f"--sources."),
+    click.Option(["--closeness"], is_flag=True,
+                 help="Also compute each source's closeness (Wasserman-Faust): a summary on "
+                      "stdout, per-source values in --json and in -o .npz."),
     click.Option(["--top-down", "bottom_up"], flag_value=False, default=True,
                  help="Top-down levels only (no bottom-up levels)."),
 ]

@@ -1,7 +1,8 @@
 """PageRank: delta (push) PageRank as in Graphene / Blaze, and classic pull PageRank (GAPBS).
 
 Computes: `scores` float64[n], the PageRank vector with damping `alpha` (0.85), summing to 1.
-Returns: PageRankResult(scores, iterations, error, variant, supersteps, seconds).
+Returns: PageRankResult(scores, iterations, error, variant, converged, tolerance, supersteps,
+seconds); converged is False when the run stopped at max_iter with error >= tolerance.
 
 Definition (the same for both variants, and NetworkX's default): with P the out-edge transition
 matrix, p = (1-alpha)/n + alpha * (P^T p + D(p)/n), where D(p) is the total score of the *dangling*
@@ -65,7 +66,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-from .common import Result, frontier_class as _frontier, open_unweighted as _open
+from .common import Result, frontier_class as _frontier, open_unweighted as _open, real_range
 
 VARIANTS = {"pagerank": "delta", "pagerank-pull": "pull"}
 
@@ -83,6 +84,18 @@ PULL_FRACTION = 0.5
 
 class PageRankResult(Result):
     MAIN = "scores"
+
+    def warnings(self) -> list:
+        """One line when the run stopped at max_iter with the L1 change still >= tolerance (none
+        for tolerance 0, which asks for exactly max_iter iterations)."""
+        tol = getattr(self, "tolerance", None)
+        if getattr(self, "converged", True) or tol == 0:
+            return []
+        return [f"PageRank stopped after {self.iterations} iterations without reaching tolerance "
+                f"{tol:g} (last L1 change {float(self.error):.3g}); raise --max-iter for a "
+                f"tighter result" if tol is not None else
+                f"PageRank stopped after {self.iterations} iterations without converging "
+                f"(last L1 change {float(self.error):.3g})"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,6 +223,7 @@ def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.P
     steps = []
     if n == 0:
         return PageRankResult(scores=np.zeros(0), iterations=0, error=0.0, variant=variant,
+                              converged=True, tolerance=float(tolerance),
                               supersteps=steps, seconds=time.perf_counter() - t0)
     outdeg = graph.degrees("out").astype(np.float64)
     dangling = outdeg == 0
@@ -219,7 +233,10 @@ def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.P
     else:
         scores, iters, err = _classic(graph, n, outdeg, dangling, alpha, tolerance, max_iter,
                                       in_memory, runtime, steps, progress)
+    # converged: the stop rule's tolerance (or the exact fixed point) was reached, else the run
+    # stopped at max_iter
     return PageRankResult(scores=scores, iterations=iters, error=err, variant=variant,
+                          converged=bool(err < tolerance or err == 0), tolerance=float(tolerance),
                           supersteps=steps, seconds=time.perf_counter() - t0)
 
 
@@ -408,13 +425,17 @@ def verify(graph, result, *, alpha=config.PR_ALPHA, **_ignored) -> list:
 
 
 CLI_OPTIONS = [
-    click.Option(["--alpha"], type=float, default=config.PR_ALPHA, show_default=True,
-                 help="Damping factor."),
-    click.Option(["--tolerance", "--tol", "tolerance"], type=float, default=config.PR_TOLERANCE,
-                 show_default=True, help="Stop when the L1 change of an iteration is below this."),
-    click.Option(["--max-iter"], type=int, default=config.PR_MAX_ITERS, show_default=True,
-                 help="Iteration cap."),
-    click.Option(["--threshold"], type=float, default=DELTA_THRESHOLD, show_default=True,
+    click.Option(["--alpha"], type=real_range(0.0, 1.0, min_open=True, max_open=True),
+                 default=config.PR_ALPHA, show_default=True, help="Damping factor, in (0, 1)."),
+    click.Option(["--tolerance", "--tol", "tolerance"], type=real_range(0.0),
+                 default=config.PR_TOLERANCE, show_default=True,
+                 help="Stop when the L1 change of an iteration is below this (>= 0; 0: always run "
+                      "--max-iter iterations)."),
+    click.Option(["--max-iter"], type=click.IntRange(min=1), default=config.PR_MAX_ITERS,
+                 show_default=True,
+                 help="Iteration cap (>= 1); stopping there above the tolerance prints a warning."),
+    click.Option(["--threshold"], type=real_range(0.0, 1.0, max_open=True), default=DELTA_THRESHOLD,
+                 show_default=True,
                  help="Delta PageRank: a vertex pushes when |delta| > THRESHOLD x mean |delta| "
-                      "(0 = every vertex)."),
+                      "(in [0, 1): 0 = every vertex; from 1 on convergence is not guaranteed)."),
 ]

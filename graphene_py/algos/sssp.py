@@ -27,7 +27,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-from .common import Result
+from .common import Result, real_range
 
 #: Bucket width. On SSDs fewer, fuller supersteps beat saving re-relaxations: with GAPBS's weights
 #: 1..255 on a symmetrized Kronecker scale-20 graph (2 threads, O_DIRECT) one SSSP took 16.7 s at
@@ -215,7 +215,8 @@ def _dijkstra(indptr, indices, w, s, n):
 
 CLI_OPTIONS = [
     click.Option(["--src"], type=int, default=None,
-                 help="Source vertex (default: a random vertex of non-zero degree from the seed)."),
-    click.Option(["--delta"], type=float, default=DEFAULT_DELTA, show_default=True,
-                 help="Bucket width of delta-stepping."),
+                 help="Source vertex ID, 0..|V|-1 (default: a random vertex of non-zero degree "
+                      "from the seed)."),
+    click.Option(["--delta"], type=real_range(0.0, min_open=True), default=DEFAULT_DELTA,
+                 show_default=True, help="Bucket width of delta-stepping (> 0)."),
 ]

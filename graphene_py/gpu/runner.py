@@ -54,12 +54,14 @@ def run(name: str, graph, *, gpu_mem=None, **options):
     if name in ("pagerank", "pagerank-pull"):
         from .. import config
         from ..algos.pagerank import PageRankResult
-        scores = A.pagerank(dg, alpha=o.get("alpha", config.PR_ALPHA),
-                            tol=o.get("tolerance", config.PR_TOLERANCE),
+        tol = o.get("tolerance", config.PR_TOLERANCE)
+        scores = A.pagerank(dg, alpha=o.get("alpha", config.PR_ALPHA), tol=tol,
                             max_iter=o.get("max_iter", config.PR_MAX_ITERS), stats=st)
         # The GPU runs classic pull PageRank for both CLI names (same fixed point within tolerance).
+        # converged: the same stop rule as the CPU path (L1 change < tol, else max_iter was hit)
         return PageRankResult(scores=scores, iterations=st["iterations"], error=st["error"],
-                              variant="pull", supersteps=[{"device": "gpu", **st}],
+                              variant="pull", converged=bool(st["error"] < tol or st["error"] == 0),
+                              tolerance=float(tol), supersteps=[{"device": "gpu", **st}],
                               seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
     if name == "wcc":
         from ..algos.wcc import WCCResult
