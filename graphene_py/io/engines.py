@@ -94,8 +94,8 @@ def _construct(name, files, disk_of, pool, queue_depth, direct, kwargs):
 def make_engine(name, files, disk_of, pool, queue_depth=config.QUEUE_DEPTH, direct=True, **kwargs):
     """Build an IO engine over `files` (see graphene_py/io/engine.py for the contract).
 
-    name: "auto" or one of ENGINE_NAMES. An explicit name that cannot be built raises (OSError /
-    ImportError with the reason); "auto" falls back and records why."""
+    name: "auto" or one of ENGINE_NAMES. An explicit io_uring engine that cannot work here raises
+    EngineUnavailable (an OSError: "NAME: unavailable (REASON)"); "auto" falls back and records why."""
     global _last_notice
     if name != "auto":
         if name not in ENGINE_NAMES:
