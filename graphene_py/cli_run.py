@@ -179,7 +179,7 @@ def _run(name, mod, kw):
     if output:
         common.check_output(output, _result_class(mod))
     graph = Graph.open(graph_name)
-    common.check_options(name, graph, {**algo_opts, **runtime}, cli=True)
+    common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
 
     quiet_lines = quiet or as_json
     _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "

@@ -128,15 +128,22 @@ BAD_VALUE = [   # graph-dependent checks: `Error: ...` naming the value, exit 1
     (["apsp", "--sources", "-4"],
      "Error: --sources -4 is not a vertex (the graph has 10 vertices: 0..9)\n"),
     (["bfs", "--buffer-mb", "1e15"], None),
+    (["bfs", "--queue-depth", "4096", "--max-io", str(16 << 20), "-t", "1"], None),
 ]
 
 
 @pytest.mark.parametrize("args,message", BAD_VALUE, ids=[" ".join(a) for a, _ in BAD_VALUE])
-def test_bad_value_is_an_error_before_any_work(ten, args, message):
+def test_bad_value_is_an_error_before_any_work(ten, args, message, monkeypatch):
+    from graphene_py.algos import common
+    monkeypatch.setattr(common, "_physical_mb", lambda: 64 * 1024.0)   # a 64 GiB machine
     r = cli("run", *args, "--graph", "ten")
     assert r.exit_code == 1, r.output
-    if message is None:
-        assert r.stderr.startswith(f"Error: --buffer-mb 1e+15 is more than this machine's memory")
+    if "--buffer-mb" in args:
+        assert r.stderr == ("Error: --buffer-mb 1e+15 is more than this machine's memory "
+                            "(65,536 MiB)\n")
+    elif message is None:     # 2 x 4096 + 32 + 16 = 8,240 slots of 16 MiB
+        assert r.stderr.startswith("Error: --queue-depth 4096 with --max-io 16777216 and 1 "
+                                   "thread(s) needs an IO buffer pool of at least 131,840 MiB")
     else:
         assert r.stderr == message
     _no_work(r)
@@ -149,7 +156,7 @@ def test_good_edge_values_are_accepted(ten, tmp_path):
     assert r.exit_code == 0, r.output
     assert "Verification: PASS" in r.stdout
     r = cli("run", "pagerank", "--graph", "ten", "--threshold", "0", "--tol", "0", "--max-iter",
-            "3", "-q", "-t", str(4096 // 4), "--queue-depth", "4096")
+            "3", "-q", "-t", "2", "--queue-depth", "4096", "--max-gap", "32768")
     assert r.exit_code == 0, r.output
     assert "warning" not in r.stderr          # tolerance 0 asks for exactly --max-iter iterations
 
@@ -189,5 +196,240 @@ def test_partition_bad_grid_is_an_error(tmp_path, grid):
     assert r.exit_code == 1, r.output
     assert r.stderr.startswith(f"Error: {grid[0]} {grid[1]} ") and "Traceback" not in r.output
     assert os.listdir(d) == []
-    r = cli("partition", el, "--disks", d, "-q", "--rows", "64", "--cols", "64")   # the limit
+
+
+def test_partition_good_grid_runs(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    el = _write_el(tmp_path / "g.el", [0, 1, 2], [1, 2, 3])
+    r = cli("partition", el, "--disks", d, "-q", "--rows", "2", "--cols", "3")
     assert r.exit_code == 0, r.output
+    assert (Graph.open("g").num_rows, Graph.open("g").num_cols) == (2, 3)
+
+
+# --------------------------------------------------------------------------------------------
+# item 4: -o by suffix, checked before the run, written atomically
+def test_output_npz_npy_csv(ten, tmp_path):
+    from graphene_py.algos import bfs
+    ref = bfs.run(ten, src=0, in_memory=True)
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-q", "-o", tmp_path / "b.npz")
+    assert r.exit_code == 0, r.output
+    z = np.load(tmp_path / "b.npz")
+    assert sorted(z.files) == ["depth", "parent"]
+    assert np.array_equal(z["depth"], ref.depth) and z["depth"].dtype == np.int32
+    assert bfs.verify(ten, bfs.BFSResult(**{**ref.__dict__, "parent": z["parent"]})) == []
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-q", "-o", tmp_path / "b.npy")
+    assert r.exit_code == 0, r.output
+    assert np.array_equal(np.load(tmp_path / "b.npy"), z["parent"])       # the main array
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-q", "-o", tmp_path / "b.csv")
+    assert r.exit_code == 0, r.output
+    lines = (tmp_path / "b.csv").read_text().splitlines()
+    assert lines[0] == "vertex,parent,depth" and len(lines) == 11
+    rows = [tuple(int(x) for x in ln.split(",")) for ln in lines[1:]]
+    assert rows == [(v, int(z["parent"][v]), int(ref.depth[v])) for v in range(10)]
+    # floats round-trip exactly, booleans are 0/1
+    r = cli("run", "pagerank-pull", "--graph", "ten", "-q", "-o", tmp_path / "p.csv")
+    assert r.exit_code == 0, r.output
+    got = np.loadtxt(tmp_path / "p.csv", delimiter=",", skiprows=1)
+    r = cli("run", "pagerank-pull", "--graph", "ten", "-q", "-o", tmp_path / "p.npy")
+    assert r.exit_code == 0, r.output
+    pr = np.load(tmp_path / "p.npy")
+    assert np.array_equal(got[:, 1], pr) and np.array_equal(got[:, 0], np.arange(10))
+    r = cli("run", "kcore", "--graph", "ten", "--k", "2", "--membership-only", "-q", "-o",
+            tmp_path / "k.csv")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "k.csv").read_text().splitlines()[0] == "vertex,in_k_core"
+    assert {ln.split(",")[1] for ln in (tmp_path / "k.csv").read_text().splitlines()[1:]} <= {"0", "1"}
+
+
+@pytest.mark.parametrize("target,needle", [
+    ("x.txt", "unknown output suffix '.txt'; use .npy, .npz, .csv"),
+    ("x", "unknown output suffix '(none)'; use .npy, .npz, .csv"),
+    ("missing/x.npy", "output folder"),
+    ("afile/x.npy", "output folder"),         # the "folder" is a file
+])
+def test_output_refused_before_the_run(ten, tmp_path, target, needle):
+    (tmp_path / "afile").write_text("not a folder")
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-o", tmp_path / target)
+    assert r.exit_code == 1, r.output
+    assert r.stderr.startswith(f"Error: {tmp_path / target}: ") and needle in r.stderr
+    _no_work(r)
+
+
+def test_output_csv_refused_for_apsp_before_the_run(ten, tmp_path):
+    r = cli("run", "apsp", "--graph", "ten", "--sources", "0", "-o", tmp_path / "a.csv")
+    assert r.exit_code == 1, r.output
+    assert "does not fit a vertex,value table" in r.stderr and ".npz" in r.stderr
+    _no_work(r)
+    assert not (tmp_path / "a.csv").exists()
+
+
+def test_output_failure_leaves_nothing_half_written(ten, tmp_path, monkeypatch):
+    target = tmp_path / "b.npz"
+    target.write_bytes(b"old contents")
+
+    def broken_savez(f, **arrays):
+        f.write(b"PK\x03\x04 half an archive")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", broken_savez)
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-q", "-o", target)
+    assert r.exit_code == 1 and "No space left on device" in r.stderr
+    assert target.read_bytes() == b"old contents"                # not replaced by half a file
+    assert sorted(os.listdir(tmp_path)) == ["b.npz", "ten"]      # no temporary file left
+
+
+# --------------------------------------------------------------------------------------------
+# item 2: apsp --closeness prints and saves closeness
+def _closeness_ref(G, s):
+    from tests import naive
+    src, dst = G.edges("out")
+    d = naive.bfs_depths(G.num_vertices, src, dst, s)
+    return naive.closeness(d)
+
+
+def test_apsp_closeness_summary_json_and_npz(ten, tmp_path):
+    import json
+    refs = {s: _closeness_ref(ten, s) for s in (0, 3, 9)}
+    r = cli("run", "apsp", "--graph", "ten", "--sources", "0,3,9", "--closeness", "-q")
+    assert r.exit_code == 0, r.output
+    mean = sum(refs.values()) / 3
+    assert f"closeness over 3 source(s): mean {mean:.6g}" in r.stdout
+    best = max(refs, key=refs.get)
+    assert f"top 3 (vertex closeness): {best} {refs[best]:.6g}" in r.stdout
+    r = cli("run", "apsp", "--graph", "ten", "--sources", "0,3,9", "--closeness", "--json",
+            "-o", tmp_path / "a.npz")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)["result"]
+    assert d["sources"] == [0, 3, 9]
+    assert d["closeness"] == pytest.approx([refs[0], refs[3], refs[9]], rel=1e-12)
+    z = np.load(tmp_path / "a.npz")
+    assert {"depths", "sources", "reached", "closeness"} <= set(z.files)
+    assert z["closeness"] == pytest.approx([refs[0], refs[3], refs[9]], rel=1e-12)
+
+
+def test_sources_help_and_readme_are_unmistakable():
+    r = cli("run", "apsp", "-h")
+    text = " ".join(r.stdout.split())
+    assert "--sources 32 is the one vertex 32" in text and "--num-sources 32" in text
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    assert "apsp --sources 32 --closeness" not in readme
+    assert "graphene run apsp --num-sources 32 --closeness" in readme
+
+
+def test_num_sources_draws_that_many(ten):
+    import json
+    r = cli("run", "apsp", "--graph", "ten", "--num-sources", "3", "--json")
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.stdout)["result"]["sources"]) == 3
+
+
+# --------------------------------------------------------------------------------------------
+# item 3: PageRank says when it stopped without converging
+@pytest.mark.parametrize("algo", ["pagerank", "pagerank-pull"])
+def test_pagerank_not_converged_warns(ten, algo):
+    import json
+    r = cli("run", algo, "--graph", "ten", "--max-iter", "2", "--tol", "1e-10", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)["result"]
+    assert res["converged"] is False and res["iterations"] == 2 and res["error"] >= 1e-10
+    warn = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warn) == 1
+    assert warn[0].startswith("warning: PageRank stopped after 2 iterations without reaching "
+                              "tolerance 1e-10 (last L1 change ")
+    r = cli("run", algo, "--graph", "ten", "--max-iter", "200", "--tol", "1e-6", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)["result"]
+    assert res["converged"] is True and res["error"] < 1e-6 and res["iterations"] < 200
+    assert "warning" not in r.stderr
+
+
+def test_gpu_pagerank_result_has_converged(ten, monkeypatch):
+    """The GPU runner builds PageRankResult itself: converged follows the same rule (no GPU
+    needed: the device graph and kernel are stand-ins)."""
+    from graphene_py.gpu import runner
+
+    def fake_pagerank(dg, alpha, tol, max_iter, stats):
+        stats.update(iterations=max_iter, error=0.5)
+        return np.full(10, 0.1)
+
+    monkeypatch.setattr(runner, "device_graph", lambda graph, gpu_mem=None: object())
+    monkeypatch.setattr(runner.A, "pagerank", fake_pagerank)
+    res = runner.run("pagerank", ten, tolerance=1e-4, max_iter=7)
+    assert res.converged is False and res.tolerance == 1e-4
+    assert res.warnings() and "after 7 iterations" in res.warnings()[0]
+    res = runner.run("pagerank", ten, tolerance=0.9, max_iter=7)
+    assert res.converged is True and res.warnings() == []
+
+
+# --------------------------------------------------------------------------------------------
+# item 6: whole descriptions in `graphene run -h`
+def test_run_help_descriptions_are_whole_sentences():
+    from graphene_py.algos import ALGORITHMS
+    from graphene_py.cli_run import run_cmd
+    r = cli("run", "-h")
+    assert r.exit_code == 0
+    listing = " ".join(r.stdout.split())
+    for name in ALGORITHMS:
+        short = run_cmd.get_command(None, name).get_short_help_str(limit=45)
+        assert short.endswith(".") and len(short) > 20, (name, short)
+        assert " ".join(f"{name} {short}".split()) in listing, name
+
+
+# --------------------------------------------------------------------------------------------
+# item 5: a closed pipe and Ctrl-C end the run quietly
+def _graphene(*args, **kw):
+    import signal
+    import subprocess
+    import sys
+    code = "from graphene_py.cli import main; main()"
+    # SIGINT back to its default before exec, so the child gets Python's KeyboardInterrupt even
+    # when the test runner itself ignores SIGINT (a background job)
+    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                            text=True, **kw)
+
+
+# PageRank with tolerance 0 and a huge cap runs until it is stopped: no timing involved
+ENDLESS = ["run", "pagerank-pull", "--graph", "ten", "--tol", "0", "--max-iter", "100000000"]
+
+
+def test_closed_stdout_pipe_exits_141_quietly(ten):
+    import subprocess
+    p = _graphene(*ENDLESS, "--nl", "-q", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = p.stdout.readline()
+        assert first.startswith('{"superstep": 0')
+        p.stdout.close()                      # `| head -1` exits
+        err = p.stderr.read()
+        rc = p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 141, err
+    assert err == ""                          # no traceback, no "Exception ignored ...", no Error
+
+
+def test_ctrl_c_exits_130_with_a_short_message(ten, tmp_path):
+    import signal
+    import subprocess
+    out = tmp_path / "scores.npz"
+    p = _graphene(*ENDLESS, "-o", out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        head = []
+        while True:                           # wait for the first superstep: the run is going
+            line = p.stderr.readline()
+            assert line, "".join(head)
+            head.append(line)
+            if line.startswith("step"):
+                break
+        p.send_signal(signal.SIGINT)
+        stdout, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err[-2000:]
+    assert err.endswith("Interrupted\n")
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and "Aborted" not in err
+    assert "Average Time" not in stdout
+    assert sorted(os.listdir(tmp_path)) == ["ten"]   # no output, no temporary file

@@ -339,11 +339,24 @@ def check_options(name: str, graph, options: dict, cli: bool = False) -> None:
             raise GrapheneError(f"{_flag('max_io', cli)} {o['max_io']} is not a multiple of the "
                                 f"{bs}-byte block")
     _real_in(o, "buffer_mb", 0, None, cli, lo_open=True)
+    phys = _physical_mb()
     if o.get("buffer_mb") is not None:
-        phys = _physical_mb()
         if phys and float(o["buffer_mb"]) > phys:
             raise GrapheneError(f"{_flag('buffer_mb', cli)} {float(o['buffer_mb']):g} is more than this "
                                 f"machine's memory ({phys:,.0f} MiB)")
+    if phys and not o.get("in_memory") and (o.get("queue_depth") or o.get("max_io")):
+        # the smallest pool IoIterator builds (iterator/core.py _open_engine): 2 x queue depth
+        # slots per IO worker (at least one) + 2 x 16 per compute thread + 16, each holding one IO
+        qd = int(o.get("queue_depth") or config.QUEUE_DEPTH)
+        mx = int(o.get("max_io") or config.MAX_IO_BYTES)
+        threads = int(o.get("threads") or config.default_threads())
+        need_mb = (2 * qd + 32 * threads + 16) * (-(-mx // 4096) * 4096) / (1 << 20)
+        if need_mb > phys:
+            raise GrapheneError(f"{_flag('queue_depth', cli)} {qd} with {_flag('max_io', cli)} {mx} "
+                                f"and {threads} thread(s) needs an IO buffer pool of at least "
+                                f"{need_mb:,.0f} MiB (2 x queue depth + 32 per thread + 16 slots "
+                                f"of max-io bytes), more than this machine's memory "
+                                f"({phys:,.0f} MiB)")
     n = int(graph.num_vertices)
     if o.get("src") is not None:
         src = _as_int(_flag("src", cli), o["src"])
