@@ -127,6 +127,8 @@ BAD_VALUE = [   # graph-dependent checks: `Error: ...` naming the value, exit 1
      "Error: --sources 12 is not a vertex (the graph has 10 vertices: 0..9)\n"),
     (["apsp", "--sources", "-4"],
      "Error: --sources -4 is not a vertex (the graph has 10 vertices: 0..9)\n"),
+    (["kcore", "--membership-only"],
+     "Error: --membership-only needs --k K (which core to compute)\n"),
     (["bfs", "--buffer-mb", "1e15"], None),
     (["bfs", "--queue-depth", "4096", "--max-io", str(16 << 20), "-t", "1"], None),
 ]

@@ -377,6 +377,9 @@ def check_options(name: str, graph, options: dict, cli: bool = False) -> None:
     _real_in(o, "threshold", 0.0, 1.0, cli, hi_open=True,
              why=" (at 1 or more no residual need be pushed and delta PageRank may never converge)")
     _int_in(o, "k", 0, None, cli)
+    if o.get("membership_only") and o.get("k") is None:
+        raise GrapheneError(f"{_flag('membership_only', cli)} needs {_flag('k', cli)} K (which core "
+                            f"to compute)")
     _int_in(o, "keep_edges", 0, None, cli)
     _real_in(o, "delta", 0.0, None, cli, lo_open=True)
 
