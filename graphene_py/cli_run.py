@@ -58,6 +58,10 @@ _RUNTIME = [
                       f"queue full)."),
     click.Option(["--in-memory"], is_flag=True, help="Load the partitions into RAM (no IO; reference point)."),
     click.Option(["--no-direct"], is_flag=True, help="Read through the page cache (no O_DIRECT)."),
+    click.Option(["--check/--no-check"], default=None,
+                 help="Verify the CRC32C of every 4 KB page as it is read (default "
+                      f"{'on' if config.CHECK_PAGES else 'off'}; neighbour IDs are range-checked "
+                      "either way)."),
     click.Option(["--device"], type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
                  help="Where supersteps run (gpu/auto need graphene_py.gpu and CuPy)."),
     click.Option(["--quiet", "-q"], is_flag=True, help="No per-superstep lines on stderr."),
@@ -162,6 +166,7 @@ def _run(name, mod, kw):
                "max_io": kw.pop("max_io"), "buffer_mb": kw.pop("buffer_mb")}
     if kw.pop("no_direct"):
         runtime["direct"] = False
+    runtime["check"] = kw.pop("check")
     runtime = {k: v for k, v in runtime.items() if v is not None}
     algo_opts = {k: v for k, v in kw.items() if k not in _RUNTIME_NAMES}
     if algo_opts.get("sources") is not None and algo_opts.get("num_sources") is not None:
