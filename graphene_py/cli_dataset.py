@@ -137,7 +137,8 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
 @click.command("info")
 @click.argument("graph", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--verify", is_flag=True, help="Check every file's size and CRC32 checksum.")
+@click.option("--verify", is_flag=True,
+              help="Re-read every file: sizes, CRC32 checksums and every page checksum.")
 def info_cmd(graph, as_json, verify):
     """Describe dataset GRAPH (registry name or folder; default: the last partitioned)."""
     from .graph import Graph
@@ -151,6 +152,7 @@ def info_cmd(graph, as_json, verify):
         g = None
     if g is not None:
         s = g.summary()
+        s["recovered"] = g.recovered
         if verify:
             problems = g.verify(deep=True)
             s["verify"] = {"ok": not problems, "problems": problems}
@@ -171,8 +173,14 @@ def info_cmd(graph, as_json, verify):
                                         zip(s["disks"], s["bytes_per_disk"])),
             f"input       {st.get('input_edges', 0):,} edges; self-loops dropped "
             f"{st.get('self_loops_dropped', 0):,}; duplicates dropped {st.get('duplicates_dropped', 0):,}",
-            f"created     {s['created']}",
+            f"created     {s['created']}" + (f" (version {s['version']})" if s.get("version") else ""),
+            f"checksums   " + ("CRC32 per file, CRC32C per 4 KB page" if s["checksums"] == "pages"
+                               else "CRC32 per file (no page checksums: made by an older graphene_py)"),
         ]
+        # what recovery did (this open, or an earlier command's: recovery.log), newest last
+        log = s.get("recovery_log") or []
+        for line in log[-5:]:
+            out.append(f"recovered   {line}")
         click.echo("\n".join(out))
     if verify:
         if problems:
@@ -180,7 +188,7 @@ def info_cmd(graph, as_json, verify):
                 click.echo(f"problem: {p}", err=True)
             click.echo(f"Verify: FAIL ({len(problems)} problem(s))", err=True)
             sys.exit(1)
-        click.echo("Verify: OK (sizes and CRC32 checksums match)", err=True)
+        click.echo("Verify: OK (sizes, file and page checksums match)", err=True)
 
 
 @click.command("list")
@@ -218,4 +226,32 @@ def list_cmd(as_json):
         click.echo(f"{mark} {r['name']:<{w}}  {nv:>13}  {ne:>15}  {when:<19}  {r['path']}{extra}")
 
 
-COMMANDS = [partition_cmd, info_cmd, list_cmd]
+@click.command("rm")
+@click.argument("graph")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--forget", is_flag=True,
+              help="Only remove the name from the registry (for a dataset that is already gone).")
+def rm_cmd(graph, yes, forget):
+    """Delete dataset GRAPH (a registered name or a folder) from every disk, and its name."""
+    from . import registry, store
+    from .graph import Graph
+    if forget:
+        if not registry.unregister(graph):
+            raise GrapheneError(f"no dataset named {graph!r} in the registry (see `graphene list`)")
+        click.echo(f"forgot the name {graph}", err=True)
+        return
+    g = Graph.open(graph, check=False)
+    where = ", ".join(store.dataset_dir(d, g.name) for d in g.disks)
+    if not yes:
+        click.confirm(f"delete dataset {g.name} ({g.num_vertices:,} vertices, {g.num_edges:,} edges) "
+                      f"from {len(g.disks)} disk(s): {', '.join(g.disks)}?", abort=True, err=True)
+    home = g.path
+    o = store.Opened(g.manifest, g.dirs, g.path, g.version, g._locks, [])
+    g._locks = []
+    store.remove_dataset(o)
+    for name in registry.names_at(home):
+        registry.unregister(name)
+    click.echo(f"deleted {g.name} ({where})", err=True)
+
+
+COMMANDS = [partition_cmd, info_cmd, list_cmd, rm_cmd]

@@ -303,3 +303,24 @@ def test_format1_datasets_open_and_are_replaced_cleanly(tmp_path):
         assert "manifest.json" not in entries and not any(e.startswith("out_") for e in entries)
         assert not any(e.startswith(".x.") for e in os.listdir(d))
     assert edges_of(N) == expected(g.src[:10], g.dst[:10])
+
+
+def test_rm_deletes_every_disk_and_the_name(tmp_path):
+    from click.testing import CliRunner
+    from graphene_py.cli import main
+    g = graphs.uniform()
+    disks = make_disks(tmp_path, 2)
+    G = partition_arrays(g.src, g.dst, disks=disks, name="x", rows=2, cols=2)
+    G.close()
+    r = CliRunner().invoke(main, ["rm", "x"], input="n\n")
+    assert r.exit_code == 1 and all(os.path.isdir(os.path.join(d, "x")) for d in disks)
+    r = CliRunner().invoke(main, ["rm", "x", "-y"])
+    assert r.exit_code == 0, r.output
+    assert all(os.listdir(d) == [] for d in disks)
+    assert registry.lookup("x") is None
+    r = CliRunner().invoke(main, ["rm", "x", "-y"])
+    assert r.exit_code == 1 and "Error: no dataset named" in r.output
+    # a name whose dataset vanished can be forgotten
+    registry.register("ghost", os.path.join(disks[0], "ghost"))
+    r = CliRunner().invoke(main, ["rm", "ghost", "--forget"])
+    assert r.exit_code == 0 and registry.lookup("ghost") is None
