@@ -51,6 +51,8 @@ the K-core).
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 
 import click
@@ -67,6 +69,44 @@ from .common import Result, frontier_class as _frontier, open_unweighted as _ope
 
 class KCoreResult(Result):
     MAIN = "core_number"
+
+
+# -- superstep kernels and edits of this file ------------------------------------------------------
+# iterator/specialize.py caches the compiled superstep kernel of (is_active, compute) on disk under
+# a hash of this file's bytes *as they are when the first superstep runs*, but compiles it from the
+# code this process *imported*. A process that imported an older kcore.py (a shared working tree, an
+# edit during a test run) would cache its old kernels under the new file's hash, and every later
+# process would run them: issue 10's "vertex V: 3 neighbours read, its degree says 8" from correct
+# code (tools/kcore_stale_kernel_repro.py). So when the file on disk is no longer the one imported,
+# supersteps get private aliases of the compute functions: not importable by name, they are
+# compiled in this process and never cached.
+def _source_digest():
+    """sha1 of this module's file as it is now (re-hashed only when its stat changes)."""
+    path = __file__
+    try:
+        st = os.stat(path)
+        key = (path, st.st_mtime_ns, st.st_size, st.st_ino)
+        if _DIGEST[0] != key:
+            with open(path, "rb") as f:
+                _DIGEST[:] = [key, hashlib.sha1(f.read()).digest()]
+        return _DIGEST[1]
+    except OSError:
+        return None
+
+
+_DIGEST = [None, None]
+_IMPORTED = _source_digest()      # the code this process runs
+_ALIASES = {}
+
+
+def _fresh(fn):
+    """`fn` for a superstep, or its private alias when this file changed since it was imported."""
+    if _IMPORTED is not None and _source_digest() == _IMPORTED:
+        return fn
+    alias = _ALIASES.get(fn)
+    if alias is None:
+        alias = _ALIASES[fn] = njit(fn.py_func)
+    return alias
 
 
 #: Full decomposition: default RAM budget for kept lists, in stored neighbour IDs per vertex
@@ -206,21 +246,71 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
             loading = _select_keep(deg, state, alive, hist, kslot, store, korder, cap, c)
             npend = int(c[5])
             fr = Frontier.from_queue(np.concatenate([pending[:npend], loading]), n)
+            got = []          # stored entries of the loading vertices after each direction
             for it in its:
-                st = it.run(_always, _read_round, kstate, fr)
+                st = it.run(_always, _fresh(_read_round), kstate, fr)
                 st["kept"] = len(loading)
                 _record(steps, progress, st, int(c[7]), npend)
+                if len(its) > 1:
+                    got.append(kslot[1, loading].astype(np.int64))
             rounds += 1
             kept += len(loading)
             bad = _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c)
             if bad >= 0:
-                raise GrapheneError(f"k-core: vertex {bad}: {int(kslot[1, bad])} neighbours read, "
-                                    f"its degree says {int(deg[bad])} (dataset degrees and lists "
-                                    f"disagree)")
+                raise GrapheneError(_disagree(graph, dirs, state, kslot, deg, loading, got, bad))
     finally:
         for it in its:
             it.close()
     return _result(core, k, rounds, steps, t0, kept_lists=kept, keep_edges=int(budget))
+
+
+def _disagree(graph, dirs, state, kslot, deg, loading, got, bad):
+    """The error of a loaded list whose stored count is not its vertex's degree, with what tells the
+    causes apart: how many entries each direction's superstep stored, and how many alive neighbours
+    the dataset's files hold for it (read again here, outside the IO engines). Files agreeing with
+    the degree mean entries were lost between the files and the store (IO or iterator); files
+    agreeing with the store mean the degree is off (offsets, or a pending neighbour's list that
+    was not read whole)."""
+    wrong = int(np.count_nonzero(kslot[1, loading].astype(np.int64) != deg[loading]))
+    stored, d = int(kslot[1, bad]), int(deg[bad])
+    msg = (f"k-core: vertex {bad}: {stored} neighbours read, its degree says {d} (lists read and "
+           f"degrees disagree in {wrong} of the {len(loading)} lists loaded in this superstep)")
+    try:
+        j = int(np.flatnonzero(loading == bad)[0])
+        prev = 0
+        per = []
+        alive_all = 0
+        for i, direction in enumerate(dirs):
+            ids = _list_in_files(graph, direction, bad)
+            alive = int(np.count_nonzero(state[ids.astype(np.int64)] < _PENDING))
+            alive_all += alive
+            now = int(got[i][j]) if got else stored
+            per.append(f"{direction}: {now - prev} stored, the files hold {len(ids)} "
+                       f"neighbours, {alive} alive")
+            prev = now
+        if alive_all == d:
+            why = "entries were lost between the files and the store"
+        elif alive_all == stored:
+            why = "the store matches the files: its degree is off"
+        else:
+            why = "neither matches the files"
+        return f"{msg}: {'; '.join(per)}: {why}"
+    except Exception as e:  # noqa: BLE001 - the diagnosis must not hide the error itself
+        return f"{msg} (files not re-read: {e})"
+
+
+def _list_in_files(graph, direction, v):
+    """v's neighbours in `direction`, read straight from the partition files (every column)."""
+    out = []
+    for p in graph.parts(direction):
+        if not p.row_lo <= v < p.row_hi or p.num_edges == 0:
+            continue
+        off = p.offsets()
+        i = v - p.row_lo
+        s, e = int(off[i]), int(off[i + 1])
+        dt = np.dtype("<u4") if p.id_width == 4 else np.dtype("<u8")
+        out.append(np.fromfile(p.adj_path, dtype=dt, count=e - s, offset=s * dt.itemsize))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 # vertex states of the full decomposition
@@ -469,8 +559,8 @@ def _run_scan(graph, budget, in_memory, runtime, progress, t0, k):
             frontier = _select(deg, status, alive, level)
             while len(frontier):
                 if int(deg[frontier].max()) > 0:   # else no alive neighbours left: nothing to do
-                    st = its[0].run(_always, _decrement_both, (status, dec, touched, ntouched),
-                                    Frontier.all(n))
+                    st = its[0].run(_always, _fresh(_decrement_both),
+                                    (status, dec, touched, ntouched), Frontier.all(n))
                     _record(steps, progress, st, level, len(frontier))
                 rounds += 1
                 frontier = _apply(deg, status, dec, touched, ntouched, level, core, frontier)
@@ -602,7 +692,7 @@ def _finish_in_memory(its, alive, deg, status, core, steps, progress, level):
     ga = np.empty(m, dtype=np.int64)
     gb = np.empty(m, dtype=np.int64)
     tail = np.zeros(1, dtype=np.int64)
-    st = its[0].run(_alive, _gather, (status, ga, gb, tail), Frontier.all(n))
+    st = its[0].run(_alive, _fresh(_gather), (status, ga, gb, tail), Frontier.all(n))
     _record(steps, progress, st, level, 0)
     if int(tail[0]) != m:
         raise GrapheneError(f"k-core: gathered {int(tail[0])} incidences of the remaining "
@@ -624,7 +714,7 @@ def _in_degrees(graph, in_memory, runtime, steps, progress):
     n = graph.num_vertices
     with _open(graph, "out", in_memory, runtime) as it:
         cnt = np.zeros((it.threads, n), dtype=np.int64)
-        st = it.run(_always, _count_in, (cnt,), _frontier().all(n))
+        st = it.run(_always, _fresh(_count_in), (cnt,), _frontier().all(n))
         _record(steps, progress, st, 0, 0)
     return cnt.sum(axis=0)
 
@@ -683,12 +773,12 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         fr = Frontier.from_mask(status) if count else None
         while count:
             if full_scan:
-                st = its[0].run(_always, _drop_k_scan, state, Frontier.all(n))
+                st = its[0].run(_always, _fresh(_drop_k_scan), state, Frontier.all(n))
                 _record(steps, progress, st, kk, count)
             else:
                 compute = _drop_k_keep if (rounds == 0 and kept) else _drop_k
                 for it in its:
-                    st = it.run(_always, compute, state, fr)
+                    st = it.run(_always, _fresh(compute), state, fr)
                     _record(steps, progress, st, kk, count)
             if rounds == 0 and kept:
                 _check_kept(A, T, status, starts)
