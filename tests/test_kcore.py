@@ -544,27 +544,29 @@ def test_full_decomposition_directed_3x2_stress(root, monkeypatch):
 
 
 def test_edited_source_never_caches_a_stale_kernel(root, tmp_path, monkeypatch):
-    """Issue 10's root cause: iterator/specialize.py names a cached superstep kernel by this file's
-    bytes on disk but compiles the code the process imported, so a process that imported kcore.py
-    before an edit cached its old kernels under the new file's name, and later processes running
-    the new, correct code failed with "N neighbours read, its degree says D"
-    (tools/kcore_stale_kernel_repro.py shows it across processes). Simulated here: kcore.py "edited"
-    after import (its __file__ points at a changed copy), a private kernel cache, no kernels made
-    yet in this process. No kernel may then be generated and cached under the edited file's hash;
-    the answer must still be right."""
+    """Issue 10's root cause: iterator/specialize.py named a cached superstep kernel by the module
+    file's bytes on disk but compiled the code the process imported, so a process that imported
+    kcore.py before an edit cached its old kernels under the new file's name, and later processes
+    running the new, correct code failed with "N neighbours read, its degree says D"
+    (tools/kcore_stale_kernel_repro.py shows it across processes). The name now follows the
+    imported code: a changed file on disk leaves it alone, a change of the imported code (here a
+    constant numba freezes into kernels) changes it, and the answer is right either way."""
     from graphene_py.iterator import specialize
+    a = specialize._importable(kcore._always)
+    c = specialize._importable(kcore._read_round)
+    before = specialize.kernel_name(a, c)
     edited = tmp_path / "kcore.py"
     with open(kcore.__file__, "rb") as f:
         edited.write_bytes(f.read() + b"\n# edited after this process imported kcore\n")
-    cache = tmp_path / "kernels"
-    monkeypatch.setenv("GRAPHENE_KERNEL_CACHE", str(cache))
-    monkeypatch.setattr(specialize, "_KERNELS", {})
     monkeypatch.setattr(kcore, "__file__", str(edited))
-    c = case_of("powerlaw", "in")
-    g = make_dataset(root, c.tg, "in", (3, 2))
+    assert specialize.kernel_name(a, c) == before
+    monkeypatch.setattr(kcore, "KEEP_PER_VERTEX", kcore.KEEP_PER_VERTEX + 1)
+    assert specialize.kernel_name(a, c) != before
+    monkeypatch.undo()
+    assert specialize.kernel_name(a, c) == before
+    cs = case_of("powerlaw", "in")
+    g = make_dataset(root, cs.tg, "in", (3, 2))
+    monkeypatch.setenv("GRAPHENE_KERNEL_CACHE", str(tmp_path / "kernels"))
+    monkeypatch.setattr(specialize, "_KERNELS", {})
     r = kcore.run(g, **SSD)
-    assert np.array_equal(r.core_number, naive_core(c))
-    made = sorted(p.name for p in cache.glob("gk_*")) if cache.exists() else []
-    assert made == [], f"kernels cached under the edited kcore.py's hash: {made}"
-    monkeypatch.undo()   # the file is the imported one again: the cached kernels are used
-    assert kcore._fresh(kcore._read_round) is kcore._read_round
+    assert np.array_equal(r.core_number, naive_core(cs))

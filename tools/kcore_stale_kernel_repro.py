@@ -1,11 +1,11 @@
 """Reproduce "k-core: vertex V: S neighbours read, its degree says D" with correct code: a compiled
 superstep kernel cached from an older kcore.py (issue 10).
 
-iterator/specialize.py names a generated kernel by a hash of the user module's file *as it is on
-disk when the first superstep runs*, but compiles it with the code the process *imported*. A process
+iterator/specialize.py named a generated kernel by a hash of the user module's file *as it was on
+disk when the first superstep ran*, but compiled it with the code the process *imported*. A process
 that imported kcore.py before an edit landed (a shared working tree, a test run during development)
-therefore compiles the old `_read_round` and caches it on disk under the new file's hash; every
-later process running the new, correct kcore.py loads that kernel and fails the same way, until
+therefore compiled the old `_read_round` and cached it on disk under the new file's hash; every
+later process running the new, correct kcore.py loaded that kernel and failed the same way, until
 kcore.py, kernels.py or atomics.py changes again. Nothing here touches the repository or the user's
 kernel cache: the package is copied to a temporary folder with its own GRAPHENE_KERNEL_CACHE.
 
@@ -13,11 +13,10 @@ kernel cache: the package is copied to a temporary folder with its own GRAPHENE_
 
 Prints one line per process: the control (fresh cache, new file: ok), P1 (imported the old file,
 the edit lands before its first superstep: fails, it runs the old code) and P2 (a fresh process,
-new file only). Before kcore.py's guard (`_fresh`: private, uncached kernels while the file on disk
-is not the one imported) P2 failed too, e.g. "vertex 4094: 5 neighbours read, its degree says 7";
-with it P2 is ok. The same hazard remains for edits of iterator/kernels.py and atomics.py, and for
-every other algorithm: the lasting fix belongs in iterator/specialize.py (hash the bytes the module
-was imported from, not the file as it is later).
+new file only). Before the fix P2 failed too, e.g. "vertex 4094: 5 neighbours read, its degree
+says 7"; now iterator/specialize.py names a kernel by the code the process imported (kernel_name),
+so P1's old code is cached under the old code's name and P2 is ok. P1 itself still runs the old
+code it imported, as any process would.
 """
 from __future__ import annotations
 

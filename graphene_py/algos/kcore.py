@@ -51,8 +51,6 @@ the K-core).
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import time
 
 import click
@@ -69,44 +67,6 @@ from .common import Result, frontier_class as _frontier, open_unweighted as _ope
 
 class KCoreResult(Result):
     MAIN = "core_number"
-
-
-# -- superstep kernels and edits of this file ------------------------------------------------------
-# iterator/specialize.py caches the compiled superstep kernel of (is_active, compute) on disk under
-# a hash of this file's bytes *as they are when the first superstep runs*, but compiles it from the
-# code this process *imported*. A process that imported an older kcore.py (a shared working tree, an
-# edit during a test run) would cache its old kernels under the new file's hash, and every later
-# process would run them: issue 10's "vertex V: 3 neighbours read, its degree says 8" from correct
-# code (tools/kcore_stale_kernel_repro.py). So when the file on disk is no longer the one imported,
-# supersteps get private aliases of the compute functions: not importable by name, they are
-# compiled in this process and never cached.
-def _source_digest():
-    """sha1 of this module's file as it is now (re-hashed only when its stat changes)."""
-    path = __file__
-    try:
-        st = os.stat(path)
-        key = (path, st.st_mtime_ns, st.st_size, st.st_ino)
-        if _DIGEST[0] != key:
-            with open(path, "rb") as f:
-                _DIGEST[:] = [key, hashlib.sha1(f.read()).digest()]
-        return _DIGEST[1]
-    except OSError:
-        return None
-
-
-_DIGEST = [None, None]
-_IMPORTED = _source_digest()      # the code this process runs
-_ALIASES = {}
-
-
-def _fresh(fn):
-    """`fn` for a superstep, or its private alias when this file changed since it was imported."""
-    if _IMPORTED is not None and _source_digest() == _IMPORTED:
-        return fn
-    alias = _ALIASES.get(fn)
-    if alias is None:
-        alias = _ALIASES[fn] = njit(fn.py_func)
-    return alias
 
 
 #: Full decomposition: default RAM budget for kept lists, in stored neighbour IDs per vertex
@@ -248,7 +208,7 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
             fr = Frontier.from_queue(np.concatenate([pending[:npend], loading]), n)
             got = []          # stored entries of the loading vertices after each direction
             for it in its:
-                st = it.run(_always, _fresh(_read_round), kstate, fr)
+                st = it.run(_always, _read_round, kstate, fr)
                 st["kept"] = len(loading)
                 _record(steps, progress, st, int(c[7]), npend)
                 if len(its) > 1:
@@ -559,7 +519,7 @@ def _run_scan(graph, budget, in_memory, runtime, progress, t0, k):
             frontier = _select(deg, status, alive, level)
             while len(frontier):
                 if int(deg[frontier].max()) > 0:   # else no alive neighbours left: nothing to do
-                    st = its[0].run(_always, _fresh(_decrement_both),
+                    st = its[0].run(_always, _decrement_both,
                                     (status, dec, touched, ntouched), Frontier.all(n))
                     _record(steps, progress, st, level, len(frontier))
                 rounds += 1
@@ -692,7 +652,7 @@ def _finish_in_memory(its, alive, deg, status, core, steps, progress, level):
     ga = np.empty(m, dtype=np.int64)
     gb = np.empty(m, dtype=np.int64)
     tail = np.zeros(1, dtype=np.int64)
-    st = its[0].run(_alive, _fresh(_gather), (status, ga, gb, tail), Frontier.all(n))
+    st = its[0].run(_alive, _gather, (status, ga, gb, tail), Frontier.all(n))
     _record(steps, progress, st, level, 0)
     if int(tail[0]) != m:
         raise GrapheneError(f"k-core: gathered {int(tail[0])} incidences of the remaining "
@@ -714,7 +674,7 @@ def _in_degrees(graph, in_memory, runtime, steps, progress):
     n = graph.num_vertices
     with _open(graph, "out", in_memory, runtime) as it:
         cnt = np.zeros((it.threads, n), dtype=np.int64)
-        st = it.run(_always, _fresh(_count_in), (cnt,), _frontier().all(n))
+        st = it.run(_always, _count_in, (cnt,), _frontier().all(n))
         _record(steps, progress, st, 0, 0)
     return cnt.sum(axis=0)
 
@@ -773,12 +733,12 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         fr = Frontier.from_mask(status) if count else None
         while count:
             if full_scan:
-                st = its[0].run(_always, _fresh(_drop_k_scan), state, Frontier.all(n))
+                st = its[0].run(_always, _drop_k_scan, state, Frontier.all(n))
                 _record(steps, progress, st, kk, count)
             else:
                 compute = _drop_k_keep if (rounds == 0 and kept) else _drop_k
                 for it in its:
-                    st = it.run(_always, _fresh(compute), state, fr)
+                    st = it.run(_always, compute, state, fr)
                     _record(steps, progress, st, kk, count)
             if rounds == 0 and kept:
                 _check_kept(A, T, status, starts)

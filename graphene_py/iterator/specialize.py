@@ -10,9 +10,10 @@ seconds of LLVM time per algorithm. When both user functions are importable by n
     @njit(cache=True, nogil=True)
     def kernel(state, tid, comp, n, ...):   # process_batch's body, user functions as globals
 
-under $XDG_CACHE_HOME/graphene_py/kernels (or GRAPHENE_KERNEL_CACHE) named by a hash of the source
-of kernels.py, atomics.py and the user functions' module files (so an edit anywhere invalidates
-it), and numba's own on-disk cache makes the next process load it in milliseconds. Functions that
+under $XDG_CACHE_HOME/graphene_py/kernels (or GRAPHENE_KERNEL_CACHE) named by a hash of the code
+this process imported of kernels.py, atomics.py and the user functions' modules (an edit anywhere
+invalidates it; a file edited after this process imported it cannot name a kernel compiled from
+the old code), and numba's own on-disk cache makes the next process load it in milliseconds. Functions that
 are not importable (defined in __main__ scripts, closures) use process_batch directly.
 
 `Kernel.bind(args)` types one superstep's arguments once and returns the compiled entry point, so
@@ -27,6 +28,7 @@ import os
 import sys
 import tempfile
 import threading
+import types
 
 import numba
 
@@ -61,9 +63,37 @@ def _importable(fn):
     return modname, qual, path
 
 
-def _file_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
+def _code_bytes(code) -> bytes:
+    """A code object's instructions, names and constants, stable across processes (sets sorted:
+    marshal would follow hash randomization)."""
+    parts = [code.co_name.encode(), code.co_code, repr(code.co_names).encode(),
+             repr(code.co_varnames).encode(), repr(code.co_freevars).encode()]
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            parts.append(_code_bytes(c))
+        elif isinstance(c, frozenset):
+            parts.append(repr(sorted(repr(x) for x in c)).encode())
+        else:
+            parts.append(repr(c).encode())
+    return b"\0".join(parts)
+
+
+def _code_digest(h, mod) -> None:
+    """Feed `h` with what this process imported of `mod` (not the file as it is now: a file edited
+    after the import would otherwise name a cached kernel compiled from the old code): the code of
+    every function in its namespace (numba dispatchers: their Python function; helpers imported from
+    other modules included) and the simple constants numba freezes into a kernel."""
+    ns = vars(mod)
+    for name in sorted(ns):
+        if name.startswith("__"):      # __file__, __cached__...: where it came from, not what
+            continue
+        v = ns[name]
+        fn = getattr(v, "py_func", v)
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            h.update(name.encode() + b"\0" + _code_bytes(code))
+        elif isinstance(v, (bool, int, float, str, bytes)) or v is None:
+            h.update(f"{name}={v!r}".encode())
 
 
 def _generated_source(a, c):
@@ -82,12 +112,18 @@ def _generated_source(a, c):
     )
 
 
-def _load_generated(a, c):
+def kernel_name(a, c) -> str:
+    """The cached kernel's name for importable (is_active, compute) `a`, `c` (see _importable)."""
+    from . import atomics
     h = hashlib.sha1()
-    for path in (K.__file__, os.path.join(os.path.dirname(K.__file__), "atomics.py"), a[2], c[2]):
-        h.update(_file_bytes(path))
+    for mod in (K, atomics, sys.modules[a[0]], sys.modules[c[0]]):
+        _code_digest(h, mod)
     h.update(f"{a[0]}.{a[1]}|{c[0]}.{c[1]}|{numba.__version__}|{sys.version}".encode())
-    name = f"gk_{h.hexdigest()[:20]}"
+    return f"gk_{h.hexdigest()[:20]}"
+
+
+def _load_generated(a, c):
+    name = kernel_name(a, c)
     d = cache_dir()
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, name + ".py")
