@@ -172,23 +172,29 @@ def _first_outside(a, lo, hi, vlo, vhi):
     return -1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _edges_of(rows, k, req_file, req_off, req_len, file_part, part_nedges, id_shift):
+    """(partition, first edge, end edge) of the valid edges completed row k's extent holds."""
+    r = rows[k, 0]
+    p = file_part[req_file[r]]
+    e_lo = req_off[r] >> id_shift
+    e_hi = (req_off[r] + req_len[r]) >> id_shift
+    if e_hi > part_nedges[p]:
+        e_hi = part_nedges[p]
+    return p, e_lo, e_hi
+
+
 @njit(cache=True, nogil=True)
 def bad_ids(buf, rows, n, req_file, req_off, req_len, file_part, part_nedges, col_lo, col_hi,
             id_shift):
     """Check the neighbour IDs of n completed extents (rows as process_batch gets them). Returns
     (-1, 0, 0) or (row k, edge index in the partition's file, the ID)."""
     for k in range(n):
-        r = rows[k, 0]
-        pos = rows[k, 1]
-        f = req_file[r]
-        p = file_part[f]
-        e_lo = req_off[r] >> id_shift
-        e_hi = (req_off[r] + req_len[r]) >> id_shift
-        if e_hi > part_nedges[p]:
-            e_hi = part_nedges[p]
+        p, e_lo, e_hi = _edges_of(rows, k, req_file, req_off, req_len, file_part, part_nedges,
+                                  id_shift)
         if e_hi <= e_lo:
             continue
-        base = (pos >> id_shift) - e_lo
+        base = (rows[k, 1] >> id_shift) - e_lo
         mn, mx = _range_of(buf, base + e_lo, base + e_hi)
         if mn < col_lo[p] or mx >= col_hi[p]:
             i = _first_outside(buf, base + e_lo, base + e_hi, col_lo[p], col_hi[p])
@@ -215,16 +221,11 @@ def bad_weights(wbuf, rows, n, req_file, req_off, req_len, req_woff, file_part, 
     """Check the weights of n completed weighted extents (rows: request, adj pos, weight pos).
     Returns (-1, 0) or (row k, edge index)."""
     for k in range(n):
-        r = rows[k, 0]
-        f = req_file[r]
-        p = file_part[f]
-        e_lo = req_off[r] >> id_shift
-        e_hi = (req_off[r] + req_len[r]) >> id_shift
-        if e_hi > part_nedges[p]:
-            e_hi = part_nedges[p]
+        p, e_lo, e_hi = _edges_of(rows, k, req_file, req_off, req_len, file_part, part_nedges,
+                                  id_shift)
         if e_hi <= e_lo:
             continue
-        wbase = (rows[k, 2] - req_woff[r]) >> 2
+        wbase = (rows[k, 2] - req_woff[rows[k, 0]]) >> 2
         i = _nonfinite(wbuf, wbase + e_lo, wbase + e_hi)
         if i >= 0:
             return k, i - wbase

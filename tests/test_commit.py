@@ -24,17 +24,9 @@ from graphene_py.errors import DatasetError, GrapheneError
 from graphene_py.graph import Graph
 from graphene_py.partition import partition_arrays
 from tests import graphs
+from tests.test_partition import make_disks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def make_disks(tmp_path, k, tag="d"):
-    out = []
-    for i in range(k):
-        p = tmp_path / f"{tag}{i}"
-        p.mkdir(parents=True, exist_ok=True)
-        out.append(str(p))
-    return out
 
 
 def edges_of(G):
