@@ -9,7 +9,7 @@ ceiling measured at the start and the end (the disk here drifts by 2x within min
 Each --run is LABEL=COMMAND (split like a shell, no shell). Per run it records: wall seconds of the
 process, the command's own reported time (the first match of --own-re per label, default: graphene's
 `Trial 1: X s`, C++ Graphene's `Total time: X`, GAPBS's `Trial Time: X`), peak RSS of the process
-tree's largest child (getrusage), and bytes read from the device (/sys/block/DEV/stat sectors x 512,
+process (wait4), and bytes read from the device (/sys/block/DEV/stat sectors x 512,
 DEV = the disk holding --data-dir). Before each run: sync, `echo 3 > /proc/sys/vm/drop_caches` (needs
 root; reported when it fails), 0.5 s pause.
 """
@@ -19,11 +19,11 @@ import argparse
 import json
 import os
 import re
-import resource
 import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 OWN_RE = [r"^Trial 1: ([0-9.]+) s", r"Total time: ([0-9.]+)", r"Trial Time:\s+([0-9.]+)"]
@@ -83,24 +83,42 @@ def fio_ceiling(path: str, runtime: int = 10) -> dict:
     return out
 
 
+def _wait4(pid, timeout):
+    """os.wait4 with a timeout: (pid, status, rusage of that process alone)."""
+    end = time.monotonic() + timeout
+    while True:
+        got, status, ru = os.wait4(pid, os.WNOHANG)
+        if got:
+            return got, status, ru
+        if time.monotonic() > end:
+            raise TimeoutError
+        time.sleep(0.005)
+
+
 def one_run(cmd, own_res, dev, timeout):
     dropped = drop_caches()
     s0 = sectors_read(dev)
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryFile("w+") as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            _, status, ru = _wait4(p.pid, timeout)
+        except TimeoutError:
+            p.kill()
+            _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
     s1 = sectors_read(dev)
-    text = p.stdout + "\n" + p.stderr
     own = None
     for rx in own_res:
         m = re.search(rx, text, re.M)
         if m:
             own = float(m.group(1))
             break
-    return {"rc": p.returncode, "wall": wall, "own": own, "cpu": (r1.ru_utime - r0.ru_utime) +
-            (r1.ru_stime - r0.ru_stime), "maxrss_mb": r1.ru_maxrss / 1024,
+    return {"rc": p.returncode, "wall": wall, "own": own, "cpu": ru.ru_utime + ru.ru_stime,
+            "maxrss_mb": ru.ru_maxrss / 1024,
             "device_bytes": (s1 - s0) * 512, "cache_dropped": dropped,
             "tail": text.strip()[-300:] if p.returncode else ""}
 
@@ -138,7 +156,7 @@ def main(argv=None):
             r = one_run(cmd, own_res, dev, a.timeout)
             r.update(label=label, i=i)
             result["runs"].append(r)
-            print(f"{label:>12} #{i + 1}: wall {r['wall']:.3f} s  own {r['own']}  rss "
+            print(f"{label:>12} #{i + 1}: wall {r['wall']:.3f} s  own {r['own']}  cpu {r['cpu']:.2f} s  rss "
                   f"{r['maxrss_mb']:.0f} MiB  dev {r['device_bytes'] / 1e6:.1f} MB"
                   + (f"  rc {r['rc']}: {r['tail']}" if r["rc"] else ""), flush=True)
     if a.fio:
@@ -155,7 +173,7 @@ def main(argv=None):
             if not x:
                 return "-"
             return f"{x['median'] * scale:.3f} ({x['min'] * scale:.3f}-{x['max'] * scale:.3f}) {unit}"
-        print(f"{label:>12}: own {fmt(s['own'])}  wall {fmt(s['wall'])}  "
+        print(f"{label:>12}: own {fmt(s['own'])}  wall {fmt(s['wall'])}  cpu {fmt(s['cpu'])}  "
               f"rss {fmt(s['maxrss_mb'], 'MiB')}  dev {fmt(s['device_bytes'], 'MB', 1e-6)}")
     if a.json:
         with open(a.json, "w") as f:
