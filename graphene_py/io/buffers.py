@@ -176,3 +176,32 @@ class BufferPool:
     def __repr__(self):
         return (f"BufferPool({self.nslots} x {self.slot_bytes} B = {self.nbytes >> 10} KiB, "
                 f"{self.kind}; {self.note})")
+
+
+# -- reuse within a process ----------------------------------------------------------------------
+# Mapping a pool and faulting its pages in costs 20-220 ms (transparent hugepages: the kernel zeroes
+# and may compact 2 MB pages). An iterator gives its pool back here when it closes, and the next
+# one with the same geometry takes it (later trials, the next direction). At most SPARE_BYTES wait.
+SPARE_BYTES = 256 << 20
+_SPARE = []
+
+
+def acquire(slot_bytes: int, nslots: int) -> BufferPool:
+    for i, p in enumerate(_SPARE):
+        if p.slot_bytes == slot_bytes and p.nslots == nslots and p._mm is not None:
+            return _SPARE.pop(i)
+    return BufferPool(slot_bytes, nslots)
+
+
+def give_back(pool: BufferPool) -> None:
+    if pool is None or pool._mm is None:
+        return
+    _SPARE.append(pool)
+    while sum(p.nbytes for p in _SPARE) > SPARE_BYTES:
+        _SPARE.pop(0).close()
+
+
+def drop_spares() -> None:
+    """Unmap every pool waiting for reuse."""
+    while _SPARE:
+        _SPARE.pop().close()

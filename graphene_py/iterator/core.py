@@ -318,7 +318,7 @@ class IoIterator:
         self.notes += self.sharing
 
     def _open_engine(self, engine, direct):
-        from ..io.buffers import BufferPool
+        from ..io import buffers as _buffers
         from ..io.engines import make_engine
         qd = self.queue_depth
         need = 2 * qd * self.nworkers + 2 * self.threads * BATCH + 16   # never starve in-flight IO
@@ -333,7 +333,7 @@ class IoIterator:
                               f"IO worker")
         self.slot_bytes = slot
         self.scan_max_io = min(self.scan_max_io, slot)
-        self.pool = BufferPool(slot, nslots)
+        self.pool = _buffers.acquire(slot, nslots)
         files = [self.parts[i].adj_path for i in self.file_parts]
         disk_of = list(self.file_worker)   # the engine's "disk" is an IO worker (a device)
         if self.weights:
@@ -876,8 +876,9 @@ class IoIterator:
             self.engine.close()
             self.engine = None
         if getattr(self, "pool", None) is not None:
+            from ..io import buffers as _buffers
             self.buf = self.wbuf = None
-            self.pool.close()
+            _buffers.give_back(self.pool)     # the next iterator of this process reuses it
             self.pool = None
 
     def __enter__(self):
