@@ -252,8 +252,9 @@ def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memor
            progress):
     Frontier = _frontier()
     safe_deg = np.where(dangling, 1.0, outdeg)
-    # datasets that can pull: in-edge partitions, or undirected (in-lists == out-lists)
-    pull_dir = "in" if graph.in_partitions is not None else ("out" if not graph.directed else None)
+    # datasets that can pull: undirected (in-lists == out-lists: no second copy to load), or
+    # in-edge partitions
+    pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
     m = max(1, graph.num_edges)
     its = {"out": _open(graph, "out", in_memory, runtime)}
     iters = 0
@@ -364,35 +365,58 @@ def _delta_error(p, r):
     return (float(np.abs(r).sum()) + abs(sigma - 1.0)) / sigma
 
 
+@njit(cache=True, nogil=True)
+def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
+    """p <- (1-alpha)/n + alpha * (sum of acc's rows + dangling mass / n), in place; returns the
+    L1 change; zeroes acc; contrib <- p / outdeg (0 for dangling vertices)."""
+    n = p.shape[0]
+    T = acc.shape[0]
+    dsum = 0.0
+    for v in range(n):
+        if dangling[v]:
+            dsum += p[v]
+    base = (1.0 - alpha) / n + alpha * dsum / n
+    err = 0.0
+    for v in range(n):
+        s = 0.0
+        for t in range(T):
+            s += acc[t, v]
+            acc[t, v] = 0.0
+        x = base + alpha * s
+        err += abs(x - p[v])
+        p[v] = x
+        contrib[v] = x * inv_deg[v]
+    return err
+
+
 def _classic(graph, n, outdeg, dangling, alpha, tol, max_iter, in_memory, runtime, steps, progress):
     Frontier = _frontier()
     safe_deg = np.where(dangling, 1.0, outdeg)
-    if graph.in_partitions is not None:
-        direction, kernel = "in", _pull
-    elif not graph.directed:
+    if not graph.directed:
         direction, kernel = "out", _pull       # symmetric: in-lists == out-lists
+    elif graph.in_partitions is not None:
+        direction, kernel = "in", _pull
     else:
         direction, kernel = "out", _push       # no in-edges: same iteration, pushed
     p = np.full(n, 1.0 / n)
+    inv_deg = np.where(dangling, 0.0, 1.0 / safe_deg)
+    contrib = p * inv_deg
     err = np.inf
     iters = 0
     with _open(graph, direction, in_memory, runtime) as it:
         acc = np.zeros((it.threads, n))
         while iters < max_iter:
-            acc[:] = 0.0
             if kernel is _pull:
-                contrib = np.where(dangling, 0.0, p / safe_deg)
                 st = it.run(_always, _pull, (contrib, acc), Frontier.all(n))
             else:
                 st = it.run(_always, _push, (p, safe_deg, acc), Frontier.all(n))
-            new = (1.0 - alpha) / n + alpha * (acc.sum(axis=0) + p[dangling].sum() / n)
-            err = float(np.abs(new - p).sum())
-            p = new
+            # one pass: new scores in place, the L1 change, acc zeroed, next contributions
+            err = float(_finish_iteration(acc, p, contrib, dangling, inv_deg, alpha))
             iters += 1
             _note(steps, progress, st, iters, err, n)
             if err < tol:
                 break
-    return p, iters, err
+    return p / p.sum(), iters, err     # numpy's pairwise sum: exact to rounding
 
 
 def verify(graph, result, *, alpha=config.PR_ALPHA, **_ignored) -> list:
