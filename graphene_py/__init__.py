@@ -18,42 +18,26 @@ __version__ = "0.1.0"
 from .errors import DatasetError, GrapheneError, InputFormatError  # noqa: E402,F401
 from .graph import Graph  # noqa: E402,F401
 
-#: graphene_py.<name>(graph, **options) -> algos/<module>.run(graph, **options, **fixed)
-_ALGORITHMS = {
-    "bfs": ("bfs", {}),
-    "pagerank": ("pagerank", {}),
-    "wcc": ("wcc", {}),
-    "kcore": ("kcore", {}),
-    "msbfs": ("msbfs", {}),
-    "apsp": ("msbfs", {}),
-    "spmv": ("spmv", {}),
-    "sssp": ("sssp", {}),
-}
+#: graphene_py.<name>(graph, **options): the built-in algorithms (algos/registry.py's names, with
+#: "-" as "_": graphene_py.pagerank_pull)
+_API_NAMES = ("bfs", "pagerank", "pagerank_pull", "wcc", "kcore", "msbfs", "apsp", "spmv", "sssp")
 
 
-def _algorithm(name):
-    import importlib
-    from .algos import common
-    modname, fixed = _ALGORITHMS[name]
-    mod = importlib.import_module(f"graphene_py.algos.{modname}")
+def _algorithm(api_name):
+    name = api_name.replace("_", "-")
 
     def run(graph, **options):
-        kw = dict(fixed)
-        kw.update(options)
-        device = kw.pop("device", "cpu")
-        res = common.gpu_dispatch(name, graph, device, **kw)   # "gpu", or "auto" with a GPU
-        if res is None:
-            res = mod.run(graph, device=device, **kw)
-        return res
+        from .algos import registry
+        return registry.dispatch(name, graph, **options)
 
-    run.__name__ = name
-    run.__qualname__ = name
-    run.__doc__ = mod.__doc__
+    run.__name__ = api_name
+    run.__qualname__ = api_name
+    run.__doc__ = f"Run {name} on graph (graphene_py.algos.registry.dispatch; options as keywords)."
     return run
 
 
 def __getattr__(name):
-    if name in _ALGORITHMS:
+    if name in _API_NAMES:
         fn = _algorithm(name)
         globals()[name] = fn
         return fn
@@ -68,4 +52,4 @@ def __getattr__(name):
 
 
 __all__ = ["Graph", "GrapheneError", "InputFormatError", "DatasetError", "IoIterator", "Frontier",
-           "partition", "partition_arrays", *_ALGORITHMS]
+           "partition", "partition_arrays", *_API_NAMES]

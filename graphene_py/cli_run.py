@@ -1,6 +1,6 @@
 """`graphene run ALGO [options]`: run a built-in algorithm on a dataset (GAPBS-style harness).
 
-`run` is a click group whose subcommands are the algorithms of graphene_py.algos.ALGORITHMS, each
+`run` is a click group whose subcommands are the algorithms of graphene_py/algos/registry.py, each
 built on demand from the shared runtime options below plus the algorithm module's CLI_OPTIONS, so
 `graphene run bfs --help` shows exactly what applies. Per-superstep lines go to stderr (GAPBS -l
 style; --quiet silences them), results to stdout: per-trial and average times, the result's scalars
@@ -18,7 +18,7 @@ import time
 import click
 
 from . import config
-from .algos import common
+from .algos import common, registry
 from .errors import GrapheneError, VerificationError
 
 def _max_io(ctx, param, value):
@@ -71,65 +71,42 @@ _RUNTIME_NAMES = {o.name for o in _RUNTIME}
 
 
 def _algorithm_command(name: str) -> click.Command:
-    from .algos import ALGORITHMS, load
+    from .algos import registry
+    e = registry.entry(name)
     try:
-        mod = load(name)
+        mod = registry.module(name)
         options = list(getattr(mod, "CLI_OPTIONS", []))
         err = None
-    except ImportError as e:
-        mod, options, err = None, [], e
-    doc = _description(name, mod) if mod else f"({ALGORITHMS[name]} is not built yet)"
+    except ImportError as ex:
+        mod, options, err = None, [], ex
+    doc = e.summary if mod else f"(graphene_py.algos.{e.module} is not built yet)"
 
     def callback(**kw):
         if err is not None:
-            raise GrapheneError(f"algorithm {name!r} is not available: module {ALGORITHMS[name]} "
-                                f"could not be imported ({err})")
+            raise GrapheneError(f"algorithm {name!r} is not available: module "
+                                f"graphene_py.algos.{e.module} could not be imported ({err})")
         _run(name, mod, kw)
 
     return click.Command(name, params=_RUNTIME + options, callback=callback, help=doc,
                          short_help=doc)
 
 
-#: `graphene run -h`'s one-line description of each algorithm (whole sentences; modules shared by
-#: two names say which is which here)
-DESCRIPTIONS = {
-    "bfs": "Breadth-first search from one source (direction-optimizing).",
-    "pagerank": "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
-    "pagerank-pull": "Classic pull PageRank (power iteration, GAPBS stop rule).",
-    "wcc": "Weakly connected components (BFS, then label propagation).",
-    "kcore": "k-core decomposition: core numbers, or one K-core with --k.",
-    "apsp": "Shortest-path depths from many sources at once (bit-parallel BFS).",
-    "msbfs": "Multi-source BFS, bit-parallel (the same as apsp).",
-    "spmv": "Sparse matrix-vector product y = A x.",
-    "sssp": "Single-source shortest paths by delta-stepping (weighted datasets).",
-}
-
-
-def _description(name, mod):
-    """DESCRIPTIONS[name], else the first sentence of the module docstring's first paragraph."""
-    if name in DESCRIPTIONS:
-        return DESCRIPTIONS[name]
-    para = " ".join((mod.__doc__ or "").strip().split("\n\n")[0].split())
-    cut = para.find(". ")
-    return para if cut < 0 else para[:cut + 1]
-
-
 class _RunGroup(click.Group):
     def list_commands(self, ctx):
-        from .algos import ALGORITHMS
-        return sorted(ALGORITHMS)
+        from .algos import registry
+        return registry.names()
 
     def get_command(self, ctx, name):
-        from .algos import ALGORITHMS
-        if name not in ALGORITHMS:
+        from .algos import registry
+        if name not in registry.ENTRIES:
             return None
         return _algorithm_command(name)
 
     def resolve_command(self, ctx, args):
-        from .algos import ALGORITHMS
-        if args and not args[0].startswith("-") and args[0] not in ALGORITHMS:
+        from .algos import registry
+        if args and not args[0].startswith("-") and args[0] not in registry.ENTRIES:
             raise click.UsageError(f"unknown algorithm {args[0]!r}; choose from "
-                                   f"{', '.join(sorted(ALGORITHMS))}", ctx)
+                                   f"{', '.join(registry.names())}", ctx)
         return super().resolve_command(ctx, args)
 
 
@@ -173,9 +150,6 @@ def _run(name, mod, kw):
     if algo_opts.get("sources") is not None and algo_opts.get("num_sources") is not None:
         raise click.UsageError("give --sources (the source IDs) or --num-sources (how many "
                                "random ones), not both")
-    variants = getattr(mod, "VARIANTS", None)
-    if isinstance(variants, dict) and name in variants:
-        algo_opts["variant"] = variants[name]
     pick_src = "src" in algo_opts and algo_opts["src"] is None
     # options left at None take the algorithm's own default (run()'s keyword default)
     algo_opts = {k: v for k, v in algo_opts.items() if v is not None}
@@ -204,7 +178,7 @@ def _run(name, mod, kw):
         if not quiet_lines:
             click.echo(common.superstep_line(i, st, label), err=True)
 
-    setup = _prepare(graph, device, in_memory, runtime)
+    setup = _prepare(graph, registry.choose_device(name, device), in_memory, runtime)
     _say(f"setup {setup['seconds']:.3f} s (numba {setup['numba_seconds']:.3f} s, dataset, offsets "
          f"and IO engine {setup['open_seconds']:.3f} s): before the first trial, as the C++ "
          f"Graphene's setup is", quiet_lines)
@@ -215,13 +189,8 @@ def _run(name, mod, kw):
         opts = dict(algo_opts)
         if pick_src:
             opts["src"] = common.pick_source(graph, trial=t)
-        res = common.gpu_dispatch(name, graph, device, in_memory=in_memory, **opts, **runtime)
-        if res is not None:   # the GPU path reports its supersteps afterwards
-            for st in res.supersteps:
-                progress(st)
-        else:
-            res = mod.run(graph, device=device if name in common.HYBRID else "cpu",
-                          in_memory=in_memory, progress=progress, **opts, **runtime)
+        res = registry.dispatch(name, graph, device=device, in_memory=in_memory,
+                                progress=progress, **opts, **runtime)
         results.append(res)
         for w in res.warnings():
             click.echo(f"warning: {w}" + (f" (trial {t + 1})" if trials > 1 else ""), err=True)
@@ -275,7 +244,7 @@ def _prepare(graph, device, in_memory, runtime):
     t0 = time.perf_counter()
     numba_s = jit.ready(blas=False)
     t1 = time.perf_counter()
-    if device != "gpu" and graph.num_vertices:
+    if device in ("cpu", "hybrid") and graph.num_vertices:
         from .iterator import IoIterator
         io = {k: v for k, v in runtime.items() if k in ("engine", "threads", "queue_depth",
                                                         "max_gap", "max_io", "buffer_mb",

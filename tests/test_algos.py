@@ -466,10 +466,28 @@ def test_verifiers_catch_wrong_results(tmp_root):
 
 
 def test_variants_registered_for_cli():
-    from graphene_py.algos import load
-    assert load("pagerank") is pagerank and pagerank.VARIANTS["pagerank"] == "delta"
-    assert load("pagerank-pull") is pagerank and pagerank.VARIANTS["pagerank-pull"] == "pull"
+    from graphene_py.algos import load, registry
+    assert load("pagerank") is pagerank and registry.entry("pagerank").fixed == {"variant": "delta"}
+    assert load("pagerank-pull") is pagerank
+    assert registry.entry("pagerank-pull").fixed == {"variant": "pull"}
     assert load("apsp") is msbfs and load("msbfs") is msbfs
+
+
+def test_one_dispatcher_for_cli_and_api(tmp_root):
+    """graphene_py.<algo>() and `graphene run` share registry.dispatch: the same options, the same
+    device rules, the same default source (SSSP picked its own before)."""
+    import graphene_py as gp
+    from graphene_py.algos import common, registry
+    c = case_of("powerlaw", "in")
+    g = dataset(tmp_root, c, (2, 2))
+    assert gp.pagerank_pull(g, in_memory=True).variant == "pull"
+    assert gp.pagerank(g, in_memory=True).variant == "delta"
+    if g.weighted:
+        assert gp.sssp(g, in_memory=True).src == common.pick_source(g)
+    assert registry.choose_device("bfs", "auto") in ("hybrid",)
+    assert registry.choose_device("spmv", "auto") == "cpu"        # no GPU entry
+    with pytest.raises(GrapheneError, match="no GPU implementation of 'spmv'"):
+        registry.choose_device("spmv", "gpu")
 
 
 @pytest.mark.parametrize("in_memory", [False, True])

@@ -3,13 +3,13 @@ the same result as --device cpu, and the result says why (the GPU side is in tes
 import numpy as np
 
 from graphene_py.algos import bfs
-from graphene_py.algos.common import gpu_available
+from graphene_py.algos.registry import gpu_available
 from graphene_py.partition import partition_arrays
 from tests import graphs as G
 
 
 def test_auto_without_gpu_is_the_cpu_path(tmp_path, monkeypatch):
-    monkeypatch.setattr("graphene_py.algos.common.gpu_available", lambda: (False, "test: no GPU"))
+    monkeypatch.setattr("graphene_py.algos.registry.gpu_available", lambda: (False, "test: no GPU"))
     tg = G.powerlaw()
     disks = [str(tmp_path / "a"), str(tmp_path / "b")]
     for d in disks:

@@ -347,27 +347,29 @@ def test_pagerank_not_converged_warns(ten, algo):
 
 
 def test_gpu_pagerank_result_has_converged(ten, monkeypatch):
-    """The GPU runner builds PageRankResult itself: converged follows the same rule (no GPU
+    """PageRank's GPU entry builds PageRankResult itself: converged follows the same rule (no GPU
     needed: the device graph and kernel are stand-ins)."""
-    from graphene_py.gpu import runner
+    from graphene_py.algos import pagerank
+    from graphene_py.gpu import algorithms as A
+    from graphene_py.gpu import resident
 
     def fake_pagerank(dg, alpha, tol, max_iter, stats):
         stats.update(iterations=max_iter, error=0.5)
         return np.full(10, 0.1)
 
-    monkeypatch.setattr(runner, "device_graph", lambda graph, gpu_mem=None: object())
-    monkeypatch.setattr(runner.A, "pagerank", fake_pagerank)
-    res = runner.run("pagerank", ten, tolerance=1e-4, max_iter=7)
+    monkeypatch.setattr(resident, "device_graph", lambda graph, gpu_mem=None: object())
+    monkeypatch.setattr(A, "pagerank", fake_pagerank)
+    res = pagerank.run_gpu(ten, tolerance=1e-4, max_iter=7)
     assert res.converged is False and res.tolerance == 1e-4
     assert res.warnings() and "after 7 iterations" in res.warnings()[0]
-    res = runner.run("pagerank", ten, tolerance=0.9, max_iter=7)
+    res = pagerank.run_gpu(ten, tolerance=0.9, max_iter=7)
     assert res.converged is True and res.warnings() == []
 
 
 # --------------------------------------------------------------------------------------------
 # item 6: whole descriptions in `graphene run -h`
 def test_run_help_descriptions_are_whole_sentences():
-    from graphene_py.algos import ALGORITHMS
+    from graphene_py.algos.registry import ENTRIES as ALGORITHMS
     from graphene_py.cli_run import run_cmd
     r = cli("run", "-h")
     assert r.exit_code == 0

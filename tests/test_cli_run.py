@@ -81,8 +81,9 @@ def test_unknown_algorithm_exit_2(ds):
 
 
 def test_missing_module_is_clear(ds, monkeypatch):
-    from graphene_py import algos
-    monkeypatch.setitem(algos.ALGORITHMS, "ghost", "graphene_py.algos.ghost_not_built")
+    from graphene_py.algos import registry
+    monkeypatch.setitem(registry.ENTRIES, "ghost", registry.Entry("ghost", "ghost_not_built",
+                                                                  "Not built."))
     r = run("ghost", "--graph", "pl")
     assert r.exit_code == 1 and "not available" in r.stderr and "ghost_not_built" in r.stderr
 
@@ -106,16 +107,17 @@ def test_help_lists_algorithms_and_options(ds):
 
 
 def test_device_hook(ds, monkeypatch):
-    """--device gpu calls graphene_py.gpu.run(name, graph, **options) and treats its Result like
-    the CPU path's (-v, --json); --device auto without a GPU runs on the CPU."""
+    """--device gpu calls the algorithm's GPU entry (bfs.run_gpu) and treats its Result like the
+    CPU path's (-v, --json); --device auto without a GPU runs on the CPU."""
     from graphene_py import gpu
     from graphene_py.algos import bfs
     g, G = ds
     calls = []
+    cpu_run = bfs.run
 
-    def fake_run(name, graph, **options):
-        calls.append((name, options.get("src")))
-        r = bfs.run(graph, src=options["src"], in_memory=True)
+    def fake_run(graph, src=None, progress=None, **options):
+        calls.append(("bfs", src))
+        r = cpu_run(graph, src=src, in_memory=True)
         r.device = "gpu"
         return r
 
@@ -123,7 +125,7 @@ def test_device_hook(ds, monkeypatch):
     r = run("bfs", "--graph", "pl", "--src", "3", "--device", "auto", "-v")
     assert r.exit_code == 0 and calls == [] and "Verification: PASS" in r.stdout
     monkeypatch.setattr(gpu, "available", lambda: True)
-    monkeypatch.setattr(gpu, "run", fake_run, raising=False)
+    monkeypatch.setattr(bfs, "run_gpu", fake_run)
     r = run("bfs", "--graph", "pl", "--src", "3", "--device", "gpu", "-v", "--json")
     assert r.exit_code == 0, r.output
     assert calls == [("bfs", 3)]

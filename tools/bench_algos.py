@@ -111,15 +111,14 @@ def measure(spec):
     """spec: dict(algo, graph, in_memory, threads, options) -> dict of numbers (printed as JSON)."""
     import tempfile
 
-    from graphene_py.algos import common, load
+    from graphene_py.algos import common, registry
     from graphene_py.graph import Graph
     algo = spec["algo"]
-    base, extra = ALGO_VARIANTS.get(algo, ("pagerank" if algo.startswith("pagerank") else algo, {}))
-    mod = load(base)
-    opts = dict(extra)
+    base, extra = ALGO_VARIANTS.get(algo, (algo, {}))
+    mod = registry.module(base)
+    opts = dict(registry.entry(base).fixed)
+    opts.update(extra)
     opts.update(spec.get("options", {}))
-    if hasattr(mod, "VARIANTS") and algo in mod.VARIANTS:
-        opts["variant"] = mod.VARIANTS[algo]
     rt = {"threads": spec.get("threads", 2)}
     rt.update(spec.get("runtime", {}))
     G = Graph.open(spec["graph"])
@@ -225,13 +224,13 @@ def scipy_side(graph_path):
 
 
 def available_algos():
-    from graphene_py.algos import ALGORITHMS, load
+    from graphene_py.algos import registry
     out = []
-    for a in ALGORITHMS:
+    for a in registry.names():
         if a == "apsp":
             continue   # same module as msbfs
         try:
-            load(a)
+            registry.module(a)
             out.append(a)
         except ImportError:
             pass

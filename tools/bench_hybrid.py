@@ -33,9 +33,9 @@ def main():
     ap.add_argument("--work", default="/tmp/bench_hybrid")
     a = ap.parse_args()
 
-    from graphene_py.algos import bfs, common
+    from graphene_py.algos import bfs, common, registry
     from graphene_py.generate import generate_to_file
-    from graphene_py.gpu.runner import device_graph
+    from graphene_py.gpu.resident import device_graph
     from graphene_py.partition import partition
 
     shutil.rmtree(a.work, ignore_errors=True)
@@ -58,9 +58,7 @@ def main():
         for dev in ("cpu", "auto", "gpu"):
             dropped = drop_caches()
             t = time.perf_counter()
-            res = common.gpu_dispatch("bfs", g, dev, src=s)
-            if res is None:
-                res = bfs.run(g, src=s, device=dev)
+            res = registry.dispatch("bfs", g, device=dev, src=s)
             row[dev] = time.perf_counter() - t
             if ref is None:
                 ref = res.depth

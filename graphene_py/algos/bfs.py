@@ -185,14 +185,14 @@ def _hybrid(graph, device, policy=None):
     decide(frontier_size, frontier_edges) -> "cpu"|"gpu" and summary() (tests force schedules)."""
     if device != "auto":
         return None, ""
-    from .common import gpu_available
+    from .registry import gpu_available
     ok, why = gpu_available()
     if not ok:
         return None, f"no GPU ({why})"
     from ..gpu import OffloadPolicy
     from ..gpu.algorithms import BfsLevels
     from ..gpu.device_graph import GpuMemoryError
-    from ..gpu.runner import device_graph
+    from ..gpu.resident import device_graph
     try:
         dg = device_graph(graph)
     except GpuMemoryError as e:   # does not fit: the whole run stays on the SSD path
@@ -211,6 +211,23 @@ def _mark_unvisited(depth, deg, mask):
         mask[v] = a
         cnt += a
     return cnt
+
+
+HYBRID = True      # run(device="auto") moves between the SSD path and the GPU level by level
+
+
+def run_gpu(graph, *, src=None, gpu_mem=None, progress=None, **_ignored) -> BFSResult:
+    """The whole BFS on the GPU (graphene_py.gpu: direction-optimizing, degree bins)."""
+    from ..gpu import algorithms as A
+    from ..gpu.resident import gpu_steps, timed
+    dg, t_load = timed(graph, gpu_mem)
+    t0 = time.perf_counter()
+    src = pick_source(graph) if src is None else int(src)
+    st: dict = {}
+    parent, depth = A.bfs(dg, src, stats=st)
+    return BFSResult(parent=parent, depth=depth, n_reached=int(np.count_nonzero(depth >= 0)),
+                     src=src, levels=int(depth.max()) + 1, supersteps=gpu_steps(st, progress),
+                     seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
 
 
 def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,

@@ -14,8 +14,6 @@ trials and timing, peak memory, per-superstep progress lines, and the GPU hook.
     peak_rss_mb() -> float
     superstep_line(i, st, label="level") -> str
     superstep_json(i, st) -> dict
-    run_trials(fn, trials) -> (results, seconds per trial)
-    gpu_dispatch(name, graph, device, **options) -> Result | None
 """
 from __future__ import annotations
 
@@ -24,7 +22,6 @@ import os
 import resource
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -471,58 +468,3 @@ def superstep_json(i: int, st: dict) -> dict:
     d = {"superstep": i}
     d.update(_jsonable(dict(st)))
     return d
-
-
-def run_trials(fn, trials: int):
-    """Call fn(trial) `trials` times; returns (results, wall seconds of each)."""
-    if trials < 1:
-        raise GrapheneError("trials must be >= 1")
-    results, secs = [], []
-    for t in range(trials):
-        t0 = time.perf_counter()
-        results.append(fn(t))
-        secs.append(time.perf_counter() - t0)
-    return results, secs
-
-
-def gpu_available():
-    """(True, "") when graphene_py.gpu can run, else (False, why)."""
-    try:
-        from .. import gpu
-    except Exception as e:  # noqa: BLE001 - any import failure means "not available"
-        return False, f"graphene_py.gpu failed to import ({e})"
-    avail = getattr(gpu, "available", None)
-    if avail is None or not hasattr(gpu, "run"):
-        return False, "graphene_py.gpu provides no available()/run() yet"
-    try:
-        ok = bool(avail())
-    except Exception as e:  # noqa: BLE001
-        return False, f"graphene_py.gpu.available() failed ({e})"
-    if not ok:
-        why = getattr(gpu, "why_unavailable", None)
-        return False, (why() if callable(why) else "no CuPy or no NVIDIA GPU")
-    return True, ""
-
-
-#: algorithms whose run() itself mixes devices per superstep under device="auto"
-HYBRID = ("bfs",)
-
-
-def gpu_dispatch(name: str, graph, device: str, **options):
-    """The GPU hook (after check_options: graphene_py.<algo>() and `graphene run` both come through
-    here first): device "gpu" runs graphene_py.gpu.run(name, graph, **options) or raises
-    GrapheneError("GPU path not available: <why>"); "auto" does the same when a GPU is available
-    and returns None (run on the CPU) otherwise; "cpu" returns None. Algorithms in HYBRID get None
-    for "auto": their run(device="auto") chooses a device per superstep."""
-    check_options(name, graph, options)     # the API's one entry point: ranges before any work
-    if device in (None, "cpu") or (device == "auto" and name in HYBRID):
-        return None
-    if device not in ("gpu", "auto"):
-        raise GrapheneError(f"unknown device {device!r} (cpu, gpu or auto)")
-    ok, why = gpu_available()
-    if not ok:
-        if device == "gpu":
-            raise GrapheneError(f"GPU path not available: {why}")
-        return None
-    from .. import gpu
-    return gpu.run(name, graph, **options)

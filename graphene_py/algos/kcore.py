@@ -78,6 +78,23 @@ KEEP_SHARE = 16
 KEEP_BAND = 16
 
 
+def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreResult:
+    """Core numbers on the GPU (peeling); with k also the K-core's membership."""
+    from ..gpu import algorithms as A
+    from ..gpu.resident import gpu_steps, timed
+    if k is not None and int(k) < 0:
+        raise GrapheneError("--k must be >= 0")
+    dg, t_load = timed(graph, gpu_mem)
+    t0 = time.perf_counter()
+    st: dict = {}
+    core = A.kcore(dg, stats=st)
+    return KCoreResult(core_number=core, max_core=int(core.max()) if len(core) else 0,
+                       k=None if k is None else int(k),
+                       in_k_core=None if k is None else core >= int(k),
+                       rounds=st.get("rounds", 0), supersteps=gpu_steps(st, progress),
+                       seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
+
+
 def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, keep_edges=None,
         tail_edges=None, **runtime) -> KCoreResult:
     """Core numbers of every vertex (membership_only: only the K-core for k=K). keep_edges: RAM

@@ -498,9 +498,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
     n = graph.num_vertices
     src = None
     if sources is not None:
-        if isinstance(sources, str):
-            sources = [int(x) for x in sources.replace(" ", "").split(",") if x]
-        src = np.asarray(sources, dtype=np.int64).ravel()
+        src = _sources(graph, sources, num_sources)
         if len(src) and (src.min() < 0 or src.max() >= n):
             raise GrapheneError(f"source vertex out of range 0..{n - 1}: "
                                 f"{int(src[(src < 0) | (src >= n)][0])}")
@@ -615,14 +613,48 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             filler.join()
     if output is not None:
         depths.flush()
-    clo = None
-    if closeness:
-        clo = np.zeros(S)
-        ok = sums > 0
-        if n > 1:
-            clo[ok] = ((reached[ok] - 1) / (n - 1)) * ((reached[ok] - 1) / sums[ok])
+    clo = closeness_of(reached, sums, n) if closeness else None
     return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo, passes=passes,
                        supersteps=steps, seconds=time.perf_counter() - t0)
+
+
+def closeness_of(reached, sums, n):
+    """Wasserman-Faust closeness of each source (NetworkX's definition): reached vertices (itself
+    included) and the sum of their distances, over n vertices."""
+    clo = np.zeros(len(reached))
+    ok = sums > 0
+    if n > 1:
+        clo[ok] = ((reached[ok] - 1) / (n - 1)) * ((reached[ok] - 1) / sums[ok])
+    return clo
+
+
+def _sources(graph, sources, num_sources):
+    """The source IDs as an int64 array: the given list (or "0,5,17"), else num_sources random."""
+    if sources is None:
+        return pick_sources(graph, int(num_sources))
+    if isinstance(sources, str):
+        sources = [int(x) for x in sources.replace(" ", "").split(",") if x]
+    return np.asarray(sources, dtype=np.int64).ravel()
+
+
+def run_gpu(graph, *, sources=None, num_sources=DEFAULT_SOURCES, closeness=False, output=None,
+            gpu_mem=None, progress=None, **_ignored) -> MSBFSResult:
+    """Bit-parallel multi-source BFS on the GPU (64 sources per word)."""
+    from ..gpu import algorithms as A
+    from ..gpu.resident import gpu_steps, timed
+    dg, t_load = timed(graph, gpu_mem)
+    t0 = time.perf_counter()
+    src = _sources(graph, sources, num_sources)
+    st: dict = {}
+    depths = A.msbfs(dg, src, stats=st)
+    reached = (depths >= 0).sum(axis=1).astype(np.int64)
+    sums = np.where(depths > 0, depths, 0).sum(axis=1).astype(np.float64)
+    clo = closeness_of(reached, sums, dg.num_vertices) if closeness else None
+    if output is not None:
+        np.save(output, depths)
+    return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo,
+                       passes=(len(src) + 63) // 64, supersteps=gpu_steps(st, progress),
+                       seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
 
 
 def verify(graph, result, **_ignored) -> list:

@@ -27,7 +27,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-from .common import Result, real_range
+from .common import Result, pick_source, real_range
 
 #: Bucket width. On SSDs fewer, fuller supersteps beat saving re-relaxations: with GAPBS's weights
 #: 1..255 on a symmetrized Kronecker scale-20 graph (2 threads, O_DIRECT) one SSSP took 16.7 s at
@@ -114,12 +114,22 @@ def _take_bucket(dist, pending, npend, in_pending, inq, delta):
 
 
 # ---------------------------------------------------------------------------------------------
-def pick_source(graph, seed=config.SEED):
-    deg = graph.degrees("out")
-    cand = np.flatnonzero(deg > 0)
-    if len(cand) == 0:
-        return 0
-    return int(np.random.default_rng(seed).choice(cand))
+def run_gpu(graph, *, src=None, delta=DEFAULT_DELTA, gpu_mem=None, progress=None,
+            **_ignored) -> SSSPResult:
+    """Delta-stepping on the GPU."""
+    from ..gpu import algorithms as A
+    from ..gpu.resident import gpu_steps, timed
+    dg, t_load = timed(graph, gpu_mem)
+    if dg.weights is None:
+        raise GrapheneError(f"{graph.name}: SSSP needs a weighted dataset (partition with --weighted)")
+    t0 = time.perf_counter()
+    src = pick_source(graph) if src is None else int(src)
+    st: dict = {}
+    dist = A.sssp(dg, src, delta=delta, stats=st)
+    return SSSPResult(dist=dist, src=src, delta=float(st["delta"]),
+                      n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=st["buckets"],
+                      supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
+                      load_seconds=t_load, device="gpu")
 
 
 def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,

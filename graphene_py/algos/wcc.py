@@ -104,6 +104,19 @@ def _note(steps, progress, st, phase, step):
         progress(st)
 
 
+def run_gpu(graph, *, gpu_mem=None, progress=None, **_ignored) -> WCCResult:
+    """WCC on the GPU (Afforest: sampled linking, then the rest)."""
+    from ..gpu import algorithms as A
+    from ..gpu.resident import gpu_steps, timed
+    dg, t_load = timed(graph, gpu_mem)
+    t0 = time.perf_counter()
+    st: dict = {}
+    labels = A.wcc(dg, stats=st)
+    return WCCResult(labels=labels, n_components=st["n_components"], bfs_reached=0,
+                     supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
+                     load_seconds=t_load, device="gpu")
+
+
 def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)

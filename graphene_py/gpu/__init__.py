@@ -22,11 +22,8 @@ def __getattr__(name):
     if name in ("bfs", "pagerank", "wcc", "msbfs", "sssp", "kcore"):
         from . import algorithms
         return getattr(algorithms, name)
-    if name == "run":
-        from .runner import run
-        return run
     raise AttributeError(name)
 
 
-__all__ = ["available", "why_unavailable", "run", "OffloadPolicy", "choose_device", "DeviceGraph", "GpuMemoryError",
+__all__ = ["available", "why_unavailable", "OffloadPolicy", "choose_device", "DeviceGraph", "GpuMemoryError",
            "parse_bytes", "bfs", "pagerank", "wcc", "msbfs", "sssp", "kcore"]

@@ -1,0 +1,112 @@
+"""The one registry of built-in algorithms, and the one dispatcher that the CLI (`graphene run`),
+the Python API (`graphene_py.bfs(...)`) and any later front end use.
+
+An algorithm is a module `graphene_py/algos/<module>.py` (or a package) plus one line in ENTRIES.
+The module provides:
+
+    run(graph, *, device="cpu", in_memory=False, progress=None, <options>, **runtime) -> Result
+        the SSD path (and the in-memory one: in_memory=True); device="auto" is passed only when
+        the module says HYBRID = True (it then chooses a device per superstep itself)
+    run_gpu(graph, *, gpu_mem=None, progress=None, <options>, **ignored) -> Result     (optional)
+        the whole algorithm on the GPU, through the graphene_py.gpu device library
+    verify(graph, result, **options) -> list[str]        an independent serial check
+    CLI_OPTIONS                                          click options of `graphene run NAME`
+    HYBRID = False                                       (optional)
+
+`dispatch(name, graph, device=..., **options)` checks the options (one set of ranges for every
+front end), picks the device — cpu: `run`; gpu: `run_gpu` or a clear error; auto: a hybrid
+module's own choice, else the GPU when one is usable and the module has a GPU entry, else the
+CPU — and runs it.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from ..errors import GrapheneError
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str                       # what users type: `graphene run NAME`, graphene_py.NAME(...)
+    module: str                     # graphene_py.algos.<module>
+    summary: str                    # one whole sentence for `graphene run -h`
+    fixed: dict = field(default_factory=dict)   # options the name fixes (pagerank-pull: variant)
+
+
+ENTRIES = {e.name: e for e in (
+    Entry("bfs", "bfs", "Breadth-first search from one source (direction-optimizing)."),
+    Entry("pagerank", "pagerank",
+          "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
+          {"variant": "delta"}),
+    Entry("pagerank-pull", "pagerank", "Classic pull PageRank (power iteration, GAPBS stop rule).",
+          {"variant": "pull"}),
+    Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation)."),
+    Entry("kcore", "kcore", "k-core decomposition: core numbers, or one K-core with --k."),
+    Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS)."),
+    Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp)."),
+    Entry("spmv", "spmv", "Sparse matrix-vector product y = A x."),
+    Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets)."),
+)}
+
+
+def names() -> list:
+    return sorted(ENTRIES)
+
+
+def entry(name: str) -> Entry:
+    try:
+        return ENTRIES[name]
+    except KeyError:
+        raise GrapheneError(f"unknown algorithm {name!r}; choose from {', '.join(names())}") from None
+
+
+def module(name: str):
+    """The module implementing algorithm `name` (ImportError when it cannot be imported)."""
+    return importlib.import_module(f"graphene_py.algos.{entry(name).module}")
+
+
+def gpu_available():
+    """(True, "") when the GPU path can run here, else (False, why). Never raises."""
+    try:
+        from .. import gpu
+        if gpu.available():
+            return True, ""
+        return False, gpu.why_unavailable()
+    except Exception as e:  # noqa: BLE001 - any failure means "not available"
+        return False, f"graphene_py.gpu cannot be used ({e})"
+
+
+def choose_device(name: str, device: str) -> str:
+    """Where `dispatch` runs algorithm `name` for the requested device: "cpu", "gpu" or "hybrid"
+    (the module decides per superstep). Raises GrapheneError when "gpu" cannot be honoured."""
+    mod = module(name)
+    if device in (None, "cpu"):
+        return "cpu"
+    if device not in ("gpu", "auto"):
+        raise GrapheneError(f"unknown device {device!r} (cpu, gpu or auto)")
+    if device == "auto" and getattr(mod, "HYBRID", False):
+        return "hybrid"
+    has_gpu_entry = callable(getattr(mod, "run_gpu", None))
+    if device == "gpu" and not has_gpu_entry:
+        gpu_names = [n for n in names() if callable(getattr(module(n), "run_gpu", None))]
+        raise GrapheneError(f"no GPU implementation of {name!r} (GPU: {', '.join(gpu_names)})")
+    ok, why = gpu_available() if has_gpu_entry else (False, "")
+    if device == "gpu" and not ok:
+        raise GrapheneError(f"GPU path not available: {why}")
+    return "gpu" if ok else "cpu"
+
+
+def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options):
+    """Run algorithm `name` on `graph` with `options` (algorithm options and runtime options of
+    `graphene run`, as keywords). Returns the module's Result."""
+    from . import common
+    e = entry(name)
+    opts = dict(e.fixed)
+    opts.update(options)
+    common.check_options(name, graph, opts)      # the same ranges for every front end
+    where = choose_device(name, device)
+    mod = module(name)
+    if where == "gpu":
+        return mod.run_gpu(graph, progress=progress, **opts)
+    return mod.run(graph, device="auto" if where == "hybrid" else "cpu", progress=progress, **opts)
