@@ -174,7 +174,7 @@ def info_cmd(graph, as_json, verify):
             f"input       {st.get('input_edges', 0):,} edges; self-loops dropped "
             f"{st.get('self_loops_dropped', 0):,}; duplicates dropped {st.get('duplicates_dropped', 0):,}",
             f"created     {s['created']}" + (f" (version {s['version']})" if s.get("version") else ""),
-            f"checksums   " + ("CRC32 per file, CRC32C per 4 KB page" if s["checksums"] == "pages"
+            "checksums   " + ("CRC32 per file, CRC32C per 4 KB page" if s["checksums"] == "pages"
                                else "CRC32 per file (no page checksums: made by an older graphene_py)"),
         ]
         # what recovery did (this open, or an earlier command's: recovery.log), newest last

@@ -12,7 +12,6 @@ common.check_options against the dataset) before any work.
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 import click

@@ -28,7 +28,6 @@ re-reads everything.
 """
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from dataclasses import dataclass, field

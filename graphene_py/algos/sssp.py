@@ -24,7 +24,6 @@ import click
 import numpy as np
 from numba import njit
 
-from .. import config
 from ..errors import GrapheneError
 
 from .common import Result, pick_source, real_range
