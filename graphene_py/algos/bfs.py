@@ -37,7 +37,6 @@ from numba import njit
 
 from .. import config
 from ..errors import GrapheneError
-from . import common
 from .common import Result, pick_source
 
 MAIN = "parent"
@@ -131,39 +130,6 @@ def _squeeze(nxt, tail, cur):
 
 
 @njit(cache=True)
-def _cost(deg, q, w, cols):
-    """Estimated bytes read for the lists of the vertices in q: deg*w plus one 512-byte block per
-    non-empty piece (a list is split over up to `cols` column partitions)."""
-    c = 0
-    for k in range(q.shape[0]):
-        d = deg[q[k]]
-        if d > 0:
-            c += d * w + 512 * min(d, cols)
-    return c
-
-
-@njit(cache=True)
-def _cost_all(deg, w, cols):
-    c = 0
-    for v in range(deg.shape[0]):
-        d = deg[v]
-        if d > 0:
-            c += d * w + 512 * min(d, cols)
-    return c
-
-
-@njit(cache=True)
-def _cost_unvisited(depth, deg, w, cols):
-    """_cost_all over the vertices not reached yet (rebuilt when the state comes back from the GPU)."""
-    c = 0
-    for v in range(depth.shape[0]):
-        d = deg[v]
-        if depth[v] < 0 and d > 0:
-            c += d * w + 512 * min(d, cols)
-    return c
-
-
-@njit(cache=True)
 def _visited_from_depth(depth, visited):
     visited[:] = 0
     for v in range(depth.shape[0]):
@@ -237,6 +203,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     step's (needs in-edges, or an undirected dataset whose out-lists are the in-lists);
     "always" makes every level bottom-up (for tests), False every level top-down."""
     from ..iterator import Frontier, IoIterator
+    from ..iterator.cost import Model, pull_direction
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -265,10 +232,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     size = 1
     level = 0
     steps = []
-    # Direction optimisation (Beamer et al., SC'12) with an IO cost model: a step reads about
-    # deg*id_width + one 512-byte block per vertex it touches, capped at the adjacency bytes.
-    up_dir = common.pull_direction(graph, bottom_up)
-    w = graph.id_width
+    # Direction optimisation (Beamer et al., SC'12) with the IO cost model of iterator/cost.py
+    up_dir = pull_direction(graph, bottom_up)
     its = {}
     hyb, device_note = _hybrid(graph, device, offload_policy)
     on = "cpu"                      # where depth/parent/frontier live now
@@ -285,10 +250,10 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                 its["in"] = IoIterator(graph, "in", in_memory=in_memory, **runtime)
                 setup += its["in"].open_seconds
                 deg_in = its["in"].degrees(ddt)
-            cap_in, cols_in = common.read_cost_bounds(graph, up_dir)
-            unvisited_cost = _cost_all(deg_in, w, cols_in) - _cost(deg_in, qa[:1], w, cols_in)
+            pull_model = Model(graph, up_dir)
+            unvisited_cost = pull_model.all(deg_in) - pull_model.lists(deg_in, qa[:1], capped=False)
             mask = np.zeros(n, dtype=np.uint8)
-        cap_out, cols_out = common.read_cost_bounds(graph, "out")
+        push_model = Model(graph, "out")
         while size > 0:
             if hyb is not None:
                 gl, pol = hyb
@@ -314,12 +279,13 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                     qa[:size] = f
                     _visited_from_depth(depth, visited)
                     if up_dir is not None:
-                        unvisited_cost = _cost_unvisited(depth, deg_in, w, cols_in)
+                        unvisited_cost = pull_model.where(depth < 0, deg_in)
                     on = "cpu"
             tail[0] = 0
             state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
-            top = min(_cost(deg_out, qa[:size], w, cols_out), cap_out)
-            if up_dir is not None and (bottom_up == "always" or min(unvisited_cost, cap_in) < top):
+            top = push_model.lists(deg_out, qa[:size])
+            if up_dir is not None and (bottom_up == "always" or
+                                       min(unvisited_cost, pull_model.cap) < top):
                 _mark_unvisited(depth, deg_in, mask)
                 _set_front(front, qa[:size])
                 st = its[up_dir].run(_unvisited, _adopt, state, Frontier.from_mask(mask))
@@ -336,7 +302,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             if progress is not None:
                 progress(st)
             if up_dir is not None:
-                unvisited_cost -= _cost(deg_in, qb[:size], w, cols_in)
+                unvisited_cost -= pull_model.lists(deg_in, qb[:size], capped=False)
             qa, qb = qb, qa
             level += 1
         if on == "gpu":

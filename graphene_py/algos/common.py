@@ -414,24 +414,6 @@ def frontier_class():
     return Frontier
 
 
-def pull_direction(graph, bottom_up=True):
-    """The edge direction a bottom-up (pull) step scans: 'out' on an undirected dataset, 'in' on a
-    directed one that has in-edges, None when pulling is off or impossible."""
-    if not bottom_up:
-        return None
-    if not graph.directed:
-        return "out"
-    return "in" if graph.in_partitions is not None else None
-
-
-def read_cost_bounds(graph, direction: str = "out"):
-    """(adjacency bytes of the direction: what reading every list costs at most, partitions a row
-    is split into: how many lists one vertex's neighbours are spread over) for the IO cost models."""
-    parts = graph.parts(direction)
-    return (sum(p.adj_bytes for p in parts),
-            max(1, len(parts) // max(1, graph.num_rows)))
-
-
 def peak_rss_mb() -> float:
     """Peak resident set size of this process in MiB: VmHWM from /proc/self/status (reset at exec,
     unlike ru_maxrss, which Linux carries over from the parent of a fork+exec), else ru_maxrss."""

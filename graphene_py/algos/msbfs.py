@@ -58,8 +58,8 @@ from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
 from .. import config
 from ..errors import GrapheneError
 from ..iterator.atomics import atomic_add as _add, atomic_or as _or
+from ..iterator.cost import Model, list_cost, pull_direction
 
-from . import common
 from .common import Result
 
 DEFAULT_SOURCES = 32
@@ -199,13 +199,13 @@ def _cache_layout(deg, budget, cstart):
 
 
 @njit(cache=True)
-def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in, m_td, m_bu, up,
-             logv, logw, pos, cdone, m_c):
+def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in, block, m_td, m_bu,
+             up, logv, logw, pos, cdone, m_c):
     """End of a level: nxt becomes the frontier (frontier is zeroed to serve as the next nxt),
     visited |= nxt, and every non-zero nxt word is appended to the log (logv/logw from `pos`, in
     vertex order); m_td / m_bu: who is active for a top-down / bottom-up next level (m_bu only
     when `up`; vertices whose in-list is complete in the cache go to m_c instead), with their
-    estimated bytes (deg*w + 512 per list piece). Returns (#vertices discovered, top-down bytes,
+    estimated bytes (iterator/cost.py's list_cost). Returns (#vertices discovered, top-down bytes,
     bottom-up bytes, #vertices in m_c)."""
     n = nxt.shape[0]
     cnt = 0
@@ -226,7 +226,7 @@ def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in
         a = f != 0 and d > 0
         m_td[v] = a
         if a:
-            c_td += d * w + 512 * min(d, cols_out)
+            c_td += list_cost(d, w, cols_out, block)
         if up:
             d = deg_in[v]
             b = live & ~np.uint64(vis) != np.uint64(0) and d > 0
@@ -236,7 +236,7 @@ def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in
             m_c[v] = c
             n_c += c
             if b:
-                c_bu += d * w + 512 * min(d, cols_in)
+                c_bu += list_cost(d, w, cols_in, block)
     return cnt, c_td, c_bu, n_c
 
 
@@ -504,7 +504,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                                 f"{int(src[(src < 0) | (src >= n)][0])}")
     steps = []
     passes = 0
-    up_dir = common.pull_direction(graph, bottom_up)
+    up_dir = pull_direction(graph, bottom_up)
     its = {}
     depths = None
     filler = None
@@ -534,8 +534,10 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 its["in"] = IoIterator(graph, "in", in_memory=in_memory, weights=False, **runtime)
                 deg_in = _degrees(its["in"], graph, "in", ddt)
             w = graph.id_width
-            cap_out, cols_out = common.read_cost_bounds(graph, "out")
-            cap_in, cols_in = common.read_cost_bounds(graph, up_dir) if up_dir else (0, 1)
+            mo = Model(graph, "out")
+            cap_out, cols_out, block = mo.cap, mo.cols, mo.block
+            mi = Model(graph, up_dir) if up_dir else None
+            cap_in, cols_in = (mi.cap, mi.cols) if mi else (0, 1)
             up = up_dir is not None
             m_td = np.zeros(n, dtype=np.uint8)
             m_bu = np.zeros(n, dtype=np.uint8)
@@ -563,7 +565,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                     nxt[s] |= wdt(1) << wdt(i)
                 live[0] = (np.uint64(1) << np.uint64(k)) - np.uint64(1) if k < 64 else ~np.uint64(0)
                 cnt, c_td, c_bu, n_c = _advance(nxt, frontier, visited, live[0], deg_out,
-                                                deg_in, w, cols_out, cols_in, m_td, m_bu, up,
+                                                deg_in, w, cols_out, cols_in, block, m_td, m_bu, up,
                                                 log.v, log.w, log.pos, cdone, m_c)
                 log.add(cnt, 0)
                 prev = cnt
@@ -588,7 +590,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                     livew[:] = 0
                     log.make_room()
                     cnt, c_td, c_bu, n_c = _advance(nxt, frontier, visited, live[0], deg_out,
-                                                    deg_in, w, cols_out, cols_in, m_td, m_bu, up,
+                                                    deg_in, w, cols_out, cols_in, block, m_td, m_bu, up,
                                                     log.v, log.w, log.pos, cdone, m_c)
                     log.add(cnt, level)
                     if log.init and log.running is None and 0 < cnt < prev:
