@@ -16,7 +16,7 @@ bit-identical to GAPBS's or the Graph500 reference generator's (different random
 equal in distribution. The permutation costs 8 * 2^scale bytes (32 MB at scale 22). Both generators yield
 chunks `(src, dst)` of int64 arrays, or `(src, dst, weight)` with float32 integer weights 1..255
 (GAPBS's weight range) when `weights=True`; a chunk holds at most `chunk` edges, so scale 24+ needs
-no O(|E|) memory. `generate_to_file` streams them into any format of `partition.writers`.
+no O(|E|) memory. `generate_to_file` streams them into any format of `partition.edgelists`.
 """
 from __future__ import annotations
 
@@ -195,10 +195,10 @@ def generate_to_file(path: str, kind: str = "kron", scale: int | None = None, ed
                      n: int | None = None, m: int | None = None, seed: int = config.SEED,
                      fmt: str | None = None, weighted: bool = False,
                      chunk: int = DEFAULT_CHUNK) -> dict:
-    """Generate a graph straight into `path` (format from the suffix or `fmt`, see writers).
+    """Generate a graph straight into `path` (format from the suffix or `fmt`, see partition/edgelists.py).
 
     Returns a dict: path, fmt, kind, num_vertices, num_edges, bytes (file size), seconds."""
-    from .partition.writers import EdgeWriter
+    from .partition.edgelists import EdgeWriter
 
     t0 = time.perf_counter()
     nv, ne, it = generate(kind, scale=scale, edge_factor=edge_factor, n=n, m=m, seed=seed,

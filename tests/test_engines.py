@@ -1,4 +1,4 @@
-"""One conformance suite for every IO engine (graphene_py/io/engine.py's contract), plus fault tests.
+"""One conformance suite for every IO engine (graphene_py/io/contract.py's contract), plus fault tests.
 
 Parametrized over ENGINE_NAMES (uring, liburing, pread) and the fault-injecting engine (short reads,
 EINTR, EAGAIN injected; the data must still be exact). Every read is compared with os.pread.

@@ -228,7 +228,7 @@ WEIGHTED = {"wel", "wbin32", "wbin64"}
 
 
 def write_input(tmp_path, g, fmt, gz=False, weights=None):
-    from graphene_py.partition.writers import write_edges
+    from graphene_py.partition.edgelists import write_edges
     path = tmp_path / f"in{SUFFIX[fmt]}{'.gz' if gz else ''}"
     w = g.weights if (fmt in WEIGHTED or (fmt == "mtx" and weights)) else None
     write_edges(str(path), g.src, g.dst, w, fmt=fmt, num_vertices=g.n)

@@ -9,7 +9,7 @@ import pytest
 from graphene_py.errors import InputFormatError
 from graphene_py.partition import readers
 from graphene_py.partition.readers import FORMATS, detect_format, open_edges, read_edges
-from graphene_py.partition.writers import EdgeWriter, format_float32, write_edges
+from graphene_py.partition.edgelists import EdgeWriter, format_float32, write_edges
 from tests import graphs
 
 CHUNKS = [1, 7, 64, 1 << 20]

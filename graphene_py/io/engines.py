@@ -92,7 +92,7 @@ def _construct(name, files, disk_of, pool, queue_depth, direct, kwargs):
 
 
 def make_engine(name, files, disk_of, pool, queue_depth=config.QUEUE_DEPTH, direct=True, **kwargs):
-    """Build an IO engine over `files` (see graphene_py/io/engine.py for the contract).
+    """Build an IO engine over `files` (see graphene_py/io/contract.py for the contract).
 
     name: "auto" or one of ENGINE_NAMES. An explicit io_uring engine that cannot work here raises
     EngineUnavailable (an OSError: "NAME: unavailable (REASON)"); "auto" falls back and records why."""

@@ -1,6 +1,6 @@
 """The `pread` engine (io_uring unavailable) and the thread machinery shared with `liburing`.
 
-`ThreadedEngine` implements graphene_py/io/engine.py's contract for engines whose IO workers are
+`ThreadedEngine` implements graphene_py/io/contract.py's contract for engines whose IO workers are
 Python threads: per-disk request lists, a bounded free-slot list (backpressure), per-disk completion
 queues, `get` preferring its disk then stealing, error propagation, O_DIRECT with a buffered fallback,
 statistics. Subclasses provide the per-disk worker loop.
@@ -21,7 +21,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import GrapheneIOError
-from .engine import Engine
+from .contract import Engine
 
 ALIGN = 512
 _EMPTY = np.zeros((0, 2), dtype=np.int64)

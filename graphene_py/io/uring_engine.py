@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ..errors import GrapheneIOError
-from .engine import Engine
+from .contract import Engine
 
 _ALIGN = 512
 _EMPTY = np.zeros((0, 2), dtype=np.int64)
@@ -53,7 +53,7 @@ def uring_available() -> tuple[bool, str]:
 
 
 class UringEngine(Engine):
-    """Engine `uring` (see graphene_py/io/engine.py for the contract).
+    """Engine `uring` (see graphene_py/io/contract.py for the contract).
 
     Extra keyword arguments (for benchmarks; defaults are the measured best): fixed_buffers,
     fixed_files, defer_taskrun (each used only if the kernel accepts it; stats() says which are on),
