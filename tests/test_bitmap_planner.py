@@ -264,29 +264,48 @@ def test_plan_empty():
     assert o.shape == (0,) and l.shape == (0,)
 
 
-def test_plan_files_groups_by_disk():
-    sizes = [100_000, 50_000, 70_000, 3000]
-    disk_of = [1, 0, 1, 0]
+def test_superstep_planner_groups_by_worker_and_widens_pages():
+    """SuperstepPlanner: a queue frontier's lists become each file's merged extents (the same as
+    marking + plan by hand), grouped by IO worker, and with page_blocks=8 every extent covers
+    whole 4 KB pages."""
     rng = np.random.default_rng(5)
-    bitmaps, want = [], {}
-    for f, n in enumerate(sizes):
-        bits = B.new_bitmap(n, 512)
-        s = rng.integers(0, n, 30)
-        B.mark_ranges(bits, s, np.minimum(n, s + rng.integers(1, 3000, 30)), 512)
-        bitmaps.append(bits)
-        want[f] = P.plan(bits, n, 512, 4, 8192)
-    bitmaps[3] = None
-    ep = P.plan_files(bitmaps, sizes, disk_of, 512, 4, 8192)
-    assert ep.disk_ptr.tolist()[0] == 0 and ep.disk_ptr[-1] == len(ep)
-    for d in (0, 1):
-        sl = slice(ep.disk_ptr[d], ep.disk_ptr[d + 1])
-        fids = ep.file_ids[sl]
-        assert all(disk_of[f] == d for f in fids)
-        for f in sorted(set(fids.tolist())):
+    nparts, rows, id_width = 4, 500, 4
+    offs, base, row_lo, nedges, sizes = [], [0], [], [], []
+    for i in range(nparts):
+        deg = rng.integers(0, 40, rows)
+        off = np.zeros(rows + 1, dtype=np.uint64)
+        np.cumsum(deg, out=off[1:])
+        offs.append(off)
+        base.append(base[-1] + rows + 1)
+        row_lo.append(0)
+        nedges.append(int(off[-1]))
+        sizes.append((int(off[-1]) * id_width + 511) // 512 * 512)
+    cat = np.concatenate(offs)
+    worker = np.array([1, 0, 1, 0], dtype=np.int32)
+    ids = np.sort(rng.choice(rows, 60, replace=False)).astype(np.int64)
+    for page_blocks, kind, count in ((1, "queue", 5), (8, "queue", 5), (1, "mask", 60),
+                                     (8, "mask", 60)):
+        pl = P.SuperstepPlanner(cat, np.array(base, np.int64), np.array(row_lo, np.int64),
+                                np.array(nedges, np.int64), list(range(nparts)),
+                                np.array(sizes, np.int64), worker, 2, id_width, 512, 4, 8192, 8192,
+                                page_blocks, 65536, 1)
+        q = ids[:count]
+        act = np.zeros(rows, np.uint8)
+        act[q] = 1
+        fids, o, ln, blocks, useful, mode = pl.plan(kind, rows, active=act, ids=q, count=count)
+        assert mode == ("queue" if kind == "queue" else "scan") and blocks > 0 and useful > 0
+        assert (np.diff(worker[fids]) >= 0).all()            # grouped by worker
+        for f in range(nparts):
+            bits = B.new_bitmap(sizes[f], 512)
+            B.mark_queue(bits, offs[f], 0, q, id_width, 512)
+            if page_blocks > 1:
+                B.widen(bits, page_blocks)
+            want_o, want_l = P.plan(bits, sizes[f], 512, 4, 8192)
             m = fids == f
-            assert ep.offsets[sl][m].tolist() == want[f][0].tolist()
-            assert ep.lengths[sl][m].tolist() == want[f][1].tolist()
-    assert 3 not in ep.file_ids.tolist()
-    assert ep.read_bytes == int(sum(want[f][1].sum() for f in range(3)))
-    assert ep.blocks == sum(B.count_blocks(b) for b in bitmaps[:3])
-    assert ep.plan_seconds >= 0
+            assert o[m].tolist() == want_o.tolist() and ln[m].tolist() == want_l.tolist()
+        if page_blocks > 1:
+            assert (o % 4096 == 0).all()
+            ends = o + ln
+            assert all(e % 4096 == 0 or e == sizes[f] for e, f in zip(ends, fids))
+    fids, o, ln, blocks, useful, mode = pl.plan("all", rows)
+    assert mode == "all" and int(ln.sum()) == sum(sizes)

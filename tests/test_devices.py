@@ -15,7 +15,7 @@ from graphene_py import config
 from graphene_py.io import devices as D
 from graphene_py.io import engines as E
 from graphene_py.iterator import Frontier, IoIterator
-from graphene_py.iterator import core as C
+from graphene_py.iterator import session as S
 from graphene_py.partition import partition_arrays
 from tests import graphs as tg
 from tests.test_iterator import reference, run_counts
@@ -195,7 +195,7 @@ def test_offsets_numpy_path_for_big_endian_hosts(ds3, monkeypatch):
     g, G = ds3
     from graphene_py.graph import Graph
     G = Graph.open(G.dirs[0])   # nothing cached
-    monkeypatch.setattr(C.sys, "byteorder", "big")
+    monkeypatch.setattr(S.sys, "byteorder", "big")
     with IoIterator(G, threads=2) as it:
         for i, p in enumerate(G.partitions):
             assert np.array_equal(it._offs_u[it.part_base[i]:it.part_base[i + 1]],
@@ -232,14 +232,15 @@ def test_parallel_marking_plans_like_serial(ds3, monkeypatch):
     g, G = ds3
     n = g.n
     rng = np.random.default_rng(3)
-    monkeypatch.setattr(C, "PAR_MARK_QUEUE", 8)
+    from graphene_py.io import planner as PL
+    monkeypatch.setattr(PL, "PAR_MARK_QUEUE", 8)
     calls = []
-    orig = C._Helpers.run
+    orig = S.Helpers.run
 
     def spy(self, job):
         calls.append(1)
         return orig(self, job)
-    monkeypatch.setattr(C._Helpers, "run", spy)
+    monkeypatch.setattr(S.Helpers, "run", spy)
     mask = rng.random(n) < 0.2
     ids = np.flatnonzero(rng.random(n) < 0.05).astype(np.int64)
     with IoIterator(G, threads=1) as one, IoIterator(G, threads=3) as three:
