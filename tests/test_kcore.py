@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from numba import njit
 
 from graphene_py.algos import kcore
+from graphene_py.algos.kcore import base as kbase, full as kfull, membership as kmem
 from graphene_py.cli import main
 from graphene_py.errors import GrapheneError
 from graphene_py.partition import partition_arrays
@@ -193,11 +194,11 @@ def chunking(monkeypatch):
     monkeypatch.setattr(itmod, "Frontier", FakeFrontier, raising=False)
 
 
-@pytest.mark.parametrize("keep_share", [kcore.KEEP_SHARE, 1])
+@pytest.mark.parametrize("keep_share", [kbase.KEEP_SHARE, 1])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("gname", [f.__name__ for f in graphs.ALL])
 def test_chunked(gname, kind, keep_share, root, chunking, monkeypatch):
-    monkeypatch.setattr(kcore, "KEEP_SHARE", keep_share)
+    monkeypatch.setattr(kmem, "KEEP_SHARE", keep_share)
     c = case_of(gname, kind)
     g = make_dataset(root, c.tg, kind, (2, 2))
     for k in c.ks():
@@ -234,11 +235,11 @@ def test_kept_lists_cascade_in_memory(grid, root, monkeypatch):
     tg = ladder(200, 2000)
     c = Case(tg, "sym")
     g = make_dataset(root, tg, "sym", grid)
-    monkeypatch.setattr(kcore, "KEEP_SHARE", 1)
+    monkeypatch.setattr(kmem, "KEEP_SHARE", 1)
     r = check(g, c, 3, **SSD)
     assert r.kept_lists == 396 and r.rounds == 1   # all but the four ends (degree 2)
     assert not r.in_k_core.any()
-    monkeypatch.setattr(kcore, "KEEP_SHARE", 1 << 40)   # keep nothing
+    monkeypatch.setattr(kmem, "KEEP_SHARE", 1 << 40)   # keep nothing
     r0 = check(g, c, 3, **SSD)
     assert r0.kept_lists == 0 and r0.rounds >= 100
 
@@ -261,12 +262,12 @@ def test_kept_lists_mixed_with_io(root, monkeypatch):
     for kind in ("sym", "in"):
         c = Case(tg, kind)
         g = make_dataset(root, tg, kind, (2, 2))
-        monkeypatch.setattr(kcore, "KEEP_SHARE", 1)
-        monkeypatch.setattr(kcore, "KEEP_BAND", 1)
+        monkeypatch.setattr(kmem, "KEEP_SHARE", 1)
+        monkeypatch.setattr(kmem, "KEEP_BAND", 1)
         r = check(g, c, 3, **SSD)
         assert r.kept_lists > 10 and r.rounds > 10
         assert r.in_k_core[clique].all() and r.k_core_size == 4
-        monkeypatch.setattr(kcore, "KEEP_SHARE", 1 << 40)
+        monkeypatch.setattr(kmem, "KEEP_SHARE", 1 << 40)
         r0 = check(g, c, 3, **SSD)
         assert r0.kept_lists == 0 and r0.rounds > r.rounds
 
@@ -277,15 +278,15 @@ def test_incomplete_kept_list_is_read_again(root, monkeypatch):
     tg = ladder(50, 500)
     c = Case(tg, "sym")
     g = make_dataset(root, tg, "sym", (1, 1))
-    monkeypatch.setattr(kcore, "KEEP_SHARE", 1)
-    real = kcore._check_kept
+    monkeypatch.setattr(kmem, "KEEP_SHARE", 1)
+    real = kmem._check_kept
 
     def lossy(A, T, status, starts):
         A[2 * T + 2, 7] -= 1          # pretend one chunk of the 8th kept list never came
         real(A, T, status, starts)
         assert status[A[2 * T + 1, 7]] == 0
 
-    monkeypatch.setattr(kcore, "_check_kept", lossy)
+    monkeypatch.setattr(kmem, "_check_kept", lossy)
     r = check(g, c, 3, **SSD)
     assert r.rounds >= 2
 
@@ -410,14 +411,14 @@ def test_lost_chunk_is_an_error(root, monkeypatch):
 
     class Lossy(ChunkingIterator):
         def run(self, is_active, compute, state, frontier):
-            if compute is kcore._read_round:
+            if compute is kfull._read_round:
                 st = state[0]
 
                 @njit
                 def drop_first_loading(v, nbrs, wts, tid, s):
-                    if s[0][v] == kcore._LOADING and nbrs.shape[0] > 1:
+                    if s[0][v] == kfull._LOADING and nbrs.shape[0] > 1:
                         nbrs = nbrs[1:]
-                    kcore._read_round(v, nbrs, wts, tid, s)
+                    kfull._read_round(v, nbrs, wts, tid, s)
 
                 compute = drop_first_loading
                 assert st is not None
@@ -504,7 +505,7 @@ def test_full_decomposition_directed_3x2_stress(root, monkeypatch):
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(a, minlength=n), out=ptr[1:])
     seen = {"store": None, "loaded": 0, "hubs": 0}
-    real_select, real_after = kcore._select_keep, kcore._after_read
+    real_select, real_after = kfull._select_keep, kfull._after_read
 
     def select(deg, state, alive, hist, kslot, store, *rest):
         seen["store"] = store
@@ -517,7 +518,7 @@ def test_full_decomposition_directed_3x2_stress(root, monkeypatch):
             lens = ptr[L + 1] - ptr[L]
             u = nb[_ranges(ptr[L], lens)]
             v = np.repeat(L, lens)
-            live = state[u] < kcore._PENDING
+            live = state[u] < kfull._PENDING
             want = np.sort(v[live] * n + u[live])
             k0 = kslot[0, L].astype(np.int64)
             k1 = kslot[1, L].astype(np.int64)
@@ -527,8 +528,8 @@ def test_full_decomposition_directed_3x2_stress(root, monkeypatch):
             seen["hubs"] += int(np.count_nonzero(k1 >= 1000))
         return bad
 
-    monkeypatch.setattr(kcore, "_select_keep", select)
-    monkeypatch.setattr(kcore, "_after_read", after)
+    monkeypatch.setattr(kfull, "_select_keep", select)
+    monkeypatch.setattr(kfull, "_after_read", after)
     mdir = 2 * len(c.src)
     for budget in (None, 1 << 40, mdir // 7, 300, 0):
         for kw in (dict(engine="uring", buffer_mb=2, max_io=512, threads=4, check=False),
@@ -552,15 +553,15 @@ def test_edited_source_never_caches_a_stale_kernel(root, tmp_path, monkeypatch):
     imported code: a changed file on disk leaves it alone, a change of the imported code (here a
     constant numba freezes into kernels) changes it, and the answer is right either way."""
     from graphene_py.iterator import specialize
-    a = specialize._importable(kcore._always)
-    c = specialize._importable(kcore._read_round)
+    a = specialize._importable(kbase._always)
+    c = specialize._importable(kfull._read_round)
     before = specialize.kernel_name(a, c)
-    edited = tmp_path / "kcore.py"
-    with open(kcore.__file__, "rb") as f:
-        edited.write_bytes(f.read() + b"\n# edited after this process imported kcore\n")
-    monkeypatch.setattr(kcore, "__file__", str(edited))
+    edited = tmp_path / "full.py"
+    with open(kfull.__file__, "rb") as f:
+        edited.write_bytes(f.read() + b"\n# edited after this process imported it\n")
+    monkeypatch.setattr(kfull, "__file__", str(edited))
     assert specialize.kernel_name(a, c) == before
-    monkeypatch.setattr(kcore, "KEEP_PER_VERTEX", kcore.KEEP_PER_VERTEX + 1)
+    monkeypatch.setattr(kbase, "KEEP_PER_VERTEX", kbase.KEEP_PER_VERTEX + 1)
     assert specialize.kernel_name(a, c) != before
     monkeypatch.undo()
     assert specialize.kernel_name(a, c) == before

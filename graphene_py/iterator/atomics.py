@@ -11,6 +11,7 @@ and its parent is the claimer), and appends to a shared queue with one fetch-and
     atomic_or(arr, i, bits)           -> old value   (integer arrays; e.g. claim a bit of a bitmap)
     atomic_fadd(arr, i, delta)        -> old value   (float32/float64 arrays; acquire-release)
     atomic_add_acq_rel(arr, i, delta) -> old value   (integer arrays; acquire-release)
+    atomic_add2(arr, i, j, delta)     -> old value   (arr[i, j] of a 2-D integer array)
 
 `arr` must be a C-contiguous numpy array of a 4- or 8-byte dtype; call these only from @njit code.
 Monotonic ordering is enough for the first four: the superstep barrier (thread join) orders
@@ -74,3 +75,20 @@ atomic_min = _rmw("min")
 atomic_or = _rmw("or")
 atomic_fadd = _rmw("fadd", "acq_rel", types.Float)
 atomic_add_acq_rel = _rmw("add", "acq_rel")
+
+
+@intrinsic
+def atomic_add2(typingctx, ary, i, j, val):
+    """atomic_add on a 2-D integer array element (fetch-and-add, monotonic; returns the old value)."""
+    if not (isinstance(ary, types.Array) and ary.ndim == 2 and isinstance(ary.dtype, types.Integer)):
+        return None
+    sig = ary.dtype(ary, types.intp, types.intp, ary.dtype)
+
+    def codegen(context, builder, signature, args):
+        arr, ii, jj, v = args
+        aty = signature.args[0]
+        a = context.make_array(aty)(context, builder, arr)
+        ptr = cgutils.get_item_pointer(context, builder, aty, a, [ii, jj])
+        return builder.atomic_rmw("add", ptr, v, "monotonic")
+
+    return sig, codegen

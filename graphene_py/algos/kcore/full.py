@@ -1,0 +1,338 @@
+"""Full k-core decomposition with kept lists (Batagelj-Zaversnik levels; the lists of the next
+vertices to go kept in RAM within a budget; see the package docstring)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...errors import GrapheneError
+from ...io.bitmap import ctz64
+from ...iterator.atomics import atomic_add2
+from ..common import open_unweighted as _open
+from .base import _add_degrees, _always, _record, _result
+
+
+def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
+    from ...iterator import Frontier
+    n = graph.num_vertices
+    steps = []
+    rounds = 0
+    kept = 0
+    core = np.zeros(n, dtype=np.int64)
+    its = [_open(graph, d, in_memory, runtime) for d in dirs] if n else []
+    try:
+        T = max([it.threads for it in its] or [1])
+        wide = graph.num_edges >= (1 << 30) or n >= (1 << 31)
+        dt = np.int64 if wide else np.int32          # degrees, decrements, bitmap words
+        sh = 6 if wide else 5                          # log2(bits per bitmap word)
+        idt = np.int64 if n >= (1 << 31) else np.int32   # vertex IDs
+        deg = np.zeros(n, dtype=dt)
+        for d in dirs:
+            for p in graph.parts(d):   # offsets already in RAM (the iterators loaded them)
+                _add_degrees(deg, p.offsets(), p.row_lo)
+        cap = max(0, min(int(budget), int(deg.sum(dtype=np.int64))))
+        state = np.zeros(n, dtype=np.uint8)     # _FREE .. _DONE
+        A = np.zeros((2 * T, n), dtype=dt)      # rows 0..T-1 decrements, T..2T-1 touched bitmaps
+        kdt = np.int64 if cap >= (1 << 31) else np.int32
+        kslot = np.zeros((2, n), dtype=kdt)     # kept vertex: start of its slice, entries stored
+        store = np.empty(cap, dtype=idt)
+        korder = np.empty(n, dtype=idt)         # kept vertices in store order (for compaction)
+        alive = np.arange(n, dtype=idt)
+        queue = np.empty(n, dtype=idt)
+        pending = np.empty(n, dtype=idt)
+        hist = np.zeros(int(deg.max()) + 2 if n else 1, dtype=np.int64)
+        # counters: [0] live kept entries (as of the last selection), [1] store top, [2] kept
+        # vertices in korder, [3] queue head, [4] queue tail, [5] pending, [6] alive, [7] level
+        c = np.zeros(8, dtype=np.int64)
+        c[6] = n
+        gone = dt(-(1 << 62) if wide else -(1 << 30))   # degree of a removed vertex (stays < 0)
+        kstate = (state, A, np.int64(T), np.int64(sh), kslot, store)
+        while True:
+            if c[3] == c[4] and not _next_level_k(deg, alive, queue, c):
+                break
+            _peel_queue(deg, core, state, kslot, store, queue, pending, c, gone)
+            if c[5] == 0:
+                continue
+            loading = _select_keep(deg, state, alive, hist, kslot, store, korder, cap, c)
+            npend = int(c[5])
+            fr = Frontier.from_queue(np.concatenate([pending[:npend], loading]), n)
+            got = []          # stored entries of the loading vertices after each direction
+            for it in its:
+                st = it.run(_always, _read_round, kstate, fr)
+                st["kept"] = len(loading)
+                _record(steps, progress, st, int(c[7]), npend)
+                if len(its) > 1:
+                    got.append(kslot[1, loading].astype(np.int64))
+            rounds += 1
+            kept += len(loading)
+            bad = _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c)
+            if bad >= 0:
+                raise GrapheneError(_disagree(graph, dirs, state, kslot, deg, loading, got, bad))
+    finally:
+        for it in its:
+            it.close()
+    return _result(core, k, rounds, steps, t0, kept_lists=kept, keep_edges=int(budget))
+
+
+def _disagree(graph, dirs, state, kslot, deg, loading, got, bad):
+    """The error of a loaded list whose stored count is not its vertex's degree, with what tells the
+    causes apart: how many entries each direction's superstep stored, and how many alive neighbours
+    the dataset's files hold for it (read again here, outside the IO engines). Files agreeing with
+    the degree mean entries were lost between the files and the store (IO or iterator); files
+    agreeing with the store mean the degree is off (offsets, or a pending neighbour's list that
+    was not read whole)."""
+    wrong = int(np.count_nonzero(kslot[1, loading].astype(np.int64) != deg[loading]))
+    stored, d = int(kslot[1, bad]), int(deg[bad])
+    msg = (f"k-core: vertex {bad}: {stored} neighbours read, its degree says {d} (lists read and "
+           f"degrees disagree in {wrong} of the {len(loading)} lists loaded in this superstep)")
+    try:
+        j = int(np.flatnonzero(loading == bad)[0])
+        prev = 0
+        per = []
+        alive_all = 0
+        for i, direction in enumerate(dirs):
+            ids = _list_in_files(graph, direction, bad)
+            alive = int(np.count_nonzero(state[ids.astype(np.int64)] < _PENDING))
+            alive_all += alive
+            now = int(got[i][j]) if got else stored
+            per.append(f"{direction}: {now - prev} stored, the files hold {len(ids)} "
+                       f"neighbours, {alive} alive")
+            prev = now
+        if alive_all == d:
+            why = "entries were lost between the files and the store"
+        elif alive_all == stored:
+            why = "the store matches the files: its degree is off"
+        else:
+            why = "neither matches the files"
+        return f"{msg}: {'; '.join(per)}: {why}"
+    except Exception as e:  # noqa: BLE001 - the diagnosis must not hide the error itself
+        return f"{msg} (files not re-read: {e})"
+
+
+def _list_in_files(graph, direction, v):
+    """v's neighbours in `direction`, read straight from the partition files (every column)."""
+    out = []
+    for p in graph.parts(direction):
+        if not p.row_lo <= v < p.row_hi or p.num_edges == 0:
+            continue
+        off = p.offsets()
+        i = v - p.row_lo
+        s, e = int(off[i]), int(off[i + 1])
+        dt = np.dtype("<u4") if p.id_width == 4 else np.dtype("<u8")
+        out.append(np.fromfile(p.adj_path, dtype=dt, count=e - s, offset=s * dt.itemsize))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+# vertex states of the full decomposition
+_FREE = 0      # in the graph, list on disk
+_KEPT = 1      # in the graph, its neighbours still in the graph are in the store
+_LOADING = 2   # in the graph, its list is being read into the store (during a superstep)
+_PENDING = 3   # removed (core number set), list not applied yet: read in the next superstep
+_DONE = 4      # removed, list applied
+
+
+@njit(cache=True)
+def _next_level_k(deg, alive, queue, c):
+    """Compact the alive list and find its minimum degree, the next level (every alive vertex has a
+    degree above the finished level; removed vertices have degree `gone` < 0); queue the vertices
+    of that degree. One pass. False when no vertex is left."""
+    m = 0
+    lo = np.iinfo(np.int64).max
+    t = 0
+    for i in range(c[6]):
+        v = alive[i]
+        d = deg[v]
+        if d >= 0:
+            alive[m] = v
+            m += 1
+            if d <= lo:
+                if d < lo:
+                    lo = d
+                    t = 0
+                queue[t] = v
+                t += 1
+    c[6] = m
+    if m == 0:
+        return False
+    if lo > c[7]:
+        c[7] = lo
+    c[3] = 0
+    c[4] = t
+    return True
+
+
+@njit(cache=True)
+def _peel_queue(deg, core, state, kslot, store, queue, pending, c, gone):
+    """Remove the queued vertices at the current level: a kept one at once (its stored neighbours
+    lose a degree; those reaching the level join the queue), one with no neighbours left too; the
+    others become pending (their lists are read in the next superstep). A removed vertex's degree
+    becomes `gone` (far below 0), so stale stored entries need no state check."""
+    k = c[7]
+    while c[3] < c[4]:
+        v = queue[c[3]]
+        c[3] += 1
+        s = state[v]
+        if s >= _PENDING:
+            continue
+        core[v] = k
+        if s == _KEPT:
+            state[v] = _DONE
+            deg[v] = gone
+            a = np.int64(kslot[0, v])
+            for p in range(a, a + np.int64(kslot[1, v])):
+                u = store[p]
+                d = deg[u] - 1
+                deg[u] = d
+                if d == k:
+                    queue[c[4]] = u
+                    c[4] += 1
+        elif deg[v] == 0:
+            state[v] = _DONE
+            deg[v] = gone
+        else:
+            state[v] = _PENDING
+            deg[v] = gone
+            pending[c[5]] = v
+            c[5] += 1
+
+
+@njit(cache=True)
+def _compact_store(state, kslot, store, korder, c):
+    """Squeeze the kept vertices' slices together, dropping removed vertices and neighbours."""
+    top = 0
+    m = 0
+    for i in range(c[2]):
+        v = korder[i]
+        if state[v] != _KEPT:
+            continue
+        a = np.int64(kslot[0, v])
+        b = a + np.int64(kslot[1, v])
+        kslot[0, v] = top
+        for p in range(a, b):
+            u = store[p]
+            if state[u] < _PENDING:
+                store[top] = u
+                top += 1
+        kslot[1, v] = top - np.int64(kslot[0, v])
+        korder[m] = v
+        m += 1
+    c[1] = top
+    c[2] = m
+
+
+@njit(cache=True)
+def _select_keep(deg, state, alive, hist, kslot, store, korder, cap, c):
+    """Vertices whose lists the next superstep also reads and keeps: the alive free ones of lowest
+    degree (the next to be removed), whole degree classes, as many as the budget allows (`cap`
+    stored entries minus the kept vertices' live entries, i.e. their degrees). Reserves their
+    slices of the store (compacting it first when its free tail is too short)."""
+    used = 0
+    for i in range(c[6]):
+        v = alive[i]
+        s = state[v]
+        if s == _FREE:
+            hist[deg[v]] += deg[v]
+        elif s == _KEPT:
+            used += deg[v]
+    c[0] = used
+    room = cap - used
+    th = -1
+    acc = 0
+    for d in range(hist.shape[0]):
+        if acc + hist[d] > room:
+            break
+        acc += hist[d]
+        th = d
+    hist[:] = 0
+    if th < 0 or acc == 0:
+        return np.empty(0, dtype=np.int64)
+    if c[1] + acc > store.shape[0]:
+        _compact_store(state, kslot, store, korder, c)
+    cnt = 0
+    for i in range(c[6]):
+        v = alive[i]
+        if state[v] == _FREE and deg[v] <= th:
+            cnt += 1
+    out = np.empty(cnt, dtype=np.int64)
+    cnt = 0
+    for i in range(c[6]):
+        v = alive[i]
+        if state[v] == _FREE and deg[v] <= th:
+            state[v] = _LOADING
+            kslot[0, v] = c[1]
+            kslot[1, v] = 0
+            c[1] += deg[v]
+            korder[c[2]] = v
+            c[2] += 1
+            out[cnt] = v
+            cnt += 1
+    return out
+
+
+@njit(cache=True)
+def _read_round(v, nbrs, wts, tid, st):
+    """One chunk of a list read in a superstep: a pending vertex decrements its alive neighbours
+    (this thread's row + touched bitmap); a loading vertex appends its alive neighbours to its
+    slice of the store (chunks come in any order, on any thread: one fetch-and-add per chunk)."""
+    state, A, T, sh, kslot, store = st
+    s = state[v]
+    if s == _PENDING:
+        one = A.dtype.type(1)
+        mask = (1 << sh) - 1
+        for i in range(nbrs.shape[0]):
+            u = np.int64(nbrs[i])
+            if state[u] < _PENDING:
+                if A[tid, u] == 0:
+                    A[T + tid, u >> sh] |= one << (u & mask)
+                A[tid, u] += 1
+    elif s == _LOADING:
+        cnt = 0
+        for i in range(nbrs.shape[0]):
+            if state[np.int64(nbrs[i])] < _PENDING:
+                cnt += 1
+        if cnt == 0:
+            return
+        p = np.int64(kslot[0, v]) + np.int64(atomic_add2(kslot, 1, v, kslot.dtype.type(cnt)))
+        for i in range(nbrs.shape[0]):
+            u = nbrs[i]
+            if state[np.int64(u)] < _PENDING:
+                store[p] = u
+                p += 1
+
+
+@njit(cache=True)
+def _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c):
+    """Apply the superstep's decrements (serially: a vertex whose degree falls from above the level
+    to it or below joins the queue once); pending vertices are done, loading ones kept. Returns a
+    loaded vertex whose stored count is not its degree (lists and degrees disagree), else -1."""
+    k = c[7]
+    B = 1 << sh
+    wmask = np.uint64((1 << B) - 1) if B < 64 else ~np.uint64(0)
+    for t in range(T):
+        for w in range((A.shape[1] + B - 1) >> sh):
+            x = np.uint64(A[T + t, w]) & wmask
+            if x == 0:
+                continue
+            A[T + t, w] = 0
+            base = w << sh
+            while x != 0:
+                low = x & (~x + np.uint64(1))
+                u = base + np.int64(ctz64(x))
+                x ^= low
+                d = A[t, u]
+                A[t, u] = 0
+                old = deg[u]
+                deg[u] = old - d
+                if old > k and old - d <= k:
+                    queue[c[4]] = u
+                    c[4] += 1
+    for i in range(c[5]):
+        state[pending[i]] = _DONE
+    c[5] = 0
+    bad = -1
+    for i in range(loading.shape[0]):
+        v = loading[i]
+        state[v] = _KEPT
+        if np.int64(kslot[1, v]) != np.int64(deg[v]):
+            bad = v
+    return bad
