@@ -38,6 +38,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 from .common import Result, pick_source
+from .reference import serial_bfs_depth
 
 MAIN = "parent"
 _BLOCK = 64
@@ -323,26 +324,6 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
 
 # -- verification (independent, serial) --------------------------------------------------------
 @njit(cache=True)
-def _serial_bfs(indptr, indices, src, n):
-    depth = np.full(n, -1, dtype=np.int32)
-    q = np.empty(n, dtype=np.int64)
-    depth[src] = 0
-    q[0] = src
-    head = 0
-    tail = 1
-    while head < tail:
-        v = q[head]
-        head += 1
-        for j in range(indptr[v], indptr[v + 1]):
-            u = indices[j]
-            if depth[u] < 0:
-                depth[u] = depth[v] + 1
-                q[tail] = u
-                tail += 1
-    return depth
-
-
-@njit(cache=True)
 def _check_parents(indptr, indices, parent, depth, src):
     """Index of the first vertex whose parent is not a valid BFS parent, else -1."""
     for v in range(parent.shape[0]):
@@ -378,7 +359,7 @@ def verify(graph, result, **options) -> list:
     if parent.shape != (n,) or depth.shape != (n,):
         return [f"result arrays have shapes {parent.shape}/{depth.shape}, want ({n},)"]
     indptr, indices, _ = graph.to_csr("out")
-    ref = _serial_bfs(indptr, indices, src, n)
+    ref = serial_bfs_depth(indptr, indices, src, n)
     bad = np.flatnonzero(ref != depth)
     if len(bad):
         v = int(bad[0])

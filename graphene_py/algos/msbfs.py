@@ -53,14 +53,15 @@ import time
 import click
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
 
 from .. import config
 from ..errors import GrapheneError
+from ..io.bitmap import ctz64
 from ..iterator.atomics import atomic_add as _add, atomic_or as _or
 from ..iterator.cost import Model, list_cost, pull_direction
 
 from .common import Result
+from .reference import serial_bfs_depth
 
 DEFAULT_SOURCES = 32
 
@@ -267,7 +268,7 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
                     break
                 x = np.uint64(logw[p])
                 while x != np.uint64(0):
-                    b = _ctz(x)
+                    b = ctz64(x)
                     drow[b, v] = lvl
                     cnt[b] += 1
                     sm[b] += lvl
@@ -289,7 +290,7 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
                     break
                 x = np.uint64(logw[p])
                 while x != np.uint64(0):
-                    b = _ctz(x)
+                    b = ctz64(x)
                     tb[b, v - t0] = lvl
                     cnt[b] += 1
                     sm[b] += lvl
@@ -665,7 +666,7 @@ def verify(graph, result, **_ignored) -> list:
     indptr, indices, _ = graph.to_csr("out")
     problems = []
     for i, s in enumerate(np.asarray(result.sources)):
-        ref = _bfs(indptr, indices, int(s), n)
+        ref = serial_bfs_depth(indptr, indices, int(s), n)
         got = np.asarray(result.depths[i])
         bad = np.flatnonzero(ref != got)
         if len(bad):
@@ -673,25 +674,6 @@ def verify(graph, result, **_ignored) -> list:
             problems.append(f"source {int(s)}: {len(bad)} depths wrong (vertex {v}: {int(got[v])}, "
                             f"expected {int(ref[v])})")
     return problems
-
-
-@njit(cache=True)
-def _bfs(indptr, indices, s, n):
-    depth = np.full(n, -1, dtype=np.int32)
-    q = np.empty(n, dtype=np.int64)
-    depth[s] = 0
-    q[0] = s
-    head, tail = 0, 1
-    while head < tail:
-        v = q[head]
-        head += 1
-        for j in range(indptr[v], indptr[v + 1]):
-            u = indices[j]
-            if depth[u] < 0:
-                depth[u] = depth[v] + 1
-                q[tail] = u
-                tail += 1
-    return depth
 
 
 def _sources_option(ctx, param, value):

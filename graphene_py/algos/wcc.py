@@ -29,7 +29,6 @@ import time
 import numpy as np
 from numba import njit
 
-from ..errors import GrapheneError  # noqa: F401
 
 from .common import Result, frontier_class as _frontier, open_unweighted as _open
 
