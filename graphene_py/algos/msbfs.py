@@ -59,6 +59,7 @@ from ..errors import GrapheneError
 from ..io.bitmap import ctz64
 from ..iterator.atomics import atomic_add as _add, atomic_or as _or
 from ..iterator.cost import Model, list_cost, pull_direction
+from ..iterator.memory import Side, populate_async, small_pages
 
 from .common import Result
 from .reference import serial_bfs_depth
@@ -314,90 +315,6 @@ def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
     return np.sort(rng.choice(cand, size=count, replace=False)).astype(np.int64)
 
 
-_MADV_NOHUGEPAGE = 15
-_MADV_POPULATE_WRITE = 23      # Linux >= 5.14
-
-
-def _madvise():
-    """libc's madvise (Linux), or None."""
-    import sys
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        return fn
-    except (OSError, AttributeError):
-        return None
-
-
-def _pages(arr):
-    """(address, length) of the whole pages inside arr's buffer."""
-    lo = (arr.ctypes.data + 4095) & ~4095
-    return lo, max(0, ((arr.ctypes.data + arr.nbytes) & ~4095) - lo)
-
-
-def _small_pages(arr):
-    """Fault arr in as 4 KB pages (numpy asks for transparent huge pages on big arrays): depths is
-    written once, tile by tile, so huge pages buy nothing there, and faulting them in costs much
-    more here (compaction; kron22 1x1: 1.2-1.5 s per run instead of 1.6-2.3 s)."""
-    madvise = _madvise()
-    lo, size = _pages(arr)
-    if madvise is not None and size:
-        madvise(lo, size, _MADV_NOHUGEPAGE)
-
-
-def _populate(arrays):
-    """Fault in the pages of fresh arrays on a helper thread (MADV_POPULATE_WRITE: contents
-    untouched, so it may race with their writers) at idle priority, i.e. while the supersteps wait
-    on IO: first touches of fresh memory are slow here and would otherwise land in the depth
-    writes. Returns the thread (join it), or None."""
-    import os
-    import threading
-    madvise = _madvise()
-    if madvise is None:
-        return None
-    spans = [_pages(a) for a in arrays]
-
-    def work():
-        try:    # idle priority: the compute threads come first
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except (AttributeError, OSError):
-            pass
-        # 4 MiB per call: the call holds the mmap lock, which the iterator's threads need too
-        for lo, size in spans:
-            for a in range(lo, lo + size, 4 << 20):
-                if madvise(a, min(4 << 20, lo + size - a), _MADV_POPULATE_WRITE) != 0:
-                    return
-
-    t = threading.Thread(target=work, name="msbfs-populate", daemon=True)
-    t.start()
-    return t
-
-
-class _Side:
-    """fn(*args) (a nogil kernel) on a helper thread; join() re-raises its error."""
-
-    def __init__(self, fn, *args):
-        import threading
-        self.err = None
-
-        def work():
-            try:
-                fn(*args)
-            except BaseException as e:  # noqa: BLE001 - re-raised by join
-                self.err = e
-
-        self.t = threading.Thread(target=work, name="msbfs-cached", daemon=True)
-        self.t.start()
-
-    def join(self):
-        self.t.join()
-        if self.err is not None:
-            raise self.err
-
-
 def _degrees(it, graph, direction, dtype):
     if hasattr(it, "degrees"):
         return it.degrees(dtype)
@@ -525,7 +442,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             depths = np.lib.format.open_memmap(output, mode="w+", dtype=np.int32, shape=(S, n))
         else:
             depths = np.empty((S, n), dtype=np.int32)
-            _small_pages(depths)
+            small_pages(depths)
         dplain = np.asarray(depths)     # a plain ndarray view (of the memmap) for the kernels
         sums = np.zeros(S, dtype=np.int64)
         reached = np.zeros(S, dtype=np.int64)
@@ -561,7 +478,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 drow = dplain[base:base + k]
                 log = _Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k])
                 if base == 0:
-                    filler = _populate([log.v, log.w] + ([] if output is not None else [dplain]))
+                    filler = populate_async([log.v, log.w] + ([] if output is not None else [dplain]))
                 for i, s in enumerate(chunk):
                     nxt[s] |= wdt(1) << wdt(i)
                 live[0] = (np.uint64(1) << np.uint64(k)) - np.uint64(1) if k < 64 else ~np.uint64(0)
@@ -577,7 +494,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                     pull = up and (bottom_up == "always" or min(c_bu, cap_in) <= min(c_td, cap_out))
                     state = (frontier, visited, nxt, livew, live, cache, cstart, cdone)
                     if pull:
-                        side = _Side(_pull_cached, m_c, state) if n_c else None
+                        side = Side(_pull_cached, m_c, state) if n_c else None
                         try:
                             st = its[up_dir].run(_always, _pull, state, Frontier.from_mask(m_bu))
                         finally:
