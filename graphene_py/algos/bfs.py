@@ -83,6 +83,7 @@ def _visit(v, nbrs, wts, tid, state):
 
 
 from ..iterator.atomics import atomic_add as _add, atomic_or as _or  # noqa: E402
+from ..iterator.edgemap import Update  # noqa: E402
 
 
 @njit(cache=True)
@@ -103,6 +104,12 @@ def _adopt(v, nbrs, wts, tid, state):
                 parent[v] = u
                 _push(nxt, tail, cur, tid, v)
             return
+
+
+#: the two ways a level runs: push (top-down) and pull (bottom-up); a vertex is claimed once, by a
+#: fetch-or on its visited bit: the first writer wins
+VISIT = Update(_always, _visit, combine="first")
+ADOPT = Update(_unvisited, _adopt, combine="first")
 
 
 @njit(cache=True)
@@ -203,8 +210,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     look for a parent in the frontier) whenever its estimated IO is smaller than the top-down
     step's (needs in-edges, or an undirected dataset whose out-lists are the in-lists);
     "always" makes every level bottom-up (for tests), False every level top-down."""
-    from ..iterator import Frontier, IoIterator
-    from ..iterator.cost import Model, pull_direction
+    from ..iterator.edgemap import EdgeMap
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -233,28 +239,21 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     size = 1
     level = 0
     steps = []
-    # Direction optimisation (Beamer et al., SC'12) with the IO cost model of iterator/cost.py
-    up_dir = pull_direction(graph, bottom_up)
-    its = {}
+    force = "pull" if bottom_up == "always" else None
     hyb, device_note = _hybrid(graph, device, offload_policy)
     on = "cpu"                      # where depth/parent/frontier live now
+    em = EdgeMap(graph, pull=bool(bottom_up), in_memory=in_memory, **runtime)
     try:
-        its["out"] = IoIterator(graph, "out", in_memory=in_memory, **runtime)
-        setup = its["out"].open_seconds
-        small = graph.num_edges < (1 << 31)     # degrees fit int32: half the memory
-        ddt = np.int32 if small else np.int64
-        deg_out = its["out"].degrees(ddt)
-        if up_dir is not None:
-            if up_dir == "out":
-                deg_in = deg_out
-            else:
-                its["in"] = IoIterator(graph, "in", in_memory=in_memory, **runtime)
-                setup += its["in"].open_seconds
-                deg_in = its["in"].degrees(ddt)
-            pull_model = Model(graph, up_dir)
-            unvisited_cost = pull_model.all(deg_in) - pull_model.lists(deg_in, qa[:1], capped=False)
+        setup = em.open_seconds
+        deg_out = em.degree("out")
+        up = em.pull_dir is not None
+        if up:
+            # Direction optimisation (Beamer et al., SC'12) on bytes: the pull reads the lists of
+            # the unvisited vertices; their cost is kept here as it only shrinks
+            deg_in = em.degree(em.pull_dir)
             mask = np.zeros(n, dtype=np.uint8)
-        push_model = Model(graph, "out")
+            unvisited_cost = em.pull_cost(np.ones(n, np.bool_)) - em.models[em.pull_dir].lists(
+                deg_in, qa[:1], capped=False)
         while size > 0:
             if hyb is not None:
                 gl, pol = hyb
@@ -279,22 +278,21 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                     size = len(f)
                     qa[:size] = f
                     _visited_from_depth(depth, visited)
-                    if up_dir is not None:
-                        unvisited_cost = pull_model.where(depth < 0, deg_in)
+                    if up:
+                        unvisited_cost = em.pull_cost(depth < 0)
                     on = "cpu"
             tail[0] = 0
             state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
-            top = push_model.lists(deg_out, qa[:size])
-            if up_dir is not None and (bottom_up == "always" or
-                                       min(unvisited_cost, pull_model.cap) < top):
+            frontier = qa[:size]
+
+            def unvisited():
                 _mark_unvisited(depth, deg_in, mask)
-                _set_front(front, qa[:size])
-                st = its[up_dir].run(_unvisited, _adopt, state, Frontier.from_mask(mask))
-                st["direction"] = "bottom-up"
-            else:
-                fr = Frontier("queue", n, ids=qa[:size], count=size)
-                st = its["out"].run(_always, _visit, state, fr)
-                st["direction"] = "top-down"
+                _set_front(front, frontier)
+                return mask
+
+            st = em.edge_map(state, frontier, push=VISIT, pull=ADOPT,
+                             pull_mask=unvisited if up else None,
+                             pull_cost=unvisited_cost if up else None, force=force)
             size = int(_squeeze(qb, tail, cur))
             st["level"] = level
             st["found"] = size
@@ -302,15 +300,14 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             steps.append(st)
             if progress is not None:
                 progress(st)
-            if up_dir is not None:
-                unvisited_cost -= pull_model.lists(deg_in, qb[:size], capped=False)
+            if up:
+                unvisited_cost -= em.models[em.pull_dir].lists(deg_in, qb[:size], capped=False)
             qa, qb = qb, qa
             level += 1
         if on == "gpu":
             hyb[0].store(depth, parent)
     finally:
-        for it in its.values():
-            it.close()
+        em.close()
     n_reached = int(np.count_nonzero(depth >= 0))
     extra = {"device_note": device_note} if device == "auto" else {}
     if hyb is not None:

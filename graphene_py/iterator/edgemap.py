@@ -1,0 +1,134 @@
+"""The engine contract algorithms are written against (Ligra's edgeMap, in spirit).
+
+An algorithm says *what* a superstep does; the engine decides *how*:
+
+    VISIT = Update(_always, _visit, combine="first")      # push: claim unvisited out-neighbours
+    ADOPT = Update(_unvisited, _adopt, combine="first")   # pull: adopt a neighbour in the frontier
+
+    with EdgeMap(graph, pull=True, **runtime) as em:      # opens the edge directions it needs
+        st = em.edge_map(state, frontier_ids, push=VISIT, pull=ADOPT, pull_mask=unvisited)
+
+`Update(is_active, compute, combine)`: the numba pair IoIterator runs on every (chunk of an) active
+vertex's list — is_active(v, state) and compute(v, nbrs, wts, tid, state) — and how concurrent
+updates of one vertex combine: "min", "max", "sum", "or", or "first" (the first writer wins and
+later ones leave it). A vertex's list may arrive in several chunks on several threads, and a
+backend that splits the work further (devices, machines) merges partial results by this rule; it
+is declared so that every backend can, without reading the kernel.
+
+`edge_map` picks the direction by the shared cost model (iterator/cost.py): the push reads the
+out-lists of the frontier; the pull (when the algorithm gives one and the dataset can pull: an
+undirected dataset, or in-edge partitions) reads the lists of the vertices in `pull_mask`; the one
+that reads fewer bytes runs. The caller may pass the pull's cost when it keeps it incrementally
+(BFS does: it only shrinks), or force a direction ("push"/"pull"). Everything else — request
+translation, planning, IO, threads, stealing, integrity checks — is IoIterator's.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cost import Model, pull_direction
+
+COMBINES = ("min", "max", "sum", "or", "first")
+
+
+@dataclass(frozen=True)
+class Update:
+    is_active: object
+    compute: object
+    combine: str
+
+    def __post_init__(self):
+        if self.combine not in COMBINES:
+            raise ValueError(f"combine must be one of {', '.join(COMBINES)} (got {self.combine!r})")
+
+
+class EdgeMap:
+    """The directions of one dataset an algorithm reads, their degrees and cost models.
+
+    pull: open the pull direction too (when the dataset has one); weights: read weights with the
+    lists. Runtime options (engine, threads, in_memory, ...) go to every IoIterator."""
+
+    def __init__(self, graph, *, pull: bool = False, weights: bool = False, in_memory=False,
+                 degree_dtype=None, **runtime):
+        pkg = sys.modules[__package__]   # graphene_py.iterator: its IoIterator (tests swap in a
+        self._pkg = pkg                  # stand-in that cuts lists into many chunks)
+        IoIterator = pkg.IoIterator
+        self.graph = graph
+        self.n = graph.num_vertices
+        self.its = {}
+        self.pull_dir = pull_direction(graph, pull)
+        wide = graph.num_edges >= (1 << 31)
+        self.ddt = degree_dtype or (np.int64 if wide else np.int32)
+        try:
+            self.its["out"] = IoIterator(graph, "out", in_memory=in_memory, weights=weights,
+                                         **runtime)
+            if self.pull_dir == "in":
+                self.its["in"] = IoIterator(graph, "in", in_memory=in_memory, weights=weights,
+                                            **runtime)
+        except BaseException:
+            self.close()
+            raise
+        self.models = {d: Model(graph, d) for d in self.its}
+        self.deg = {d: it.degrees(self.ddt) for d, it in self.its.items()}
+        self.open_seconds = sum(it.open_seconds for it in self.its.values())
+
+    @property
+    def threads(self) -> int:
+        return self.its["out"].threads
+
+    def degree(self, direction: str = "out") -> np.ndarray:
+        return self.deg[direction]
+
+    def push_cost(self, ids) -> int:
+        return self.models["out"].lists(self.deg["out"], ids)
+
+    def pull_cost(self, mask) -> int:
+        d = self.pull_dir
+        return self.models[d].where(mask, self.deg[d])
+
+    def edge_map(self, state, frontier_ids, push: Update, pull: Update = None, pull_mask=None,
+                 pull_cost=None, force=None) -> dict:
+        """One superstep. frontier_ids: int64 vertex IDs (the push frontier); pull_mask: uint8 per
+        vertex, the vertices whose lists a pull reads, or a callable making it (called only when
+        the pull runs: building it costs a pass over the vertices); pull_cost: the pull's bytes
+        when the caller keeps them (else computed from the mask). Returns the superstep's stats,
+        with "direction" ("top-down": push, "bottom-up": pull)."""
+        use_pull = False
+        if pull is not None and self.pull_dir is not None and pull_mask is not None:
+            if force == "pull":
+                use_pull = True
+            elif force != "push":
+                if pull_cost is None:
+                    pull_mask = pull_mask() if callable(pull_mask) else pull_mask
+                    pull_cost = self.pull_cost(pull_mask)
+                use_pull = (min(int(pull_cost), self.models[self.pull_dir].cap) <
+                            self.push_cost(frontier_ids))
+        if use_pull:
+            mask = pull_mask() if callable(pull_mask) else pull_mask
+            st = self.its[self.pull_dir].run(pull.is_active, pull.compute, state,
+                                             self._pkg.Frontier.from_mask(mask))
+            st["direction"] = "bottom-up"
+        else:
+            fr = self._pkg.Frontier.from_queue(frontier_ids, self.n)
+            st = self.its["out"].run(push.is_active, push.compute, state, fr)
+            st["direction"] = "top-down"
+        return st
+
+    def dense(self, state, update: Update, direction: str = "out") -> dict:
+        """One superstep over every list of a direction (PageRank, SpMV, label propagation)."""
+        return self.its[direction].run(update.is_active, update.compute, state,
+                                       self._pkg.Frontier.all(self.n))
+
+    def close(self):
+        for it in self.its.values():
+            it.close()
+        self.its = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
