@@ -75,12 +75,13 @@ def run(graph, *, device="cpu", in_memory=False, x="ones", **runtime) -> SpMVRes
     steps = []
     if n == 0 or graph.num_edges == 0:
         return SpMVResult(y=np.zeros(n), x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
-    from ..iterator import Frontier, IoIterator
+    from ..iterator.edgemap import EdgeMap, Update
     weighted = bool(graph.weighted)
-    with IoIterator(graph, "out", in_memory=in_memory, weights=weighted, **runtime) as it:
-        acc = np.zeros((it.threads, n))
-        kernel = _row_weighted if weighted else _row_unweighted
-        st = it.run(_always, kernel, (xv, acc), Frontier.all(n))
+    # y[v] = sum over v's out-list of w * x[u]: chunks of one list add per-thread partial sums
+    row = Update(_always, _row_weighted if weighted else _row_unweighted, combine="sum")
+    with EdgeMap(graph, weights=weighted, in_memory=in_memory, **runtime) as em:
+        acc = np.zeros((em.threads, n))
+        st = em.dense((xv, acc), row)
     steps.append(st)
     if progress is not None:
         progress(st)

@@ -72,22 +72,27 @@ class EdgeMap:
             self.close()
             raise
         self.models = {d: Model(graph, d) for d in self.its}
-        self.deg = {d: it.degrees(self.ddt) for d, it in self.its.items()}
-        self.open_seconds = sum(it.open_seconds for it in self.its.values())
+        self.deg = {}            # degrees of each direction, computed when first needed
+        self.open_seconds = sum(getattr(it, "open_seconds", 0.0) for it in self.its.values())
 
     @property
     def threads(self) -> int:
         return self.its["out"].threads
 
     def degree(self, direction: str = "out") -> np.ndarray:
+        """Degree of every vertex in `direction` (from the offsets in RAM; cached)."""
+        if direction not in self.deg:
+            it = self.its[direction]
+            self.deg[direction] = (it.degrees(self.ddt) if hasattr(it, "degrees") else
+                                   self.graph.degrees(direction).astype(self.ddt))
         return self.deg[direction]
 
     def push_cost(self, ids) -> int:
-        return self.models["out"].lists(self.deg["out"], ids)
+        return self.models["out"].lists(self.degree("out"), ids)
 
     def pull_cost(self, mask) -> int:
         d = self.pull_dir
-        return self.models[d].where(mask, self.deg[d])
+        return self.models[d].where(mask, self.degree(d))
 
     def edge_map(self, state, frontier_ids, push: Update, pull: Update = None, pull_mask=None,
                  pull_cost=None, force=None) -> dict:
