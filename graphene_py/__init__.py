@@ -18,8 +18,8 @@ __version__ = "0.1.0"
 from .errors import DatasetError, GrapheneError, InputFormatError  # noqa: E402,F401
 from .graph import Graph  # noqa: E402,F401
 
-#: graphene_py.<name>(graph, **options): the built-in algorithms (algos/registry.py's names, with
-#: "-" as "_": graphene_py.pagerank_pull)
+#: graphene_py.<name>(graph, **options): every algorithm of algos/registry.py, "-" spelled "_"
+#: (graphene_py.pagerank_pull); these are the built-in ones
 _API_NAMES = ("bfs", "pagerank", "pagerank_pull", "wcc", "kcore", "msbfs", "apsp", "spmv", "sssp")
 
 
@@ -37,7 +37,8 @@ def _algorithm(api_name):
 
 
 def __getattr__(name):
-    if name in _API_NAMES:
+    from .algos import registry
+    if name in _API_NAMES or name.replace("_", "-") in registry.ENTRIES:
         fn = _algorithm(name)
         globals()[name] = fn
         return fn

@@ -13,6 +13,7 @@ import pytest
 import graphene_py as gp
 from graphene_py.algos import bfs as bfs_mod
 from graphene_py.algos import msbfs as msbfs_mod
+from tests import graphs
 
 from . import naive
 
@@ -83,3 +84,32 @@ def test_readme_custom_algorithm_runs_as_written(tmp_path):
                        env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "out-degrees match" in p.stdout
+
+
+def test_readme_add_an_algorithm_is_one_file_and_one_registry_line(tmp_path, monkeypatch):
+    """The README's "Add an algorithm" module, as written, plus one registry entry: it runs through
+    the Python API and `graphene run ... -v` (its own verifier), from SSD and in memory."""
+    import types
+
+    from click.testing import CliRunner
+
+    from graphene_py.algos import registry
+    from graphene_py.cli import main
+    code = _readme_block("### Add an algorithm")
+    mod = types.ModuleType("graphene_py.algos.degree_sum")
+    mod.__package__ = "graphene_py.algos"
+    exec(compile(code, "degree_sum.py", "exec"), mod.__dict__)
+    monkeypatch.setitem(sys.modules, "graphene_py.algos.degree_sum", mod)
+    monkeypatch.setitem(registry.ENTRIES, "degree-sum",
+                        registry.Entry("degree-sum", "degree_sum", "Sum of the neighbours' IDs."))
+    g = graphs.powerlaw()
+    d = tmp_path / "d0"
+    d.mkdir()
+    G = gp.partition_arrays(g.src, g.dst, disks=[str(d)], name="ex", rows=1, cols=1)
+    s, t = G.edges("out")
+    want = np.bincount(s, weights=t, minlength=G.num_vertices)
+    for in_memory in (False, True):
+        assert np.array_equal(gp.degree_sum(G, in_memory=in_memory).sums, want)
+    r = CliRunner().invoke(main, ["run", "degree-sum", "--graph", "ex", "-v"])
+    assert r.exit_code == 0, r.output
+    assert "Verification: PASS" in r.output
