@@ -15,10 +15,15 @@ setup(
     packages=find_packages(include=["graphene_py", "graphene_py.*"]),
     ext_modules=[uring_ext],
     python_requires=">=3.10",
-    install_requires=["numpy>=1.24", "numba>=0.58", "click>=8.1", "liburing==2024.5.3"],
+    install_requires=["numpy>=1.24", "numba>=0.58", "click>=8.1", "liburing==2024.5.3", "networkx>=3.4"],
     extras_require={
         "gpu": ["cupy-cuda12x"],
         "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "networkx>=3", "pytest-timeout", "psutil"],
     },
-    entry_points={"console_scripts": ["graphene=graphene_py.cli:main"]},
+    entry_points={
+        "console_scripts": ["graphene=graphene_py.cli:main"],
+        # NetworkX dispatches its functions to graphene_py (graphene_py/nx_backend.py)
+        "networkx.backends": ["graphene = graphene_py.nx_backend:backend"],
+        "networkx.backend_info": ["graphene = graphene_py.nx_backend:info"],
+    },
 )

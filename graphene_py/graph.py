@@ -140,7 +140,10 @@ class Partition:
 
 
 class Graph:
-    """An opened dataset. `Graph.open(name_or_path)`; attributes mirror the manifest."""
+    """An opened dataset. `Graph.open(name_or_path)`; attributes mirror the manifest. NetworkX
+    functions called on it dispatch to graphene_py.nx_backend (`__networkx_backend__`)."""
+
+    __networkx_backend__ = "graphene"
 
     def __init__(self, manifest: dict, dirs: list, home: Optional[str] = None, version=None,
                  locks=(), recovered=()):
@@ -218,6 +221,12 @@ class Graph:
         return out
 
     # -- shape ----------------------------------------------------------------------------------
+    def is_directed(self) -> bool:
+        return self.directed
+
+    def is_multigraph(self) -> bool:
+        return False
+
     @property
     def rows(self) -> list:
         return self.manifest["out"]["rows"]

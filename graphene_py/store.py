@@ -74,16 +74,19 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` atomically and durably (temp file, fsync, rename, fsync dir)."""
+def write_atomic(path: str, text: str, durable: bool = True) -> None:
+    """Replace `path` with `text` atomically and (durable) durably: temp file, fsync, rename,
+    fsync of the folder."""
     d = os.path.dirname(path)
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(text)
         f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(d)
+    if durable:
+        fsync_dir(d)
 
 
 def read_json(path: str) -> Optional[dict]:

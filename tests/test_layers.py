@@ -8,7 +8,7 @@ Layers (ARCHITECTURE.md), lowest first; a module may import its own layer and th
     gpu        gpu/ (a device library: never algos/)
     iterator   iterator/
     algos      algos/
-    front      cli*, the package's __init__ (the Python API facade)
+    front      cli*, nx_backend, the package's __init__ (the Python API facade)
 
 Every import counts, also the ones inside functions (they still make one module depend on another).
 """
@@ -32,7 +32,7 @@ def layer(mod: str) -> str:
         return "partition"
     if top in ("io", "gpu", "iterator", "algos"):
         return top
-    if top.startswith("cli"):
+    if top.startswith("cli") or top == "nx_backend":
         return "front"
     return "base"
 

@@ -274,9 +274,10 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
 # ----------------------------------------------------------------------------------------------
 def partition_arrays(src, dst, *, weights=None, num_vertices=None, disks, name, rows=None, cols=None,
                      symmetrize=False, drop_self_loops=True, drop_duplicates=True, in_edges=False,
-                     id_width=None, force=False, register=True) -> Graph:
+                     id_width=None, force=False, register=True, durable=True) -> Graph:
     """In-memory edge arrays -> a complete dataset (graph.py format); returns Graph.open of it.
-    `num_vertices` defaults to max ID + 1 (0 without edges); duplicates keep the smallest weight."""
+    `num_vertices` defaults to max ID + 1 (0 without edges); duplicates keep the smallest weight.
+    durable=False skips the fsyncs (scratch datasets: NetworkX conversions, tests)."""
     t0 = time.time()
     disks = check_disks(disks)
     check_name(name)
@@ -308,7 +309,7 @@ def partition_arrays(src, dst, *, weights=None, num_vertices=None, disks, name, 
         raise GrapheneError(f"id width must be 4 or 8 (got {width})")
     if width == 4 and n > (1 << 32):
         raise GrapheneError(f"id width 4 cannot hold vertex ID {n - 1} (use 8)")
-    with DatasetWriter(disks, name, force=force, register=register) as writer:
+    with DatasetWriter(disks, name, force=force, register=register, durable=durable) as writer:
         indptr, idx, w, loops = sort_to_csr(src, dst, weights, n, symmetrize=symmetrize,
                                             drop_self_loops=drop_self_loops, dedupe=drop_duplicates)
         store = MemoryCSR(indptr, idx, w)

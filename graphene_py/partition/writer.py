@@ -49,8 +49,9 @@ class PartFile:
     """One output file written sequentially, with a running CRC32, zero padding to 512 bytes and
     (pages=True) a CRC32C per PAGE bytes, saved beside it as `<file>.pcrc` at close."""
 
-    def __init__(self, path: str, disk: str, pad: bool = True, pages: bool = False):
-        self.path, self.disk, self.pad = path, disk, pad
+    def __init__(self, path: str, disk: str, pad: bool = True, pages: bool = False,
+                 durable: bool = True):
+        self.path, self.disk, self.pad, self.durable = path, disk, pad, durable
         self.f = open(path, "wb", buffering=0)
         self.crc = 0
         self.size = 0
@@ -95,7 +96,8 @@ class PartFile:
         if self.pad and self.size % ALIGN:
             self.write(np.zeros(ALIGN - self.size % ALIGN, dtype=np.uint8))
         try:
-            os.fsync(self.f.fileno())
+            if self.durable:
+                os.fsync(self.f.fileno())
             self.f.close()
             if self.pages is not None:
                 if self.size % PAGE:
@@ -105,7 +107,8 @@ class PartFile:
                 with open(tpath, "wb") as f:
                     f.write(table.tobytes())
                     f.flush()
-                    os.fsync(f.fileno())
+                    if self.durable:
+                        os.fsync(f.fileno())
                 self.page_table = (os.path.basename(tpath), f"{zlib.crc32(table.tobytes()):08x}")
         except OSError as e:
             raise OSError(e.errno, e.strerror, self.path) from None
@@ -174,7 +177,9 @@ class DatasetWriter:
     Use as a context manager: leaving without commit (error, KeyboardInterrupt) deletes the new
     version folders. register=True points the registry name at it right after the commit point."""
 
-    def __init__(self, disks, name: str, force: bool = False, register: bool = True):
+    def __init__(self, disks, name: str, force: bool = False, register: bool = True,
+                 durable: bool = True):
+        self.durable = durable          # False: scratch datasets (no fsync; a crash may lose them)
         self.disks = check_disks(disks)
         self.name = check_name(name)
         self.force = force
@@ -253,7 +258,8 @@ class DatasetWriter:
         return p
 
     def open(self, disk: int, fname: str, pad: bool = True, pages: bool = False) -> PartFile:
-        pf = PartFile(os.path.join(self.tmp[disk], fname), self.disks[disk], pad, pages)
+        pf = PartFile(os.path.join(self.tmp[disk], fname), self.disks[disk], pad, pages,
+                      self.durable)
         self.open_files.append(pf)
         return pf
 
@@ -263,7 +269,8 @@ class DatasetWriter:
         with open(path, "wb") as f:
             np.save(f, arr)
             f.flush()
-            os.fsync(f.fileno())
+            if self.durable:
+                os.fsync(f.fileno())
         from ..graph import crc32_file
         return crc32_file(path)
 
@@ -282,13 +289,15 @@ class DatasetWriter:
                 with open(os.path.join(t, MANIFEST_NAME), "w") as f:
                     f.write(text)
                     f.flush()
-                    os.fsync(f.fileno())
+                    if self.durable:
+                        os.fsync(f.fileno())
             except OSError as e:
                 if e.errno == errno.ENOSPC:
                     raise disk_full_error(self.disks[i], e) from None
                 raise
-            store.fsync_dir(t)
-            store.fsync_dir(self.containers[i])
+            if self.durable:
+                store.fsync_dir(t)
+                store.fsync_dir(self.containers[i])
         _fault("manifests-written")
         pointer = json.dumps({"version": self.version, "uuid": self.uuid,
                               "manifest_crc": manifest["manifest_crc"]})
@@ -299,7 +308,7 @@ class DatasetWriter:
             replaced = _registered_elsewhere(self.name, self.home) if self.register else None
             _fault("before-pointer")
             try:
-                store.write_atomic(os.path.join(self.home, store.CURRENT), pointer)
+                store.write_atomic(os.path.join(self.home, store.CURRENT), pointer, self.durable)
             except OSError as e:
                 raise GrapheneError(f"cannot commit {self.name} on {self.disks[0]}: {e.strerror}; "
                                     f"nothing was changed") from None
@@ -308,7 +317,7 @@ class DatasetWriter:
             self.after_commit = []
             for i, c in enumerate(self.containers[1:], 1):
                 try:
-                    store.write_atomic(os.path.join(c, store.CURRENT), pointer)
+                    store.write_atomic(os.path.join(c, store.CURRENT), pointer, self.durable)
                 except OSError as e:
                     self.after_commit.append(f"could not update {c}/{store.CURRENT} ({e.strerror}); "
                                              f"the next open repairs it")
