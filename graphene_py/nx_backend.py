@@ -436,8 +436,13 @@ def _components(g: NxGraph):
     labels = np.asarray(registry.dispatch("wcc", g.graph, **_runtime(g)).labels)
     order = np.argsort(labels, kind="stable")
     cuts = np.flatnonzero(np.diff(labels[order])) + 1
+    names = g.labels
+    if names is None:
+        rel = g.graph.relabel_map()
+        names = None if rel is None else np.asarray(rel)
     for part in np.split(order, cuts):
-        yield {g.label(int(v)) for v in part}
+        ids = part.tolist()
+        yield set(ids) if names is None else {names[i] for i in ids}
 
 
 def connected_components(G, *, backend=None, **kw):
