@@ -20,7 +20,8 @@ from .graph import Graph  # noqa: E402,F401
 
 #: graphene_py.<name>(graph, **options): every algorithm of algos/registry.py, "-" spelled "_"
 #: (graphene_py.pagerank_pull); these are the built-in ones
-_API_NAMES = ("bfs", "pagerank", "pagerank_pull", "wcc", "kcore", "msbfs", "apsp", "spmv", "sssp")
+_API_NAMES = ("bfs", "pagerank", "pagerank_pull", "wcc", "kcore", "msbfs", "apsp", "spmv", "sssp",
+              "bc")
 
 
 def _algorithm(api_name):

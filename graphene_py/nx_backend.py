@@ -9,7 +9,7 @@ Registered through the `networkx.backends` and `networkx.backend_info` entry poi
 Functions: pagerank, bfs_layers, bfs_edges, single_source_shortest_path_length,
 shortest_path_length (one source, unweighted), connected_components, number_connected_components,
 weakly_connected_components, number_weakly_connected_components, core_number,
-closeness_centrality, single_source_dijkstra_path_length. Each keeps NetworkX's signature,
+closeness_centrality, single_source_dijkstra_path_length, betweenness_centrality. Each keeps NetworkX's signature,
 defaults, errors and return types; results are keyed by the original node labels (dicts for
 graphs converted from NetworkX; for on-disk datasets, read-only mappings over the numpy result,
 so 4 billion entries are never turned into Python objects). What a function cannot do like
@@ -45,7 +45,7 @@ FUNCTIONS = (
     "pagerank", "bfs_layers", "bfs_edges", "single_source_shortest_path_length",
     "shortest_path_length", "connected_components", "number_connected_components",
     "weakly_connected_components", "number_weakly_connected_components", "core_number",
-    "closeness_centrality", "single_source_dijkstra_path_length",
+    "closeness_centrality", "single_source_dijkstra_path_length", "betweenness_centrality",
 )
 
 
@@ -294,6 +294,10 @@ def can_run(name, args, kwargs):
             if any(d.get(wt, 1) < 0 for _, _, d in G.edges(data=True)):
                 return "negative weights"
         return True
+    if name == "betweenness_centrality":
+        if a.get("weight") is not None:
+            return "weighted betweenness is not supported"
+        return True
     if name == "bfs_edges":
         if a.get("sort_neighbors") is not None or a.get("reverse"):
             return "sort_neighbors and reverse are not supported"
@@ -516,6 +520,24 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight", 
     keep = np.isfinite(dist) if cutoff is None else np.isfinite(dist) & (dist <= cutoff)
     integral = not g.graph.weighted
     return g.keyed(dist, keep, (lambda x: int(x)) if integral else float)
+
+
+def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False, seed=None, *,
+                           backend=None, **kw):
+    from .algos import registry
+    g = _view(G)
+    n = g.graph.num_vertices
+    if k is not None and (k > n or k < 0):
+        raise ValueError("Sample larger than population or is negative")
+    if k == 0:                      # NetworkX divides by the number of sources
+        raise ZeroDivisionError("division by zero")
+    if k is None or k == n:
+        sources = list(range(n))
+    else:       # NetworkX samples seed.sample(list(G), k); our vertex IDs follow that order
+        sources = seed.sample(range(n), k) if hasattr(seed, "sample") else None
+    r = registry.dispatch("bc", g.graph, sources=sources, k=k, seed=seed, normalized=normalized,
+                          endpoints=endpoints, **_runtime(g))
+    return g.keyed(np.asarray(r.bc))
 
 
 # -- what NetworkX reads from the entry points ------------------------------------------------------------

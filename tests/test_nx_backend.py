@@ -30,6 +30,7 @@ NX_SUITES = [
     "networkx.algorithms.components.tests.test_weakly_connected",
     "networkx.algorithms.tests.test_core",
     "networkx.algorithms.centrality.tests.test_closeness_centrality",
+    "networkx.algorithms.centrality.tests.test_betweenness_centrality",
 ]
 
 
@@ -108,7 +109,9 @@ def test_can_run_refuses_with_reasons():
     assert nx_backend.can_run("pagerank", (W,), {"weight": None}) is True
     assert "multigraph" in nx_backend.can_run("core_number", (nx.MultiGraph(H),), {})
     assert "single" in nx_backend.can_run("shortest_path_length", (H,), {})
-    assert "betweenness" in nx_backend.can_run("betweenness_centrality", (H,), {})
+    assert "weighted betweenness" in nx_backend.can_run("betweenness_centrality", (H,),
+                                                        {"weight": "weight"})
+    assert "does not implement" in nx_backend.can_run("eigenvector_centrality", (H,), {})
 
 
 def test_should_run_declines_small_graphs():

@@ -41,30 +41,15 @@ from .common import Result, pick_source
 from .reference import serial_bfs_depth
 
 MAIN = "parent"
-_BLOCK = 64
 
 
 class BFSResult(Result):
     MAIN = "parent"
-_BLOCK = 64
 
 
 @njit(cache=True)
 def _always(v, state):
     return True
-
-
-@njit(cache=True, inline="always")
-def _push(nxt, tail, cur, tid, u):
-    """Append u to the next queue: each thread claims 64-slot blocks with one fetch-and-add on the
-    shared tail, so threads do not fight over one counter's cache line per vertex. Unfilled slots
-    of a thread's last block stay -1 and are squeezed out after the superstep."""
-    if cur[tid, 0] == cur[tid, 1]:
-        b = _add(tail, 0, np.int64(_BLOCK))
-        cur[tid, 0] = b
-        cur[tid, 1] = b + _BLOCK
-    nxt[cur[tid, 0]] = u
-    cur[tid, 0] += 1
 
 
 @njit(cache=True)
@@ -79,10 +64,11 @@ def _visit(v, nbrs, wts, tid, state):
             if _or(visited, w, bit) & bit == 0:   # claimed by this thread alone
                 depth[u] = nd
                 parent[u] = v
-                _push(nxt, tail, cur, tid, u)
+                push(nxt, tail, cur, tid, u)
 
 
-from ..iterator.atomics import atomic_add as _add, atomic_or as _or  # noqa: E402
+from ..iterator.atomics import atomic_or as _or  # noqa: E402
+from ..iterator.queue import BLOCK, push, squeeze  # noqa: E402
 from ..iterator.edgemap import Update  # noqa: E402
 
 
@@ -102,7 +88,7 @@ def _adopt(v, nbrs, wts, tid, state):
             if _or(visited, v >> 6, bit) & bit == 0:   # another chunk of v's list may race us
                 depth[v] = np.int32(level + 1)
                 parent[v] = u
-                _push(nxt, tail, cur, tid, v)
+                push(nxt, tail, cur, tid, v)
             return
 
 
@@ -118,23 +104,6 @@ def _set_front(front, q):
     for k in range(q.shape[0]):
         u = q[k]
         front[u >> 6] |= np.uint64(1) << np.uint64(u & 63)
-
-
-@njit(cache=True)
-def _squeeze(nxt, tail, cur):
-    """Close every thread's last 64-slot block: drop its unfilled slots; returns the queue size."""
-    t = tail[0]
-    for k in range(cur.shape[0]):
-        for j in range(cur[k, 0], cur[k, 1]):
-            nxt[j] = -1
-        cur[k, 0] = 0
-        cur[k, 1] = 0
-    m = 0
-    for j in range(t):
-        if nxt[j] >= 0:
-            nxt[m] = nxt[j]
-            m += 1
-    return m
 
 
 @njit(cache=True)
@@ -226,8 +195,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     depth = np.full(n, -1, dtype=np.int32)
     parent = np.full(n, -1, dtype=np.int64)
     threads = runtime.get("threads") or config.default_threads()
-    qa = np.empty(n + threads * _BLOCK, dtype=np.int64)
-    qb = np.empty(n + threads * _BLOCK, dtype=np.int64)
+    qa = np.empty(n + threads * BLOCK, dtype=np.int64)
+    qb = np.empty(n + threads * BLOCK, dtype=np.int64)
     tail = np.zeros(1, dtype=np.int64)
     cur = np.zeros((threads, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
     front = np.zeros((n + 63) // 64, dtype=np.uint64)
@@ -293,7 +262,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             st = em.edge_map(state, frontier, push=VISIT, pull=ADOPT,
                              pull_mask=unvisited if up else None,
                              pull_cost=unvisited_cost if up else None, force=force)
-            size = int(_squeeze(qb, tail, cur))
+            size = int(squeeze(qb, tail, cur))
             st["level"] = level
             st["found"] = size
             st["device"] = "cpu"

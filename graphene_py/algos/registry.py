@@ -47,6 +47,7 @@ ENTRIES = {e.name: e for e in (
     Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp)."),
     Entry("spmv", "spmv", "Sparse matrix-vector product y = A x."),
     Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets)."),
+    Entry("bc", "bc", "Betweenness centrality (Brandes), from sampled sources or all of them."),
 )}
 
 
