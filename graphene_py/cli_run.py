@@ -64,6 +64,9 @@ _RUNTIME = [
                       "either way)."),
     click.Option(["--device"], type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
                  help="Where supersteps run (gpu/auto need graphene_py.gpu and CuPy)."),
+    click.Option(["--gpu-mem"], default=None, metavar="SIZE",
+                 help="GPU memory budget (e.g. 2G; default 90% of free): edge arrays that do not "
+                      "fit stay in pinned host memory, read zero-copy."),
     click.Option(["--quiet", "-q"], is_flag=True, help="No per-superstep lines on stderr."),
 ]
 _RUNTIME_NAMES = {o.name for o in _RUNTIME}
@@ -144,6 +147,7 @@ def _run(name, mod, kw):
     if kw.pop("no_direct"):
         runtime["direct"] = False
     runtime["check"] = kw.pop("check")
+    runtime["gpu_mem"] = kw.pop("gpu_mem")
     runtime = {k: v for k, v in runtime.items() if v is not None}
     algo_opts = {k: v for k, v in kw.items() if k not in _RUNTIME_NAMES}
     if algo_opts.get("sources") is not None and algo_opts.get("num_sources") is not None:

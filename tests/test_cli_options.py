@@ -357,7 +357,11 @@ def test_gpu_pagerank_result_has_converged(ten, monkeypatch):
         stats.update(iterations=max_iter, error=0.5)
         return np.full(10, 0.1)
 
-    monkeypatch.setattr(resident, "device_graph", lambda graph, gpu_mem=None: object())
+    class FakeDeviceGraph:
+        def tier(self):
+            return "gpu"
+
+    monkeypatch.setattr(resident, "device_graph", lambda graph, gpu_mem=None: FakeDeviceGraph())
     monkeypatch.setattr(A, "pagerank", fake_pagerank)
     res = pagerank.run_gpu(ten, tolerance=1e-4, max_iter=7)
     assert res.converged is False and res.tolerance == 1e-4

@@ -620,3 +620,40 @@ def test_hybrid_bfs_equals_cpu_whatever_ran_where(tmp_path, gname, layout, sched
             assert r.device_moves >= 2
     if sched == "gpu_first":
         assert devs[0] == "gpu"
+
+
+# -- tiers: edge arrays in pinned host memory, read zero-copy --------------------------------------
+@pytest.mark.parametrize("kind", ["in", "sym"])
+def test_tiers_zero_copy_equal_results(kind):
+    """Budgets that keep every edge array resident, some of them, or none (offsets and state
+    only): the placement follows the budget and every algorithm gives the same answer."""
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX
+    tg = G.powerlaw()
+    indptr, indices, w = to_csr(tg.n, tg.src, tg.dst, tg.weights, symmetrize=(kind == "sym"))
+    n, m = tg.n, len(indices)
+    t_ptr = t_idx = None
+    if kind == "in":
+        order = np.lexsort((np.repeat(np.arange(n), np.diff(indptr)), indices))
+        t_idx = np.repeat(np.arange(n), np.diff(indptr))[order]
+        t_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(indices, minlength=n), out=t_ptr[1:])
+    vb = (n + 1) * 8 * (2 if kind == "in" else 1) + STATE_BYTES_PER_VERTEX * n
+    budgets = {"gpu": None, "mixed": vb + m * 4 + 16, "host": vb + 16}
+    results = {}
+    for tier, budget in budgets.items():
+        dg = DeviceGraph.from_csr(indptr, indices, w, in_indptr=t_ptr, in_indices=t_idx,
+                                  symmetric=(kind == "sym"), gpu_mem=budget)
+        assert dg.tier() == tier, (tier, dg.placement)
+        assert (dg.host_bytes() > 0) == (tier != "gpu")
+        s = int(np.flatnonzero(np.diff(indptr))[0])
+        parent, depth = gpu.bfs(dg, s)
+        check_bfs(indptr, indices, s, parent, depth)
+        results[tier] = dict(depth=depth, wcc=gpu.wcc(dg), core=gpu.kcore(dg),
+                             pr=gpu.pagerank(dg, tol=1e-10, max_iter=200),
+                             ms=gpu.msbfs(dg, np.array([s, 1, 2])), sssp=gpu.sssp(dg, s))
+    for tier in ("mixed", "host"):
+        for k in ("depth", "wcc", "core", "ms", "sssp"):
+            np.testing.assert_array_equal(results[tier][k], results["gpu"][k], err_msg=(tier, k))
+        np.testing.assert_allclose(results[tier]["pr"], results["gpu"]["pr"], rtol=1e-9, atol=1e-12)

@@ -122,7 +122,7 @@ def _edges_of(deg, q):
     return s
 
 
-def _hybrid(graph, device, policy=None):
+def _hybrid(graph, device, policy=None, gpu_mem=None):
     """((BfsLevels, policy) or None, note): the hybrid's parts for device="auto" when the GPU can
     hold the dataset; otherwise None and why not. `policy`: anything with OffloadPolicy's
     decide(frontier_size, frontier_edges) -> "cpu"|"gpu" and summary() (tests force schedules)."""
@@ -137,7 +137,7 @@ def _hybrid(graph, device, policy=None):
     from ..gpu.device_graph import GpuMemoryError
     from ..gpu.resident import device_graph
     try:
-        dg = device_graph(graph)
+        dg = device_graph(graph, gpu_mem)
     except GpuMemoryError as e:   # does not fit: the whole run stays on the SSD path
         return None, f"dataset does not fit in GPU memory ({e})"
     if policy is None:
@@ -170,11 +170,11 @@ def run_gpu(graph, *, src=None, gpu_mem=None, progress=None, **_ignored) -> BFSR
     parent, depth = A.bfs(dg, src, stats=st)
     return BFSResult(parent=parent, depth=depth, n_reached=int(np.count_nonzero(depth >= 0)),
                      src=src, levels=int(depth.max()) + 1, supersteps=gpu_steps(st, progress),
-                     seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
+                     seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
 def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,
-        **runtime) -> BFSResult:
+        gpu_mem=None, **runtime) -> BFSResult:
     """BFS from `src` (default: pick_source). bottom_up: take a bottom-up step (unvisited vertices
     look for a parent in the frontier) whenever its estimated IO is smaller than the top-down
     step's (needs in-edges, or an undirected dataset whose out-lists are the in-lists);
@@ -209,7 +209,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     level = 0
     steps = []
     force = "pull" if bottom_up == "always" else None
-    hyb, device_note = _hybrid(graph, device, offload_policy)
+    hyb, device_note = _hybrid(graph, device, offload_policy, gpu_mem)
     on = "cpu"                      # where depth/parent/frontier live now
     em = EdgeMap(graph, pull=bool(bottom_up), in_memory=in_memory, **runtime)
     try:

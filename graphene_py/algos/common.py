@@ -336,6 +336,15 @@ def check_options(name: str, graph, options: dict, cli: bool = False) -> None:
             raise GrapheneError(f"{_flag('max_io', cli)} {o['max_io']} is not a multiple of the "
                                 f"{bs}-byte block")
     _real_in(o, "buffer_mb", 0, None, cli, lo_open=True)
+    if o.get("gpu_mem") is not None:
+        from ..gpu.device_graph import parse_bytes
+        try:
+            ok = parse_bytes(o["gpu_mem"]) > 0
+        except GrapheneError:
+            ok = False
+        if not ok:
+            raise GrapheneError(f"{_flag('gpu_mem', cli)} {o['gpu_mem']!r} is not a memory size "
+                                f"(e.g. 2G, 512M)")
     phys = _physical_mb()
     if o.get("buffer_mb") is not None:
         if phys and float(o["buffer_mb"]) > phys:

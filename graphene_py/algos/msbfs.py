@@ -574,7 +574,7 @@ def run_gpu(graph, *, sources=None, num_sources=DEFAULT_SOURCES, closeness=False
         np.save(output, depths)
     return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo,
                        passes=(len(src) + 63) // 64, supersteps=gpu_steps(st, progress),
-                       seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
+                       seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
 def verify(graph, result, **_ignored) -> list:

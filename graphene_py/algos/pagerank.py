@@ -221,7 +221,7 @@ def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
     return PageRankResult(scores=scores, iterations=st["iterations"], error=st["error"],
                           variant="pull", converged=bool(st["error"] < tolerance or st["error"] == 0),
                           tolerance=float(tolerance), supersteps=gpu_steps(st, progress),
-                          seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
+                          seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
 def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.PR_ALPHA,

@@ -110,4 +110,7 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     mod = module(name)
     if where == "gpu":
         return mod.run_gpu(graph, progress=progress, **opts)
-    return mod.run(graph, device="auto" if where == "hybrid" else "cpu", progress=progress, **opts)
+    gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
+    if where == "hybrid":
+        return mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
+    return mod.run(graph, device="cpu", progress=progress, **opts)

@@ -128,7 +128,7 @@ def run_gpu(graph, *, src=None, delta=DEFAULT_DELTA, gpu_mem=None, progress=None
     return SSSPResult(dist=dist, src=src, delta=float(st["delta"]),
                       n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=st["buckets"],
                       supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
-                      load_seconds=t_load, device="gpu")
+                      load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
 def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,

@@ -113,7 +113,7 @@ def run_gpu(graph, *, gpu_mem=None, progress=None, **_ignored) -> WCCResult:
     labels = A.wcc(dg, stats=st)
     return WCCResult(labels=labels, n_components=st["n_components"], bfs_reached=0,
                      supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
-                     load_seconds=t_load, device="gpu")
+                     load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
 def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:

@@ -1,8 +1,14 @@
-"""DeviceGraph: a graph's CSR (out-edges, and in-edges when needed) resident in GPU memory.
+"""DeviceGraph: a graph's CSR (out-edges, and in-edges when needed) for the GPU kernels.
 
 Vertex IDs are int32 on the device (|V| < 2^31), offsets int64, weights float32. Loading checks the
 bytes against a budget (`gpu_mem`, e.g. the CLI's `--gpu-mem`, default: 90% of the device's free
-memory) and raises `GpuMemoryError` naming both numbers when the graph does not fit.
+memory). Tiers: the O(|V|) offsets and working state must fit the budget (else `GpuMemoryError`
+naming both numbers); the O(|E|) arrays (out-lists, in-lists, weights, in that order) are resident
+in GPU memory while they fit what is left, and the rest stay in pinned host memory that the kernels
+read directly over the bus (zero-copy: unified addressing makes a pinned host pointer a device
+pointer; EMOGI's approach, FAST'20 / VLDB'20). The same kernels run on either; `placement` says
+where each array is. Extra edge-sized layouts (renumbered pull CSR, hub tiles) are built only when
+every array is resident.
 
 In-edges: given explicitly (`in_indptr/in_indices`, or a dataset's in-partitions), taken to equal the
 out-edges for undirected (symmetric) graphs, or built on the device on first use (`in_csr()`) by a
@@ -54,6 +60,7 @@ class DeviceGraph:
     """CSR arrays on the GPU. Build with `from_csr` or `from_graph`."""
 
     def __init__(self, n, ptr, idx, w, in_ptr, in_idx, symmetric, budget):
+        self.placement = {"out": "gpu"}       # where each edge array lives: "gpu" or "host"
         self.num_vertices = int(n)
         self.num_edges = int(idx.size)
         self.ptr, self.idx, self.weights = ptr, idx, w
@@ -76,44 +83,56 @@ class DeviceGraph:
             raise GrapheneError(f"{n} vertices: the GPU path supports fewer than 2^31 vertices")
         m = int(indices.shape[0])
         has_in = in_indptr is not None
-        need = csr_bytes(n, m, weights is not None) + STATE_BYTES_PER_VERTEX * n
-        if has_in:
-            need += csr_bytes(n, int(in_indices.shape[0]))
         budget = _budget(gpu_mem)
-        if need > budget:
+        vertex_bytes = (n + 1) * 8 * (2 if has_in else 1) + STATE_BYTES_PER_VERTEX * n
+        if vertex_bytes > budget:
             raise GpuMemoryError(
-                f"graph needs {_gib(need)} of GPU memory (|V|={n}, |E|={m}: CSR"
-                f"{' + in-edges' if has_in else ''}{' + weights' if weights is not None else ''}"
-                f" + {STATE_BYTES_PER_VERTEX} B/vertex of state); the budget is {_gib(budget)} "
-                f"(--gpu-mem, or 90% of free device memory)")
+                f"graph needs {_gib(vertex_bytes)} of GPU memory for its offsets and per-vertex "
+                f"state alone (|V|={n}: {STATE_BYTES_PER_VERTEX} B/vertex of state); the budget is "
+                f"{_gib(budget)} (--gpu-mem, or 90% of free device memory)")
+        left = budget - vertex_bytes
+        placement = {}
+
+        def place(name, nbytes):
+            nonlocal left
+            if nbytes <= left:
+                left -= nbytes
+                placement[name] = "gpu"
+            else:
+                placement[name] = "host"
+            return placement[name]
+
         ptr_d = _upload(indptr, cp.int64)
-        idx_d = _upload(indices, cp.int32, check_ids=n)
+        idx_d = _upload(indices, cp.int32, check_ids=n, where=place("out", m * 4))
         _check_csr(ptr_d, idx_d, n, "out")
-        w_d = None
-        if weights is not None:
-            w_d = _upload(weights, cp.float32)
-            if w_d.size != m:
-                raise GrapheneError(f"weights has {w_d.size} entries, indices {m}")
         in_ptr_d = in_idx_d = None
         if has_in:
             in_ptr_d = _upload(in_indptr, cp.int64)
-            in_idx_d = _upload(in_indices, cp.int32, check_ids=n)
+            in_idx_d = _upload(in_indices, cp.int32, check_ids=n,
+                               where=place("in", int(in_indices.shape[0]) * 4))
             _check_csr(in_ptr_d, in_idx_d, n, "in")
             if in_idx_d.size != m:
                 raise GrapheneError(f"in-edges ({in_idx_d.size}) and out-edges ({m}) differ in count")
-        return cls(n, ptr_d, idx_d, w_d, in_ptr_d, in_idx_d, symmetric, budget)
+        w_d = None
+        if weights is not None:
+            w_d = _upload(weights, cp.float32, where=place("weights", m * 4))
+            if w_d.size != m:
+                raise GrapheneError(f"weights has {w_d.size} entries, indices {m}")
+        g = cls(n, ptr_d, idx_d, w_d, in_ptr_d, in_idx_d, symmetric, budget)
+        g.placement = placement
+        return g
 
     @classmethod
     def from_graph(cls, graph, gpu_mem=None) -> "DeviceGraph":
         """Load an opened graphene_py.graph.Graph (all partitions) into GPU memory."""
-        n, m = graph.num_vertices, graph.num_edges
-        need = csr_bytes(n, m, graph.weighted) + STATE_BYTES_PER_VERTEX * n
-        if graph.in_partitions is not None:
-            need += csr_bytes(n, m)
+        n = graph.num_vertices
+        need = (n + 1) * 8 * (2 if graph.in_partitions is not None else 1) + \
+            STATE_BYTES_PER_VERTEX * n
         budget = _budget(gpu_mem)
         if need > budget:  # check before reading the whole dataset from disk
-            raise GpuMemoryError(f"{graph.name}: needs {_gib(need)} of GPU memory, the budget is "
-                                 f"{_gib(budget)} (--gpu-mem)")
+            raise GpuMemoryError(f"{graph.name}: its offsets and per-vertex state need "
+                                 f"{_gib(need)} of GPU memory, the budget is {_gib(budget)} "
+                                 f"(--gpu-mem)")
         indptr, indices, weights = graph.to_csr("out")
         in_ptr = in_idx = None
         if graph.in_partitions is not None:
@@ -122,6 +141,16 @@ class DeviceGraph:
                             symmetric=not graph.directed, gpu_mem=budget)
 
     # -- access ---------------------------------------------------------------------------------
+    @property
+    def tiered(self) -> bool:
+        """Whether some edge array stays in pinned host memory (read zero-copy)."""
+        return "host" in self.placement.values()
+
+    def tier(self) -> str:
+        """'gpu' (all resident), 'host' (every edge array zero-copy) or 'mixed'."""
+        v = set(self.placement.values())
+        return "gpu" if v == {"gpu"} else "host" if v == {"host"} else "mixed"
+
     @property
     def has_in_edges(self) -> bool:
         return self.symmetric or self._in_ptr is not None
@@ -183,7 +212,7 @@ class DeviceGraph:
             cp = _module.cupy()
             n, m = self.num_vertices, self.num_edges
             free = cp.cuda.runtime.memGetInfo()[0]
-            if m * 28 + n * 32 > 0.9 * free:
+            if self.tiered or m * 28 + n * 32 > 0.9 * free:
                 self._bins["gather"] = None
             else:
                 iptr, iidx = self.in_csr()
@@ -253,7 +282,7 @@ class DeviceGraph:
         del deg, hubs64
         eh = int(hptr[-1])
         free = cp.cuda.runtime.memGetInfo()[0]
-        if eh * 48 > 0.9 * free:
+        if self.tiered or eh * 48 > 0.9 * free:
             self._bins[k] = None
             return None
         G, S = 1 << gbits, 1 << sbits
@@ -323,16 +352,27 @@ class DeviceGraph:
         for k in [k for k in self._bins if isinstance(k, tuple) and k and k[0] == "tiles"]:
             del self._bins[k]
 
+    def _arrays(self):
+        yield "ptr", self.ptr
+        yield "out", self.idx
+        yield "weights", self.weights
+        yield "in_ptr", self._in_ptr
+        yield "in", self._in_idx
+
     def bytes(self) -> int:
-        total = 0
-        for a in (self.ptr, self.idx, self.weights, self._in_ptr, self._in_idx):
-            if a is not None:
-                total += a.nbytes
-        return total
+        """Bytes of the graph in GPU memory (pinned host arrays not counted)."""
+        return sum(a.nbytes for k, a in self._arrays()
+                   if a is not None and self.placement.get(k, "gpu") == "gpu")
+
+    def host_bytes(self) -> int:
+        """Bytes of the graph read zero-copy from pinned host memory."""
+        return sum(a.nbytes for k, a in self._arrays()
+                   if a is not None and self.placement.get(k) == "host")
 
     def __repr__(self):
         return (f"DeviceGraph(|V|={self.num_vertices}, |E|={self.num_edges}, "
-                f"{'symmetric, ' if self.symmetric else ''}{_gib(self.bytes())} on GPU)")
+                f"{'symmetric, ' if self.symmetric else ''}{_gib(self.bytes())} on GPU, "
+                f"{_gib(self.host_bytes())} in pinned host memory)")
 
 
 def _budget(gpu_mem) -> int:
@@ -348,7 +388,7 @@ def _as_host_or_dev(a):
     return a if hasattr(a, "__cuda_array_interface__") else np.asarray(a)
 
 
-def _upload(a, dtype, check_ids=None):
+def _upload(a, dtype, check_ids=None, where="gpu"):
     cp = _module.cupy()
     if hasattr(a, "__cuda_array_interface__"):
         src = cp.asarray(a)
@@ -358,10 +398,26 @@ def _upload(a, dtype, check_ids=None):
         lo, hi = int(src.min()), int(src.max())
         if lo < 0 or hi >= check_ids:
             raise GrapheneError(f"neighbour ID out of range [0, {check_ids}): min {lo}, max {hi}")
+    if where == "host":
+        return _mapped(cp.asnumpy(src) if not isinstance(src, np.ndarray) else src, dtype)
     if isinstance(src, np.ndarray):
         src = np.ascontiguousarray(src, dtype=np.dtype(dtype))
         return cp.asarray(src)
     return cp.ascontiguousarray(src.astype(dtype, copy=False))
+
+
+def _mapped(a, dtype):
+    """A cupy array over pinned host memory holding `a`: the kernels read it over the bus
+    (zero-copy). The pinned buffer lives as long as the array."""
+    cp = _module.cupy()
+    a = np.ascontiguousarray(a, dtype=np.dtype(dtype))
+    nbytes = max(a.nbytes, np.dtype(dtype).itemsize)
+    pinned = cp.cuda.alloc_pinned_memory(nbytes)
+    host = np.frombuffer(pinned, dtype=np.dtype(dtype), count=a.size)
+    host[...] = a.ravel()
+    mem = cp.cuda.UnownedMemory(pinned.ptr, nbytes, owner=pinned,
+                                device_id=cp.cuda.Device().id)
+    return cp.ndarray(a.shape, dtype=np.dtype(dtype), memptr=cp.cuda.MemoryPointer(mem, 0))
 
 
 def _check_csr(ptr, idx, n, what):

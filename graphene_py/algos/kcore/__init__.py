@@ -77,7 +77,7 @@ def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreR
                        k=None if k is None else int(k),
                        in_k_core=None if k is None else core >= int(k),
                        rounds=st.get("rounds", 0), supersteps=gpu_steps(st, progress),
-                       seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu")
+                       seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
 def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, keep_edges=None,
