@@ -1,0 +1,113 @@
+"""GPU tiers: BFS (GTEPS) and PageRank (ms/iteration) with the edge arrays resident in GPU memory
+vs read zero-copy from pinned host memory (`--gpu-mem` below the CSR), on one Kronecker graph.
+
+    PYTHONPATH=. python3 tools/bench_gpu_tiers.py --scale 24 --out tiers.json     # on the GPU machine
+
+The graph: Graph500 Kronecker (graphene_py.generate), symmetrized, deduplicated, self-loops
+dropped, built as a CSR in host memory. Budgets: None (everything resident: the upper bound),
+the CSR's own size (resident), and only the offsets + per-vertex state (every edge array in pinned
+host memory: EMOGI's all-zero-copy baseline, the same kernels). Each measurement is the median of
+--reps runs after one warm-up; BFS from --sources random vertices of non-zero degree; PageRank
+pull, 10 iterations, tolerance 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def kron_csr(scale, ef, seed=1):
+    from graphene_py.generate import kronecker
+    n = 1 << scale
+    parts = list(kronecker(scale, ef, seed=seed))
+    s = np.concatenate([p[0] for p in parts])
+    d = np.concatenate([p[1] for p in parts])
+    keep = s != d
+    s, d = s[keep], d[keep]
+    key = np.concatenate([s * n + d, d * n + s])
+    del s, d
+    key = np.unique(key)
+    src = key // n
+    idx = (key % n).astype(np.int32)
+    del key
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    return ptr, idx
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", type=int, default=23)
+    ap.add_argument("--ef", type=int, default=16)
+    ap.add_argument("--sources", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out", default="tiers.json")
+    a = ap.parse_args(argv)
+    import cupy as cp
+
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX
+    t = time.perf_counter()
+    ptr, idx = kron_csr(a.scale, a.ef)
+    n, m = len(ptr) - 1, len(idx)
+    print(f"kron{a.scale} ef{a.ef}: n={n:,} m={m:,} built in {time.perf_counter() - t:.1f} s",
+          flush=True)
+    vb = (n + 1) * 8 + STATE_BYTES_PER_VERTEX * n
+    csr = (n + 1) * 8 + m * 4
+    rng = np.random.default_rng(3)
+    deg = np.diff(ptr)
+    srcs = rng.choice(np.flatnonzero(deg > 0), a.sources, replace=False)
+    rows = []
+    for label, budget in (("resident (no budget)", None), ("resident (budget = CSR + state)", csr + STATE_BYTES_PER_VERTEX * n + 64),
+                          ("zero-copy (budget = offsets + state)", vb + 64)):
+        cp.get_default_memory_pool().free_all_blocks()
+        t = time.perf_counter()
+        dg = DeviceGraph.from_csr(ptr, idx, symmetric=True, gpu_mem=budget)
+        load = time.perf_counter() - t
+        row = {"config": label, "tier": dg.tier(), "gpu_bytes": dg.bytes(),
+               "host_bytes": dg.host_bytes(), "load_s": load}
+        bfs_t, teps = [], []
+        for s in srcs:
+            gpu.bfs(dg, int(s))                       # warm-up (and the module's compile)
+            ts = []
+            for _ in range(a.reps):
+                cp.cuda.runtime.deviceSynchronize()
+                t = time.perf_counter()
+                _, depth = gpu.bfs(dg, int(s))
+                cp.cuda.runtime.deviceSynchronize()
+                ts.append(time.perf_counter() - t)
+            reached = depth >= 0
+            edges = int(deg[reached].sum()) // 2
+            tt = statistics.median(ts)
+            bfs_t.append(tt)
+            teps.append(edges / tt / 1e9)
+        row["bfs_s_median"] = statistics.median(bfs_t)
+        row["bfs_gteps_median"] = statistics.median(teps)
+        gpu.pagerank(dg, tol=0.0, max_iter=2)
+        ts = []
+        for _ in range(a.reps):
+            cp.cuda.runtime.deviceSynchronize()
+            t = time.perf_counter()
+            gpu.pagerank(dg, tol=0.0, max_iter=10)
+            cp.cuda.runtime.deviceSynchronize()
+            ts.append(time.perf_counter() - t)
+        row["pr_ms_per_iter"] = statistics.median(ts) / 10 * 1e3
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del dg
+    with open(a.out, "w") as f:
+        json.dump({"scale": a.scale, "ef": a.ef, "n": n, "m": m, "gpu": cp.cuda.runtime
+                   .getDeviceProperties(0)["name"].decode(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
