@@ -656,4 +656,5 @@ def test_tiers_zero_copy_equal_results(kind):
     for tier in ("mixed", "host"):
         for k in ("depth", "wcc", "core", "ms", "sssp"):
             np.testing.assert_array_equal(results[tier][k], results["gpu"][k], err_msg=(tier, k))
-        np.testing.assert_allclose(results[tier]["pr"], results["gpu"]["pr"], rtol=1e-9, atol=1e-12)
+        # all resident runs the renumbered/tiled kernels: another summation order
+        np.testing.assert_allclose(results[tier]["pr"], results["gpu"]["pr"], rtol=1e-5, atol=1e-10)
