@@ -34,7 +34,8 @@ def kron_csr(scale, ef, seed=1):
     s, d = s[keep], d[keep]
     key = np.concatenate([s * n + d, d * n + s])
     del s, d
-    key = np.unique(key)
+    from graphene_py.partition.partitioner import sorted_unique
+    key = sorted_unique(key)
     src = key // n
     idx = (key % n).astype(np.int32)
     del key

@@ -228,6 +228,18 @@ def _transpose_store(store, budget):
     return MemoryCSR(ptr, tidx, tw)
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """np.unique of an integer array by sort + adjacent compare: numpy 2.4's np.unique takes ~1 us
+    per element on int64 (3 s for 3 M), a sort ~0.1 us (kron20's 33 M keys: 54 s -> 3 s)."""
+    a = np.sort(a, kind="stable" if a.dtype.kind == "f" else None)
+    if len(a) < 2:
+        return a
+    keep = np.empty(len(a), dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def auto_id_width(num_vertices: int) -> int:
     return 4 if num_vertices <= (1 << 32) else 8
 
@@ -497,11 +509,11 @@ def _collect_ids(input, fmt, weighted, chunk_bytes, limit, progress):
                 uniq = np.flatnonzero(present).astype(np.int64)
                 present = None
         if uniq is not None:
-            u = np.unique(np.concatenate([ch.src, ch.dst]))
+            u = sorted_unique(np.concatenate([ch.src, ch.dst]))
             pending.append(u)
             npend += len(u)
             if npend > 2 * len(uniq) + (1 << 20):   # merge in batches: O(U log U) a few times
-                uniq = np.unique(np.concatenate([uniq] + pending))
+                uniq = sorted_unique(np.concatenate([uniq] + pending))
                 pending, npend = [], 0
         if progress:
             progress("relabel scan", reader.bytes_read, reader.total_bytes)
@@ -511,7 +523,7 @@ def _collect_ids(input, fmt, weighted, chunk_bytes, limit, progress):
         table = np.cumsum(present, dtype=np.int64) - 1
         return uniq, table
     if pending:
-        uniq = np.unique(np.concatenate([uniq] + pending))
+        uniq = sorted_unique(np.concatenate([uniq] + pending))
     return uniq, None
 
 
