@@ -154,7 +154,10 @@ def info_cmd(graph, as_json, verify):
         s = g.summary()
         s["recovered"] = g.recovered
         if verify:
-            problems = g.verify(deep=True)
+            from .progress import Progress
+            bar = Progress(units={"verify": "bytes"})
+            problems = g.verify(deep=True, progress=bar if not as_json else None)
+            bar.done()
             s["verify"] = {"ok": not problems, "problems": problems}
     if as_json:
         click.echo(json.dumps(s if g is not None else {"verify": {"ok": False, "problems": problems}},

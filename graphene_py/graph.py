@@ -327,8 +327,9 @@ class Graph:
                 raise DatasetError(f"{self.name}: {path} has {size} bytes, manifest says {want} "
                                    f"(truncated or replaced?)")
 
-    def verify(self, deep: bool = True) -> list:
-        """Check files (and CRC32 checksums when deep). Returns a list of problems (empty if fine)."""
+    def verify(self, deep: bool = True, progress=None) -> list:
+        """Check files (and CRC32 checksums when deep). Returns a list of problems (empty if fine).
+        progress(phase, bytes done, total bytes) follows the deep check."""
         problems = []
         try:
             self.check_files()
@@ -337,7 +338,15 @@ class Graph:
             return problems
         if deep:
             from .integrity import verify_pages
-            for p, kind, path in self.all_files():
+            files = list(self.all_files())
+            # a data file with page checksums is read twice: CRC32, then its pages
+            total = sum(os.path.getsize(path) * (2 if kind in p.pages else 1)
+                        for p, kind, path in files)
+            done = 0
+            for p, kind, path in files:
+                if progress is not None:
+                    progress("verify", done, total)
+                done += os.path.getsize(path) * (2 if kind in p.pages else 1)
                 want = (p.pages[kind[:-5]]["crc"] if kind.endswith(".pcrc")
                         else p.checksums.get(kind))
                 if want is not None:
@@ -346,6 +355,8 @@ class Graph:
                         problems.append(f"{path}: checksum {got} != manifest {want}")
                 if kind in p.pages:
                     problems += verify_pages(p, kind)
+            if progress is not None:
+                progress("verify", total, total)
             rel = self.manifest.get("relabel")
             want = self.manifest.get("relabel_crc")
             if rel and want:

@@ -434,48 +434,11 @@ def default_memory_limit() -> int:
 BYTES_PER_VERTEX = 64
 
 
-class StderrProgress:
-    """Progress on stderr: bytes of input read, rate, ETA; then the merge/write phases."""
-
-    def __init__(self, stream=None, interval=0.5):
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.interval = interval if self.tty else 5.0
-        self.t0 = time.time()
-        self.last = 0.0
-        self.phase = None
-
-    def __call__(self, phase, done, total=None):
-        now = time.time()
-        if phase == self.phase and now - self.last < self.interval:
-            return
-        newline = phase != self.phase and self.phase is not None and self.tty
-        self.phase, self.last = phase, now
-        el = max(now - self.t0, 1e-9)
-        if phase in ("read", "relabel scan"):
-            rate = done / el
-            msg = f"{phase} {_mb(done)}"
-            if total:
-                eta = (total - done) / rate if rate > 0 else 0
-                msg += f" / {_mb(total)} ({100 * done / total:.0f}%)"
-                msg += f", {rate / 1e6:.1f} MB/s, ETA {eta:.0f} s"
-            else:
-                msg += f", {rate / 1e6:.1f} MB/s"
-        elif phase == "spill":
-            msg = f"spilled sorted run {done}"
-        else:
-            msg = f"{phase}: {done:,} edges" + (f" / {total:,}" if total else "")
-        msg += f"  [{el:.1f} s]"
-        if self.tty:
-            self.stream.write(("\n" if newline else "") + "\r" + msg + "\x1b[K")
-        else:
-            self.stream.write(msg + "\n")
-        self.stream.flush()
-
-    def done(self):
-        if self.tty and self.phase is not None:
-            self.stream.write("\n")
-            self.stream.flush()
+def StderrProgress():
+    """The partitioner's progress on stderr (graphene_py/progress.py: click's bars, per phase)."""
+    from ..progress import Progress
+    return Progress(units={"read": "bytes", "relabel scan": "bytes", "write out": "edges",
+                           "write in": "edges", "merge": "edges"})
 
 
 def _mb(b):
