@@ -11,6 +11,7 @@ common.check_options against the dataset) before any work.
 """
 from __future__ import annotations
 
+import gc
 import json
 import time
 
@@ -185,15 +186,26 @@ def _run(name, mod, kw):
     _say(f"setup {setup['seconds']:.3f} s (numba {setup['numba_seconds']:.3f} s, dataset, offsets "
          f"and IO engine {setup['open_seconds']:.3f} s): before the first trial, as the C++ "
          f"Graphene's setup is", quiet_lines)
+    from .iterator import memory as _mem
     verification = None
+    proc_peak = 0
+    mem_block = None
     for t in range(trials):
         counter["i"] = 0
         counter["trial"] = t
         opts = dict(algo_opts)
         if pick_src:
             opts["src"] = common.pick_source(graph, trial=t)
-        res = registry.dispatch(name, graph, device=device, in_memory=in_memory,
-                                progress=progress, **opts, **runtime)
+        proc_peak = max(proc_peak, _mem.peak_bytes())
+        gc.collect()
+        _mem.reset_peak()
+        rss0 = _mem.rss_bytes()
+        with _mem.ledger() as led:
+            res = registry.dispatch(name, graph, device=device, in_memory=in_memory,
+                                    progress=progress, **opts, **runtime)
+        peak = _mem.peak_bytes()
+        proc_peak = max(proc_peak, peak)
+        mem_block = common.memory_block(led, graph.num_vertices, rss0, peak, res)
         results.append(res)
         for w in res.warnings():
             click.echo(f"warning: {w}" + (f" (trial {t + 1})" if trials > 1 else ""), err=True)
@@ -212,7 +224,7 @@ def _run(name, mod, kw):
                 msg = "; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else "")
                 if as_json:
                     click.echo(json.dumps(_summary(name, graph, trial_rows, res, "FAIL", runtime,
-                                                   in_memory, setup)))
+                                                   in_memory, setup, mem_block, proc_peak)))
                 raise VerificationError(f"trial {t + 1}: {msg}")
             verification = "PASS"
             if not as_json:
@@ -225,7 +237,7 @@ def _run(name, mod, kw):
         _say(f"saved {type(res).__name__} ({what}) to {path}", quiet_lines)
     if as_json:
         click.echo(json.dumps(_summary(name, graph, trial_rows, res, verification, runtime,
-                                       in_memory, setup)))
+                                       in_memory, setup, mem_block, proc_peak)))
     else:
         for line in res.summary_lines():
             click.echo(line)
@@ -234,7 +246,11 @@ def _run(name, mod, kw):
         tot = res.totals()
         click.echo(f"read {tot['bytes_read'] / 1e6:.1f} MB in {tot['supersteps']} supersteps, "
                    f"IO utility {tot['io_utility']:.3f}, engine {_engine_notice(in_memory)}")
-        click.echo(f"peak memory: {common.peak_rss_mb():.1f} MiB RSS")
+        m = mem_block
+        click.echo(f"peak memory: {max(proc_peak, _mem.peak_bytes()) / 2**20:.1f} MiB RSS; "
+                   f"state {m['state_bytes_per_vertex']:.1f} B/vertex "
+                   f"({m['state_bytes'] / 2**20:.1f} MiB) + IO buffers "
+                   f"{m['io_buffer_bytes'] / 2**20:.1f} MiB")
 
 
 def _prepare(graph, device, in_memory, runtime):
@@ -270,7 +286,8 @@ def _engine_notice(in_memory):
         return "?"
 
 
-def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, setup=None):
+def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, setup=None,
+             mem_block=None, proc_peak=0):
     secs = [r["seconds"] for r in trial_rows]
     return {
         "algorithm": name, "graph": graph.name, "num_vertices": graph.num_vertices,
@@ -279,7 +296,9 @@ def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, set
         "runtime": {k: v for k, v in runtime.items()},
         "setup": {k: round(v, 4) for k, v in (setup or {}).items()},
         "trials": trial_rows, "average_seconds": sum(secs) / len(secs), "min_seconds": min(secs),
-        "verification": verification, "peak_rss_mb": round(common.peak_rss_mb(), 1),
+        "verification": verification,
+        "peak_rss_mb": round(max(proc_peak / 2**20, common.peak_rss_mb()), 1),
+        "memory": mem_block,
         "result": res.to_json(),
     }
 

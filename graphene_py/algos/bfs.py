@@ -70,6 +70,7 @@ def _visit(v, nbrs, wts, tid, state):
 from ..iterator.atomics import atomic_or as _or  # noqa: E402
 from ..iterator.queue import BLOCK, push, squeeze  # noqa: E402
 from ..iterator.edgemap import Update  # noqa: E402
+from ..iterator.memory import track  # noqa: E402
 
 
 @njit(cache=True)
@@ -201,6 +202,10 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     cur = np.zeros((threads, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
     front = np.zeros((n + 63) // 64, dtype=np.uint64)
     visited = np.zeros((n + 63) // 64, dtype=np.uint64)
+    track("depth", depth)
+    track("parent", parent)
+    track("queues", qa, qb)
+    track("level bitmaps", front, visited)
     visited[src >> 6] |= np.uint64(1) << np.uint64(src & 63)
     depth[src] = 0
     parent[src] = src
@@ -220,7 +225,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             # Direction optimisation (Beamer et al., SC'12) on bytes: the pull reads the lists of
             # the unvisited vertices; their cost is kept here as it only shrinks
             deg_in = em.degree(em.pull_dir)
-            mask = np.zeros(n, dtype=np.uint8)
+            mask = track("pull mask", np.zeros(n, dtype=np.uint8))
             unvisited_cost = em.pull_cost(np.ones(n, np.bool_)) - em.models[em.pull_dir].lists(
                 deg_in, qa[:1], capped=False)
         while size > 0:

@@ -437,6 +437,32 @@ def peak_rss_mb() -> float:
     return r / 1024.0 if sys.platform != "darwin" else r / (1 << 20)
 
 
+def memory_block(led, n, rss_before, peak, result=None) -> dict:
+    """`graphene run --json`'s `memory` block for one trial: the bytes of every array the ledger
+    saw (iterator.memory.track; result arrays it did not see are added under their own names),
+    per vertex, and what the process held: RSS before the trial, its peak during it (VmHWM reset at
+    the trial's start) and the growth between. State = everything but IO buffers and partitions
+    loaded into RAM; the ledger counts allocated bytes, RSS only touched pages, so the growth stays
+    at or under the state allocated during the trial plus the JIT's and allocator's slack."""
+    arrays = dict(led.arrays)
+    if result is not None:
+        for k, a in result.arrays().items():
+            if k not in arrays and not isinstance(a, np.memmap) and not led.holds(a):
+                arrays[k] = int(a.nbytes)
+    per = (lambda b: round(b / n, 2) if n else 0.0)
+    state = sum(b for k, b in arrays.items() if not k.startswith(led.NOT_STATE))
+    mib = (lambda b: round(b / 2**20, 1))
+    return {
+        "arrays": {k: {"bytes": b, "bytes_per_vertex": per(b)}
+                   for k, b in sorted(arrays.items(), key=lambda kv: -kv[1])},
+        "state_bytes": state, "state_bytes_per_vertex": per(state),
+        "io_buffer_bytes": sum(b for k, b in arrays.items() if k.startswith("io buffers")),
+        "rss_before_trial_mib": mib(rss_before), "trial_peak_rss_mib": mib(peak),
+        "trial_growth_mib": mib(max(0, peak - rss_before)),
+        "trial_growth_bytes_per_vertex": per(max(0, peak - rss_before)),
+    }
+
+
 def _mb(x):
     return f"{x / 1e6:.1f} MB" if x >= 1e5 else f"{x / 1e3:.1f} kB"
 

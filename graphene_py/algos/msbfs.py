@@ -59,7 +59,7 @@ from ..errors import GrapheneError
 from ..io.bitmap import ctz64
 from ..iterator.atomics import atomic_add as _add, atomic_or as _or
 from ..iterator.cost import Model, list_cost, pull_direction
-from ..iterator.memory import Side, populate_async, small_pages
+from ..iterator.memory import Side, populate_async, small_pages, track
 
 from .common import Result
 from .reference import serial_bfs_depth
@@ -337,6 +337,7 @@ class _Log:
         cap = max(2 * n, 1024)
         self.v = np.empty(cap, dtype=np.int32 if n < (1 << 31) else np.int64)
         self.w = np.empty(cap, dtype=wdt)
+        track("depth log", self.v, self.w)
         self.n = n
         self.threads = max(1, int(threads))
         self.drow, self.reached, self.sums = drow, reached, sums
@@ -468,6 +469,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             entries = _cache_layout(deg_in, n, cstart)[1] if up else 0
             cache = np.zeros(max(1, entries), dtype=cdt)
             cdone = np.zeros(n, dtype=np.uint8)
+            track("direction masks", m_td, m_bu, m_c, cdone)
+            track("short-list cache", cstart, cache)
             for base in range(0, S, 64):
                 chunk = src[base:base + 64]
                 k = len(chunk)
@@ -475,6 +478,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 frontier = np.zeros(n, dtype=wdt)
                 visited = np.zeros(n, dtype=wdt)
                 nxt = np.zeros(n, dtype=wdt)
+                track("source bitsets", frontier, visited, nxt)
                 drow = dplain[base:base + k]
                 log = _Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k])
                 if base == 0:

@@ -163,6 +163,7 @@ def _sweep(v, nbrs, wts, tid, state):
 
 
 from ..iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd  # noqa: E402
+from ..iterator.memory import track  # noqa: E402
 
 
 @njit(cache=True)
@@ -241,8 +242,8 @@ def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.P
         return PageRankResult(scores=np.zeros(0), iterations=0, error=0.0, variant=variant,
                               converged=True, tolerance=float(tolerance),
                               supersteps=steps, seconds=time.perf_counter() - t0)
-    outdeg = graph.degrees("out").astype(np.float64)
-    dangling = outdeg == 0
+    outdeg = track("out-degrees (float64)", graph.degrees("out").astype(np.float64))
+    dangling = track("dangling flags", outdeg == 0)
     if variant == "delta":
         scores, iters, err = _delta(graph, n, outdeg, dangling, alpha, tolerance, max_iter,
                                     threshold, in_memory, runtime, steps, progress)
@@ -267,7 +268,7 @@ def _note(steps, progress, st, it, err, active):
 def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
            progress):
     Frontier = _frontier()
-    safe_deg = np.where(dangling, 1.0, outdeg)
+    safe_deg = track("safe degrees", np.where(dangling, 1.0, outdeg))
     # datasets that can pull: undirected (in-lists == out-lists: no second copy to load), or
     # in-edge partitions
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
@@ -287,13 +288,14 @@ def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memor
             if done:
                 return p / p.sum(), iters, err     # numpy's pairwise sum: exact to rounding
         # phase 2: r = one power iteration of p minus p (every list streamed once) ...
-        acc = np.zeros((T, n))
+        acc = track("per-thread sums", np.zeros((T, n)))
         if pull_dir is not None:
             contrib = np.where(dangling, 0.0, p / safe_deg)
             st = its[pull_dir].run(_always, _pull, (contrib, acc), Frontier.all(n))
         else:
             st = its["out"].run(_always, _push, (p, safe_deg, acc), Frontier.all(n))
         r = (1.0 - alpha) / n + alpha * (acc.sum(axis=0) + p[dangling].sum() / n) - p
+        track("scores, residuals", p, r)
         err = _delta_error(p, r)
         iters += 1
         _note(steps, progress, st, iters, err, n)
@@ -343,8 +345,8 @@ def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_ite
                   steps, progress):
     """Phase 1 of delta PageRank. Returns (x summing to 1, sweeps, error, converged)."""
     Frontier = _frontier()
-    F = np.zeros((5, n))
-    I = np.zeros((2, n), dtype=np.int64)
+    F = track("sweep state (5 float64)", np.zeros((5, n)))
+    I = track("sweep state (2 int64)", np.zeros((2, n), dtype=np.int64))
     I[INDEG] = graph.degrees(direction)      # total over the column partitions
     no_in = (I[INDEG] == 0).view(np.uint8)
     dang = dangling.view(np.uint8)
@@ -417,10 +419,11 @@ def _classic(graph, n, outdeg, dangling, alpha, tol, max_iter, in_memory, runtim
     p = np.full(n, 1.0 / n)
     inv_deg = np.where(dangling, 0.0, 1.0 / safe_deg)
     contrib = p * inv_deg
+    track("scores, contributions, 1/degree", p, contrib, inv_deg, safe_deg)
     err = np.inf
     iters = 0
     with _open(graph, direction, in_memory, runtime) as it:
-        acc = np.zeros((it.threads, n))
+        acc = track("per-thread sums", np.zeros((it.threads, n)))
         while iters < max_iter:
             if kernel is _pull:
                 st = it.run(_always, _pull, (contrib, acc), Frontier.all(n))

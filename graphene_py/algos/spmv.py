@@ -80,7 +80,9 @@ def run(graph, *, device="cpu", in_memory=False, x="ones", **runtime) -> SpMVRes
     # y[v] = sum over v's out-list of w * x[u]: chunks of one list add per-thread partial sums
     row = Update(_always, _row_weighted if weighted else _row_unweighted, combine="sum")
     with EdgeMap(graph, weights=weighted, in_memory=in_memory, **runtime) as em:
-        acc = np.zeros((em.threads, n))
+        from ..iterator.memory import track
+        acc = track("per-thread sums", np.zeros((em.threads, n)))
+        track("x", xv)
         st = em.dense((xv, acc), row)
     steps.append(st)
     if progress is not None:

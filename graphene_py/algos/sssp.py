@@ -165,6 +165,10 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
         cand = np.full((T, n), np.inf)
         touched = np.empty((T, n), dtype=np.int64)
         ntouched = np.zeros(T, dtype=np.int64)
+        from ..iterator.memory import track
+        track("distances", dist)
+        track("buckets (queue, flags)", pending, in_pending, inq)
+        track("per-thread candidates", cand, touched)
         while npend:
             frontier, npend, b = _take_bucket(dist, pending, npend, in_pending, inq, float(delta))
             buckets.add(b)

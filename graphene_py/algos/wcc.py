@@ -92,6 +92,7 @@ def _lp_both(v, nbrs, wts, tid, state):
 
 
 from ..iterator.atomics import atomic_min as _amin  # noqa: E402
+from ..iterator.memory import track  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,6 +135,8 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     deg = graph.degrees("out")
     if has_in:
         deg = deg + graph.degrees("in")
+    track("labels", label)
+    track("degrees", deg)
     root = int(np.argmax(deg))
     dirs = ["out", "in"] if has_in else ["out"]
     its = [_open(graph, d, in_memory, runtime) for d in dirs]
@@ -146,6 +149,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         level = 0
         while True:
             nxt = np.zeros(n, dtype=np.uint8)
+            track("BFS flags", visited, cur, nxt)
             fr = Frontier.from_mask(cur)
             for it in its:
                 st = it.run(_in_frontier, _bfs_visit, (cur, visited, nxt), fr)
@@ -158,13 +162,14 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         label[reached] = int(np.flatnonzero(reached)[0])
         n_reached = int(reached.sum())
         # 2. label propagation for the rest
-        has_edges = deg > 0
+        has_edges = track("has-edges flags", deg > 0)
         step = 0
         if symmetric or has_in:
             active = (~reached & has_edges).view(np.uint8)
             while active.any():
                 fr = Frontier.from_mask(active)
                 changed = np.zeros(n, dtype=np.uint8)
+                track("propagation flags", active, changed, reached)
                 for it in its:
                     st = it.run(_in_frontier, _lp_push, (active, label, changed), fr)
                     _note(steps, progress, st, "lp", step)

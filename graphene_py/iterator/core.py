@@ -27,6 +27,7 @@ from ..io import bitmap as _bm
 from ..io import planner as _pl
 from . import kernels as K
 from .frontier import Frontier
+from .memory import track
 from .pyapi import Block, TableApi  # noqa: F401  (Block: part of the package's API)
 from .session import BATCH, DENSE_EXTENT, Helpers, IoSession, _load_offsets, _round_up
 from .session import drop_memory_cache  # noqa: F401  (part of the package's API)
@@ -81,6 +82,7 @@ class IoIterator(IoSession, TableApi):
         self._offs_u = np.empty(int(self.part_base[-1]), dtype=np.uint64)
         _load_offsets(parts, self._offs_u, self.part_base)
         self.offs = self._offs_u.view(np.int64)
+        track(f"offsets ({direction})", self._offs_u)
         self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
         self.part_nedges = np.array([p.num_edges for p in parts], dtype=np.int64)
         self.part_col_lo = np.array([p.col_lo for p in parts], dtype=np.int64)
@@ -112,7 +114,7 @@ class IoIterator(IoSession, TableApi):
         self.page_blocks = (_ig.PAGE // self.block_size
                             if self.check and has_pages and self.block_size < _ig.PAGE else 1)
         self._assign_workers(io_workers or config.IO_WORKERS)
-        self.mask = np.zeros(self.n, dtype=np.uint8)
+        self.mask = track(f"iterator mask ({direction})", np.zeros(self.n, dtype=np.uint8))
         self.planner = None
         self.engine = None
         self.pool = None
@@ -133,6 +135,7 @@ class IoIterator(IoSession, TableApi):
                 self.file_bytes, self.file_worker, self.nworkers, self.id_width, self.block_size,
                 self.max_gap, self.max_io, self.scan_max_io, self.page_blocks, self.slot_bytes,
                 self.threads)
+            track(f"block bitmaps ({direction})", *self.planner.bitmaps)
         except BaseException:
             self.close()
             raise
@@ -168,6 +171,7 @@ class IoIterator(IoSession, TableApi):
         try:
             fids, offs, lens, blocks, useful, mode = self._plan(frontier)
             t_plan = time.perf_counter() - t0
+            track(f"superstep plan ({self.direction})", fids, offs, lens)
             if self.weights and len(offs):
                 woff, wlen = self._weight_extents(fids, offs, lens)
             else:

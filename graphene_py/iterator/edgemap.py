@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cost import Model, pull_direction
+from .memory import track
 
 COMBINES = ("min", "max", "sum", "or", "first")
 
@@ -85,6 +86,7 @@ class EdgeMap:
             it = self.its[direction]
             self.deg[direction] = (it.degrees(self.ddt) if hasattr(it, "degrees") else
                                    self.graph.degrees(direction).astype(self.ddt))
+            track(f"degrees ({direction})", self.deg[direction])
         return self.deg[direction]
 
     def push_cost(self, ids) -> int:

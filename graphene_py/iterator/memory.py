@@ -5,6 +5,14 @@ only cost, and run a nogil kernel on a helper thread beside the supersteps.
     small_pages(arr)          madvise(MADV_NOHUGEPAGE) over arr's pages
     populate_async(arrays)    MADV_POPULATE_WRITE on a SCHED_IDLE thread; returns it (join it)
     Side(fn, *args)           fn(*args) on a helper thread; join() re-raises its error
+
+And the ledger behind `graphene run --json`'s `memory` block: what a run holds, array by array.
+
+    track(name, *arrays)      record arrays' bytes under name in every open ledger (largest kept)
+    ledger()                  context manager: a Ledger recording what is tracked meanwhile
+    rss_bytes()               resident set size now (/proc/self/statm), or 0
+    peak_bytes()              peak RSS (VmHWM), or 0
+    reset_peak()              VmHWM := RSS now (/proc/self/clear_refs 5); False where unsupported
 """
 from __future__ import annotations
 
@@ -92,3 +100,90 @@ class Side:
             raise self.err
 
 
+
+
+# -- the ledger ---------------------------------------------------------------------------------
+_LEDGERS = []
+
+
+class Ledger:
+    """Bytes a run holds, by name: its O(|V|) arrays (state, queues, degrees, offsets), the IO
+    buffer pool and, on the in-memory path, the partitions. A name tracked again keeps its largest
+    size (per-superstep temporaries report their peak)."""
+
+    #: names that are not per-vertex state (reported apart from the bytes-per-vertex sum)
+    NOT_STATE = ("io buffers", "partitions in RAM")
+
+    def __init__(self):
+        self.arrays = {}
+        self.seen = set()       # data addresses of the tracked arrays (results are not re-counted)
+
+    def add(self, name, nbytes, addrs=()):
+        self.arrays[name] = max(self.arrays.get(name, 0), int(nbytes))
+        self.seen.update(addrs)
+
+    def holds(self, arr):
+        return _addr(arr) in self.seen
+
+    def state_bytes(self):
+        return sum(b for k, b in self.arrays.items() if not k.startswith(self.NOT_STATE))
+
+
+def track(name, *arrays):
+    """Record the arrays' bytes under `name` in every open ledger; returns the first array."""
+    if _LEDGERS:
+        nbytes = sum(int(getattr(a, "nbytes", 0)) for a in arrays)
+        addrs = [_addr(a) for a in arrays]
+        for led in _LEDGERS:
+            led.add(name, nbytes, addrs)
+    return arrays[0] if arrays else None
+
+
+def _addr(arr):
+    try:
+        return arr.__array_interface__["data"][0]
+    except (AttributeError, KeyError, TypeError):
+        return id(arr)
+
+
+class ledger:
+    """`with ledger() as led:` records what is tracked inside the block."""
+
+    def __enter__(self):
+        self.led = Ledger()
+        _LEDGERS.append(self.led)
+        return self.led
+
+    def __exit__(self, *exc):
+        _LEDGERS.remove(self.led)
+        return False
+
+
+def rss_bytes():
+    try:
+        import os
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def peak_bytes():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def reset_peak():
+    """Start VmHWM again from the RSS now (Linux >= 4.0); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False

@@ -16,6 +16,7 @@ from .. import integrity as _ig
 from ..errors import GrapheneError
 from ..integrity import check_offsets
 from . import kernels as K
+from .memory import track
 
 #: Extent size for dense (Frontier.all) supersteps and the buffer slot: whole files in large
 #: sequential reads (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio).
@@ -216,6 +217,7 @@ class IoSession:
         self.slot_bytes = slot
         self.scan_max_io = min(self.scan_max_io, slot)
         self.pool = _buffers.acquire(slot, nslots)
+        track(f"io buffers ({self.direction})", self.pool.view)
         files = [self.parts[i].adj_path for i in self.file_parts]
         disk_of = list(self.file_worker)   # the engine's "disk" is an IO worker (a device)
         if self.weights:
@@ -275,6 +277,7 @@ class IoSession:
                 del _MEM_CACHE[k]
             _MEM_CACHE[key] = hit
         mem, wmem = hit
+        track(f"partitions in RAM ({self.direction})", mem, wmem)
         self.mem = mem
         self.buf = self._typed(mem)
         self.wbuf = wmem.view(np.float32) if self.weights else np.zeros(0, np.float32)

@@ -8,6 +8,7 @@ from numba import njit
 from ...errors import GrapheneError
 from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2
+from ...iterator.memory import track
 from ..common import open_unweighted as _open
 from .base import _add_degrees, _always, _record, _result
 
@@ -45,6 +46,11 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
         # vertices in korder, [3] queue head, [4] queue tail, [5] pending, [6] alive, [7] level
         c = np.zeros(8, dtype=np.int64)
         c[6] = n
+        track("core numbers", core)
+        track("degrees and state", deg, state)
+        track("per-thread decrements and bitmaps", A)
+        track("kept lists", kslot, store, korder)
+        track("peel queues", alive, queue, pending)
         gone = dt(-(1 << 62) if wide else -(1 << 30))   # degree of a removed vertex (stays < 0)
         kstate = (state, A, np.int64(T), np.int64(sh), kslot, store)
         while True:

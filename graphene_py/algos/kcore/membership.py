@@ -9,6 +9,7 @@ from numba import njit
 
 from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2
+from ...iterator.memory import track
 from ..common import open_unweighted as _open
 from .base import KEEP_BAND, KEEP_SHARE, KCoreResult, _add_degrees, _always, _record
 from .scan import _in_degrees
@@ -64,6 +65,9 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         crossed = np.empty(n, dtype=np.int64)
         front_buf = np.empty(n, dtype=np.int64)
         state = (A, dt(kk), np.int64(T), np.int64(sh), status, np.int64(kept))
+        track("degrees, per-thread decrements and bitmaps", A)
+        track("status", status)
+        track("peel queues", crossed, front_buf)
         fr = Frontier.from_mask(status) if count else None
         while count:
             if full_scan:
