@@ -363,7 +363,10 @@ def test_full_decomposition_budgets(gname, kind, grid, root):
     g = make_dataset(root, c.tg, kind, grid)
     ref = naive_core(c)
     m = len(c.src) * (1 if c.sym else 2)
-    for budget in sorted({0, 1, 7, 100, m // 10, m // 3, m, 1 << 40}):
+    budgets = {0, 1, 7, 100, m // 10, m // 3, m, 1 << 40}
+    if gname == "chain":    # thousands of levels, one superstep each: none, tiny and all suffice
+        budgets = {0, 7, 1 << 40}
+    for budget in sorted(budgets):
         r = kcore.run(g, keep_edges=budget, **SSD)
         assert np.array_equal(r.core_number, ref), budget
         if budget == 0:
