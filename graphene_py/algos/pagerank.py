@@ -242,14 +242,12 @@ def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.P
         return PageRankResult(scores=np.zeros(0), iterations=0, error=0.0, variant=variant,
                               converged=True, tolerance=float(tolerance),
                               supersteps=steps, seconds=time.perf_counter() - t0)
-    outdeg = track("out-degrees (float64)", graph.degrees("out").astype(np.float64))
-    dangling = track("dangling flags", outdeg == 0)
     if variant == "delta":
-        scores, iters, err = _delta(graph, n, outdeg, dangling, alpha, tolerance, max_iter,
-                                    threshold, in_memory, runtime, steps, progress)
+        scores, iters, err = _delta(graph, n, alpha, tolerance, max_iter, threshold, in_memory,
+                                    runtime, steps, progress)
     else:
-        scores, iters, err = _classic(graph, n, outdeg, dangling, alpha, tolerance, max_iter,
-                                      in_memory, runtime, steps, progress)
+        scores, iters, err = _classic(graph, n, alpha, tolerance, max_iter, in_memory, runtime,
+                                      steps, progress)
     # converged: the stop rule's tolerance (or the exact fixed point) was reached, else the run
     # stopped at max_iter
     return PageRankResult(scores=scores, iterations=iters, error=err, variant=variant,
@@ -265,10 +263,20 @@ def _note(steps, progress, st, it, err, active):
         progress(st)
 
 
-def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
-           progress):
+def _out_degrees(graph):
+    outdeg = track("out-degrees (float64)", graph.degrees("out").astype(np.float64))
+    return outdeg, track("dangling flags", outdeg == 0)
+
+
+def _normalized(p):
+    """p / sum(p), in place (numpy's pairwise sum: exact to rounding; no second n-array)."""
+    p /= p.sum()
+    return p
+
+
+def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps, progress):
     Frontier = _frontier()
-    safe_deg = track("safe degrees", np.where(dangling, 1.0, outdeg))
+    outdeg, dangling = _out_degrees(graph)
     # datasets that can pull: undirected (in-lists == out-lists: no second copy to load), or
     # in-edge partitions
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
@@ -279,14 +287,18 @@ def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memor
         if pull_dir == "in":
             its["in"] = _open(graph, "in", in_memory, runtime)
         T = max(it.threads for it in its.values())
-        p = np.full(n, 1.0 / n)
+        p = None
         if pull_dir is not None:
             # phase 1: Gauss-Seidel sweeps while the changes are dense
             p, iters, err, done = _gauss_seidel(its[pull_dir], graph, pull_dir, n, outdeg,
                                                 dangling, alpha, tol, max_iter, threshold, m,
                                                 steps, progress)
             if done:
-                return p / p.sum(), iters, err     # numpy's pairwise sum: exact to rounding
+                return _normalized(p), iters, err
+        else:
+            p = np.full(n, 1.0 / n)
+        # the sweeps' state is gone now: the divisor of the pushes and pulls takes its place
+        safe_deg = track("safe degrees", np.where(dangling, 1.0, outdeg))
         # phase 2: r = one power iteration of p minus p (every list streamed once) ...
         acc = track("per-thread sums", np.zeros((T, n)))
         if pull_dir is not None:
@@ -320,8 +332,8 @@ def _delta(graph, n, outdeg, dangling, alpha, tol, max_iter, threshold, in_memor
     finally:
         for it in its.values():
             it.close()
-    s = p + r
-    return s / s.sum(), iters, err
+    p += r
+    return _normalized(p), iters, err
 
 
 def _lumped_start(n, indeg, dangling, alpha):
@@ -353,7 +365,7 @@ def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_ite
     x, contrib, change = F[X], F[CONTRIB], F[CHANGE]
     F[OUTDEG] = outdeg
     x[:] = _lumped_start(n, I[INDEG], dangling, alpha)
-    contrib[:] = np.where(dangling, 0.0, x / np.where(dangling, 1.0, outdeg))
+    np.divide(x, outdeg, out=contrib, where=~dangling)    # contrib is 0 where dangling
     consts = np.zeros(2)
     c = max(1.0, (1.0 - alpha) / alpha)
     dmass = float(x[dangling].sum())
@@ -407,9 +419,9 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
     return err
 
 
-def _classic(graph, n, outdeg, dangling, alpha, tol, max_iter, in_memory, runtime, steps, progress):
+def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
     Frontier = _frontier()
-    safe_deg = np.where(dangling, 1.0, outdeg)
+    outdeg, dangling = _out_degrees(graph)
     if not graph.directed:
         direction, kernel = "out", _pull       # symmetric: in-lists == out-lists
     elif graph.in_partitions is not None:
@@ -417,9 +429,14 @@ def _classic(graph, n, outdeg, dangling, alpha, tol, max_iter, in_memory, runtim
     else:
         direction, kernel = "out", _push       # no in-edges: same iteration, pushed
     p = np.full(n, 1.0 / n)
-    inv_deg = np.where(dangling, 0.0, 1.0 / safe_deg)
+    inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=~dangling)
+    # the push kernel divides by the degree (1 for dangling vertices); the pull needs only 1/degree
+    safe_deg = np.where(dangling, 1.0, outdeg) if kernel is _push else None
+    del outdeg
     contrib = p * inv_deg
-    track("scores, contributions, 1/degree", p, contrib, inv_deg, safe_deg)
+    track("scores, contributions, 1/degree", p, contrib, inv_deg)
+    if safe_deg is not None:
+        track("safe degrees", safe_deg)
     err = np.inf
     iters = 0
     with _open(graph, direction, in_memory, runtime) as it:
@@ -435,7 +452,7 @@ def _classic(graph, n, outdeg, dangling, alpha, tol, max_iter, in_memory, runtim
             _note(steps, progress, st, iters, err, n)
             if err < tol:
                 break
-    return p / p.sum(), iters, err     # numpy's pairwise sum: exact to rounding
+    return _normalized(p), iters, err
 
 
 def verify(graph, result, *, alpha=config.PR_ALPHA, **_ignored) -> list:
