@@ -58,6 +58,10 @@ _RUNTIME = [
                  help=f"IO buffer pool in MiB, > 0 (default {config.BUFFER_MB}; raised to keep the "
                       f"queue full)."),
     click.Option(["--in-memory"], is_flag=True, help="Load the partitions into RAM (no IO; reference point)."),
+    click.Option(["--memory"], default=None, metavar="SIZE",
+                 help="Memory the run may use (e.g. 2G): what the runtime, the IO buffers and the "
+                      "O(|V|) state leave becomes a cache of adjacency files in RAM, densest "
+                      "first; when all fit, the in-memory path (default: no cache)."),
     click.Option(["--no-direct"], is_flag=True, help="Read through the page cache (no O_DIRECT)."),
     click.Option(["--check/--no-check"], default=None,
                  help="Verify the CRC32C of every 4 KB page as it is read (default "
@@ -142,6 +146,10 @@ def _run(name, mod, kw):
     quiet = kw.pop("quiet")
     device = kw.pop("device")
     in_memory = kw.pop("in_memory")
+    memory = kw.pop("memory")
+    if memory is not None and in_memory:
+        raise click.UsageError("give --memory or --in-memory, not both (--in-memory is --memory "
+                               "with room for the whole graph)")
     runtime = {"engine": kw.pop("io_engine"), "threads": kw.pop("threads"),
                "queue_depth": kw.pop("queue_depth"), "max_gap": kw.pop("max_gap"),
                "max_io": kw.pop("max_io"), "buffer_mb": kw.pop("buffer_mb")}
@@ -164,6 +172,12 @@ def _run(name, mod, kw):
         common.check_output(output, _result_class(mod))
     graph = Graph.open(graph_name)
     common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
+    run_rt = dict(runtime)
+    mem_plan = None
+    if memory is not None:
+        from .iterator.memory import CacheBudget
+        mem_plan = common.memory_plan(name, graph, memory, runtime, algo_opts, output)
+        run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
 
     quiet_lines = quiet or as_json
     _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
@@ -182,7 +196,7 @@ def _run(name, mod, kw):
         if not quiet_lines:
             click.echo(common.superstep_line(i, st, label), err=True)
 
-    setup = _prepare(graph, registry.choose_device(name, device), in_memory, runtime)
+    setup = _prepare(graph, registry.choose_device(name, device), in_memory, run_rt)
     _say(f"setup {setup['seconds']:.3f} s (numba {setup['numba_seconds']:.3f} s, dataset, offsets "
          f"and IO engine {setup['open_seconds']:.3f} s): before the first trial, as the C++ "
          f"Graphene's setup is", quiet_lines)
@@ -202,7 +216,7 @@ def _run(name, mod, kw):
         rss0 = _mem.rss_bytes()
         with _mem.ledger() as led:
             res = registry.dispatch(name, graph, device=device, in_memory=in_memory,
-                                    progress=progress, **opts, **runtime)
+                                    progress=progress, **opts, **run_rt)
         peak = _mem.peak_bytes()
         proc_peak = max(proc_peak, peak)
         mem_block = common.memory_block(led, graph.num_vertices, rss0, peak, res)
@@ -224,7 +238,8 @@ def _run(name, mod, kw):
                 msg = "; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else "")
                 if as_json:
                     click.echo(json.dumps(_summary(name, graph, trial_rows, res, "FAIL", runtime,
-                                                   in_memory, setup, mem_block, proc_peak)))
+                                                   in_memory, setup, mem_block, proc_peak,
+                                                   mem_plan)))
                 raise VerificationError(f"trial {t + 1}: {msg}")
             verification = "PASS"
             if not as_json:
@@ -237,7 +252,7 @@ def _run(name, mod, kw):
         _say(f"saved {type(res).__name__} ({what}) to {path}", quiet_lines)
     if as_json:
         click.echo(json.dumps(_summary(name, graph, trial_rows, res, verification, runtime,
-                                       in_memory, setup, mem_block, proc_peak)))
+                                       in_memory, setup, mem_block, proc_peak, mem_plan)))
     else:
         for line in res.summary_lines():
             click.echo(line)
@@ -245,7 +260,8 @@ def _run(name, mod, kw):
         click.echo(f"Average Time: {avg:.5f} s")
         tot = res.totals()
         click.echo(f"read {tot['bytes_read'] / 1e6:.1f} MB in {tot['supersteps']} supersteps, "
-                   f"IO utility {tot['io_utility']:.3f}, engine {_engine_notice(in_memory)}")
+                   f"IO utility {tot['io_utility']:.3f}, engine "
+                   f"{_engine_notice(in_memory, mem_plan)}")
         m = mem_block
         click.echo(f"peak memory: {max(proc_peak, _mem.peak_bytes()) / 2**20:.1f} MiB RSS; "
                    f"state {m['state_bytes_per_vertex']:.1f} B/vertex "
@@ -267,7 +283,7 @@ def _prepare(graph, device, in_memory, runtime):
         from .iterator import IoIterator
         io = {k: v for k, v in runtime.items() if k in ("engine", "threads", "queue_depth",
                                                         "max_gap", "max_io", "buffer_mb",
-                                                        "direct", "check")}
+                                                        "direct", "check", "cache")}
         dirs = ["out"] + (["in"] if graph.directed and graph.in_partitions is not None else [])
         for d in dirs:
             IoIterator(graph, d, in_memory=in_memory, **io).close()
@@ -275,9 +291,11 @@ def _prepare(graph, device, in_memory, runtime):
     return {"seconds": t2 - t0, "numba_seconds": numba_s, "open_seconds": t2 - t1}
 
 
-def _engine_notice(in_memory):
+def _engine_notice(in_memory, mem_plan=None):
     if in_memory:
         return "memory"
+    if mem_plan is not None:
+        return mem_plan["cache"].describe(_engine_notice(False))
     try:
         from .io.engines import last_notice
         s = last_notice()
@@ -287,18 +305,19 @@ def _engine_notice(in_memory):
 
 
 def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, setup=None,
-             mem_block=None, proc_peak=0):
+             mem_block=None, proc_peak=0, mem_plan=None):
     secs = [r["seconds"] for r in trial_rows]
     return {
         "algorithm": name, "graph": graph.name, "num_vertices": graph.num_vertices,
         "num_edges": graph.num_edges, "partitions": [graph.num_rows, graph.num_cols],
-        "engine": _engine_notice(in_memory), "in_memory": bool(in_memory),
+        "engine": _engine_notice(in_memory, mem_plan), "in_memory": bool(in_memory),
         "runtime": {k: v for k, v in runtime.items()},
         "setup": {k: round(v, 4) for k, v in (setup or {}).items()},
         "trials": trial_rows, "average_seconds": sum(secs) / len(secs), "min_seconds": min(secs),
         "verification": verification,
         "peak_rss_mb": round(max(proc_peak / 2**20, common.peak_rss_mb()), 1),
-        "memory": mem_block,
+        "memory": (dict(mem_block, plan={k: v for k, v in mem_plan.items() if k != "cache"},
+                        cached_bytes=mem_plan["cache"].used_max) if mem_plan else mem_block),
         "result": res.to_json(),
     }
 

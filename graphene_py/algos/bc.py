@@ -29,6 +29,7 @@ from numba import njit
 from ..errors import GrapheneError
 from ..iterator.atomics import atomic_cas, atomic_fadd
 from ..iterator.edgemap import EdgeMap, Update
+from ..iterator.memory import track
 from ..iterator.queue import NextQueue, push
 from .common import Result
 
@@ -145,9 +146,13 @@ def run(graph, *, device="cpu", in_memory=False, k=None, sources=None, seed=None
     sigma = np.zeros(n)
     delta = np.zeros(n)
     order = np.empty(max(1, n), dtype=np.int64)
+    track("bc, sigma, delta", bc, sigma, delta)
+    track("depth", depth)
+    track("level order", order)
     steps = []
     with EdgeMap(graph, in_memory=in_memory, **runtime) as em:
         q = NextQueue(n, em.threads)
+        track("next queue", q.ids)
         for s in src:
             depth[s] = 0
             sigma[s] = 1.0

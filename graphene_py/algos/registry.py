@@ -32,22 +32,32 @@ class Entry:
     module: str                     # graphene_py.algos.<module>
     summary: str                    # one whole sentence for `graphene run -h`
     fixed: dict = field(default_factory=dict)   # options the name fixes (pagerank-pull: variant)
+    #: O(|V|) state in bytes per vertex beyond the offsets: (fixed, per compute thread); measured
+    #: with tools/bench_memory.py (the `memory` block's state on kron22, 2 threads), rounded up.
+    #: `graphene run --memory` plans with it.
+    state: tuple = (64, 8)
 
 
 ENTRIES = {e.name: e for e in (
-    Entry("bfs", "bfs", "Breadth-first search from one source (direction-optimizing)."),
+    Entry("bfs", "bfs", "Breadth-first search from one source (direction-optimizing).",
+          state=(36, 0)),
     Entry("pagerank", "pagerank",
           "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
-          {"variant": "delta"}),
+          {"variant": "delta"}, state=(60, 8)),
     Entry("pagerank-pull", "pagerank", "Classic pull PageRank (power iteration, GAPBS stop rule).",
-          {"variant": "pull"}),
-    Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation)."),
-    Entry("kcore", "kcore", "k-core decomposition: core numbers, or one K-core with --k."),
-    Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS)."),
-    Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp)."),
-    Entry("spmv", "spmv", "Sparse matrix-vector product y = A x."),
-    Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets)."),
-    Entry("bc", "bc", "Betweenness centrality (Brandes), from sampled sources or all of them."),
+          {"variant": "pull"}, state=(34, 8)),
+    Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation).",
+          state=(25, 0)),
+    Entry("kcore", "kcore", "k-core decomposition: core numbers, or one K-core with --k.",
+          state=(55, 8)),
+    Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS).",
+          state=(41, 0)),
+    Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(41, 0)),
+    Entry("spmv", "spmv", "Sparse matrix-vector product y = A x.", state=(17, 8)),
+    Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets).",
+          state=(20, 16)),
+    Entry("bc", "bc", "Betweenness centrality (Brandes), from sampled sources or all of them.",
+          state=(54, 0)),
 )}
 
 

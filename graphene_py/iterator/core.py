@@ -27,7 +27,7 @@ from ..io import bitmap as _bm
 from ..io import planner as _pl
 from . import kernels as K
 from .frontier import Frontier
-from .memory import track
+from .memory import as_budget, track
 from .pyapi import Block, TableApi  # noqa: F401  (Block: part of the package's API)
 from .session import BATCH, DENSE_EXTENT, Helpers, IoSession, _load_offsets, _round_up
 from .session import drop_memory_cache  # noqa: F401  (part of the package's API)
@@ -41,7 +41,7 @@ STAT_KEYS = ("frontier", "active_edges", "blocks_marked", "extents", "bytes_usef
 class IoIterator(IoSession, TableApi):
     def __init__(self, graph, direction="out", *, engine="auto", threads=None, queue_depth=None,
                  max_gap=None, max_io=None, buffer_mb=None, block_size=None, direct=True,
-                 in_memory=False, weights=False, io_workers=None, check=None):
+                 in_memory=False, weights=False, io_workers=None, check=None, cache=None):
         t_open = time.perf_counter()
         if direction not in ("out", "in"):
             raise ValueError(f"direction must be 'out' or 'in', got {direction!r}")
@@ -96,6 +96,18 @@ class IoIterator(IoSession, TableApi):
         self.wfile_bytes = np.array([_round_up(parts[i].num_edges * 4, 512) for i in self.file_parts],
                                     dtype=np.int64)
         self.file_disk = np.array([parts[i].disk for i in self.file_parts], dtype=np.int32)
+        # The adjacency cache (cache=bytes or a CacheBudget shared by a run's iterators): files
+        # that fit are served from RAM, the rest from the disks; when every file fits this is the
+        # in-memory path.
+        self.cached = self.cmem = self.cache_budget = None
+        self.cache_taken = 0
+        budget = as_budget(cache)
+        if budget is not None and not self.in_memory and F:
+            need = int(self._file_cost().sum())
+            if budget.take(need):
+                self.in_memory = True
+                self.cache_budget, self.cache_taken = budget, need
+                budget.whole.append(direction)
         self.ndisks = max(1, len(graph.disks))
         self.notes = []
         # Page checksums, verified as data arrives (SSD path; the in-memory path checks whole files
@@ -130,6 +142,8 @@ class IoIterator(IoSession, TableApi):
                 self._load_memory()
             else:
                 self._open_engine(engine, direct)
+                if budget is not None:
+                    self._load_cache(budget)
             self.planner = _pl.SuperstepPlanner(
                 self._offs_u, self.part_base, self.part_row_lo, self.part_nedges, self.file_parts,
                 self.file_bytes, self.file_worker, self.nworkers, self.id_width, self.block_size,
@@ -184,23 +198,43 @@ class IoIterator(IoSession, TableApi):
             acc = {"edges": np.zeros(nthreads, np.int64), "compute": np.zeros(nthreads),
                    "wait": np.zeros(nthreads)}
             io0 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
-            if len(offs):
-                if self.in_memory:
-                    job = self._mem_job(is_active, compute, state, args, acc)
-                else:
-                    self._submit(fids, offs, lens, woff, wlen)
-                    job = self._ssd_job(is_active, compute, state, args, acc)
-                try:
-                    if self._helpers is not None and len(offs) > 1:
-                        self._helpers.run(job)
+            cacc = None
+            cargs = None
+            if self.cached is not None and len(offs):
+                # extents of files in the cache are computed from RAM while the disks serve the rest
+                sel = self.cached[fids]
+                if sel.any():
+                    rest = ~sel
+                    cargs = (fids[sel], offs[sel], lens[sel], woff[sel], mask, use_mask)
+                    fids, offs, lens, woff = fids[rest], offs[rest], lens[rest], woff[rest]
+                    wlen = wlen[rest] if wlen is not None else None
+                    args = (fids, offs, lens, woff, mask, use_mask)
+                    cacc = {k: np.zeros_like(v) for k, v in acc.items()}
+            if len(offs) and not self.in_memory:
+                self._submit(fids, offs, lens, woff, wlen)
+            try:
+                if cargs is not None:
+                    self._run_job(self._mem_job(is_active, compute, state, cargs, cacc, self.cmem),
+                                  len(cargs[1]))
+            finally:
+                if len(offs):     # after an error too: the submitted reads must be drained
+                    if self.in_memory:
+                        job = self._mem_job(is_active, compute, state, args, acc)
                     else:
-                        job(0)
-                finally:
-                    if self.weights and not self.in_memory and self.pending is not None:
-                        left = self.pending[self.pending >= 0]
-                        if len(left):
-                            self.engine.release(left.copy())
-                            self.pending[:] = -1
+                        job = self._ssd_job(is_active, compute, state, args, acc)
+                    try:
+                        self._run_job(job, len(offs))
+                    finally:
+                        if self.weights and not self.in_memory and self.pending is not None:
+                            left = self.pending[self.pending >= 0]
+                            if len(left):
+                                self.engine.release(left.copy())
+                                self.pending[:] = -1
+            cached = 0
+            if cacc is not None:
+                cached = int(cargs[2].sum())
+                for k in acc:
+                    acc[k] += cacc[k]
             io1 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
         finally:
             if queue:
@@ -208,15 +242,18 @@ class IoIterator(IoSession, TableApi):
         read = int(lens.sum()) + (int(wlen.sum()) if wlen is not None else 0)
         if self.weights:
             useful += useful * 4 // self.id_width
+        next_ = int(len(offs)) + (len(cargs[1]) if cargs is not None else 0)
         st = {
             "frontier": len(frontier), "active_edges": int(acc["edges"].sum()),
-            "blocks_marked": int(blocks), "extents": int(len(offs)), "bytes_useful": int(useful),
+            "blocks_marked": int(blocks), "extents": next_, "bytes_useful": int(useful),
             "bytes_read": 0 if self.in_memory else read,
             "io_utility": (useful / read) if read else 1.0,
             "io_seconds": float(io1 - io0), "compute_seconds": float(acc["compute"].sum()),
             "wait_seconds": float(acc["wait"].sum()), "plan_seconds": float(t_plan),
             "seconds": time.perf_counter() - t0, "mode": mode,
         }
+        if self.cached is not None:
+            st["bytes_cached"] = cached
         self._account(st)
         return st
 
@@ -349,10 +386,19 @@ class IoIterator(IoSession, TableApi):
 
         return verify
 
-    def _mem_job(self, is_active, compute, state, args, acc):
+    def _run_job(self, job, nextents):
+        if self._helpers is not None and nextents > 1:
+            self._helpers.run(job)
+        else:
+            job(0)
+
+    def _mem_job(self, is_active, compute, state, args, acc, mem=None):
+        """Extents from RAM: the in-memory path's files, or (mem) the cache's."""
         fids, offs, lens, woff, mask, use_mask = args
         weighted = self.weights
-        kernel_args = (self.buf, self.wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
+        buf, wbuf, file_base, wfile_base = mem if mem is not None else (
+            self.buf, self.wbuf, self.file_base, self.wfile_base)
+        kernel_args = (buf, wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
                        weighted)
         call = self._bind(is_active, compute, state, kernel_args)
@@ -374,8 +420,7 @@ class IoIterator(IoSession, TableApi):
                     break
                 hi = min(total, lo + chunk)
                 t1 = pc()
-                n = K.mem_rows(lo, hi, fids, offs, woff, self.file_base, self.wfile_base, weighted,
-                               rows)
+                n = K.mem_rows(lo, hi, fids, offs, woff, file_base, wfile_base, weighted, rows)
                 edges += call(state, tid, rows, n, *kernel_args)
                 tc += pc() - t1
             acc["edges"][tid] = edges
@@ -390,6 +435,8 @@ class IoIterator(IoSession, TableApi):
 
     # -- lifetime ----------------------------------------------------------------------------------
     def close(self):
+        if hasattr(self, "cache_budget"):
+            self._release_cache()
         if getattr(self, "_py", None) is not None:
             try:
                 self._py_end()

@@ -159,6 +159,52 @@ class ledger:
         return False
 
 
+class CacheBudget:
+    """RAM that the iterators of one run may fill with adjacency files (`graphene run --memory`:
+    what the budget leaves after the O(|V|) state, the IO buffers and the runtime). An iterator
+    takes whole files from it when it opens and gives them back when it closes."""
+
+    def __init__(self, nbytes):
+        import threading
+        self.total = self.left = max(0, int(nbytes))
+        self.used_max = 0           # the most bytes held at once
+        self.whole = []             # directions served wholly from RAM (the in-memory path)
+        self.partial = []           # directions served partly from RAM
+        self._lock = threading.Lock()
+
+    def take(self, nbytes):
+        """Reserve nbytes if they fit; True when reserved."""
+        with self._lock:
+            if 0 < nbytes <= self.left:
+                self.left -= nbytes
+                self.used_max = max(self.used_max, self.total - self.left)
+                return True
+            return False
+
+    def describe(self, engine):
+        """The engine notice of a run under this budget."""
+        used = f"{self.used_max / 2**20:,.0f} MiB"
+        if self.whole and not self.partial:
+            return f"memory (--memory: the whole graph cached, {used})"
+        if self.used_max:
+            return f"{engine} + {used} of adjacency cached"
+        return f"{engine} (--memory: no adjacency file fits the cache)"
+
+    def give(self, nbytes):
+        with self._lock:
+            self.left = min(self.total, self.left + int(nbytes))
+
+    def __repr__(self):
+        return f"CacheBudget({self.total} bytes, {self.left} left)"
+
+
+def as_budget(cache):
+    """None, a byte count or a CacheBudget -> a CacheBudget (None: no cache)."""
+    if cache is None or isinstance(cache, CacheBudget):
+        return cache
+    return CacheBudget(int(cache))
+
+
 def rss_bytes():
     try:
         import os

@@ -94,12 +94,22 @@ def _load_offsets(parts, out, base):
         p._off = mine   # share one copy with the Partition's cache
 
 
-def _read_exact(path, nbytes):
-    a = np.fromfile(path, dtype=np.uint8)
-    if len(a) != nbytes:
-        raise GrapheneError(f"{path}: {len(a)} bytes, the manifest says {nbytes} (truncated or "
-                            f"replaced?)")
-    return a
+def _read_into(path, dst):
+    """Fill dst (a uint8 array) with the whole file at path, read straight into it (no second
+    copy of the file in RAM); a file of another size is an error."""
+    import os
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size != len(dst):
+            raise GrapheneError(f"{path}: {size} bytes, the manifest says {len(dst)} (truncated "
+                                f"or replaced?)")
+        view = memoryview(dst)
+        got = 0
+        while got < len(dst):
+            k = f.readinto(view[got:])
+            if not k:
+                raise GrapheneError(f"{path}: ended after {got} of {len(dst)} bytes")
+            got += k
 
 
 def _offsets_mismatch(p, count, arr, want):
@@ -245,40 +255,94 @@ class IoSession:
     def _typed(self, u8):
         return u8.view(np.uint32) if self.id_width == 4 else u8.view(np.int64)
 
+    def _read_files(self, keep):
+        """The adjacency (and weight) files whose `keep` flag is set, read whole and checked, one
+        after the other into one array each: (mem, wmem, file_base, wfile_base); a file left out
+        takes no bytes (its base repeats the next one's)."""
+        keep = np.asarray(keep, dtype=bool)
+        base = np.zeros(self.F + 1, dtype=np.int64)
+        np.cumsum(np.where(keep, self.file_bytes, 0), out=base[1:])
+        wbase = np.zeros(self.F + 1, dtype=np.int64)
+        np.cumsum(np.where(keep, self.wfile_bytes, 0), out=wbase[1:])
+        mem = np.zeros(int(base[-1]), dtype=np.uint8)
+        wmem = np.zeros(int(wbase[-1]) if self.weights else 0, dtype=np.uint8)
+        for f, i in enumerate(self.file_parts):
+            if not keep[f]:
+                continue
+            p = self.parts[i]
+            mine = mem[base[f]:base[f + 1]]
+            _read_into(p.adj_path, mine)
+            _ig.check_crc(p, "adj", mine)
+            _ig.check_array(p, "adj", self._typed(mine))
+            if self.weights:
+                mine = wmem[wbase[f]:wbase[f + 1]]
+                _read_into(p.wgt_path, mine)
+                _ig.check_crc(p, "wgt", mine)
+                _ig.check_array(p, "wgt", mine.view(np.float32))
+        return mem, wmem, base, wbase
+
     def _load_memory(self):
         self.slot_bytes = DENSE_EXTENT
-        self.file_base = np.zeros(self.F + 1, dtype=np.int64)
-        np.cumsum(self.file_bytes, out=self.file_base[1:])
-        self.wfile_base = np.zeros(self.F + 1, dtype=np.int64)
-        np.cumsum(self.wfile_bytes, out=self.wfile_base[1:])
         key = (self.graph.uuid, self.direction, self.weights)
         hit = _MEM_CACHE.get(key)
         if hit is None:
-            mem = np.zeros(int(self.file_base[-1]), dtype=np.uint8)
-            for f, i in enumerate(self.file_parts):
-                p = self.parts[i]
-                mine = mem[self.file_base[f]:self.file_base[f + 1]]
-                mine[:] = _read_exact(p.adj_path, len(mine))
-                _ig.check_crc(p, "adj", mine)
-                _ig.check_array(p, "adj", self._typed(mine))
-            wmem = np.zeros(0, np.uint8)
-            if self.weights:
-                wmem = np.zeros(int(self.wfile_base[-1]), dtype=np.uint8)
-                for f, i in enumerate(self.file_parts):
-                    p = self.parts[i]
-                    mine = wmem[self.wfile_base[f]:self.wfile_base[f + 1]]
-                    mine[:] = _read_exact(p.wgt_path, len(mine))
-                    _ig.check_crc(p, "wgt", mine)
-                    _ig.check_array(p, "wgt", mine.view(np.float32))
-            hit = (mem, wmem)
+            hit = self._read_files(np.ones(self.F, dtype=bool))
             # keep the most recently loaded graph (both directions) for the next run in this
             # process, as GAPBS loads once for all trials; drop_memory_cache() frees it
             for k in [k for k in _MEM_CACHE if k[0] != key[0]]:
                 del _MEM_CACHE[k]
             _MEM_CACHE[key] = hit
-        mem, wmem = hit
+        mem, wmem, self.file_base, self.wfile_base = hit
         track(f"partitions in RAM ({self.direction})", mem, wmem)
         self.mem = mem
         self.buf = self._typed(mem)
         self.wbuf = wmem.view(np.float32) if self.weights else np.zeros(0, np.float32)
 
+    # -- the adjacency cache (--memory): some files in RAM, the rest read from the disks ----------
+    def _file_cost(self):
+        """RAM one file takes in the cache (adjacency, plus weights when this iterator reads them)."""
+        return self.file_bytes + (self.wfile_bytes if self.weights else 0)
+
+    def _choose_cached(self, budget):
+        """Files to keep in RAM within budget.left bytes: the densest first (most edges per row:
+        the hubs' lists, which the most supersteps read), then any smaller one that still fits."""
+        cost = self._file_cost()
+        rows = np.array([self.parts[i].row_hi - self.parts[i].row_lo + 1 for i in self.file_parts],
+                        dtype=np.float64)
+        dens = self.part_nedges[self.file_part] / np.maximum(rows, 1.0)
+        keep = np.zeros(self.F, dtype=bool)
+        for f in np.argsort(-dens, kind="stable"):
+            if budget.take(int(cost[f])):
+                keep[f] = True
+        return keep
+
+    def _load_cache(self, budget):
+        """Partial cache: self.cached[f] says whether file f is served from RAM (self.cbuf...)."""
+        keep = self._choose_cached(budget)
+        self.cache_budget = budget
+        self.cache_taken = int(self._file_cost()[keep].sum())
+        self.cached = None
+        if not keep.any():
+            return
+        key = (self.graph.uuid, self.direction, self.weights, keep.tobytes())
+        hit = _MEM_CACHE.get(key)
+        if hit is None:
+            hit = self._read_files(keep)
+            # the next trial of this process reuses it (as the in-memory path does)
+            for k in [k for k in _MEM_CACHE
+                      if k[0] != key[0] or (len(k) > 3 and k[1:3] == key[1:3])]:
+                del _MEM_CACHE[k]
+            _MEM_CACHE[key] = hit
+        mem, wmem, base, wbase = hit
+        track(f"partitions in RAM ({self.direction})", mem, wmem)
+        self.cached = keep
+        budget.partial.append(self.direction)
+        self.cmem = (self._typed(mem), wmem.view(np.float32) if self.weights
+                     else np.zeros(0, np.float32), base, wbase)
+
+    def _release_cache(self):
+        b = getattr(self, "cache_budget", None)
+        if b is not None:
+            b.give(self.cache_taken)
+            self.cache_budget = None
+        self.cached = self.cmem = None

@@ -1,0 +1,200 @@
+"""The adjacency cache (`graphene run --memory SIZE`, IoIterator(cache=...)): whatever the budget —
+none, part of the files, all of them — every algorithm gives the same answer, the files it holds
+are not read from the disks, and a budget below the run's O(|V|) state is a clear error naming both
+sizes."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import graphene_py as gp
+from graphene_py.iterator import Frontier, IoIterator
+from graphene_py.iterator.memory import CacheBudget
+from graphene_py.partition import partition_arrays
+from tests import graphs, naive
+
+SSD = {"engine": "uring", "buffer_mb": 2, "threads": 2}
+
+
+def _disks(tmp_path, k):
+    out = []
+    for i in range(k):
+        d = tmp_path / f"disk{i}"
+        d.mkdir()
+        out.append(str(d))
+    return out
+
+
+@pytest.fixture(scope="module")
+def directed(tmp_path_factory):
+    """A directed power-law graph with in-edges on a 3x2 grid (six files per direction, of
+    unequal sizes: a hub's list spans several blocks), weighted."""
+    g = graphs.powerlaw(scale=12, edge_factor=8, seed=5)
+    rng = np.random.default_rng(5)
+    w = rng.random(len(g.src)).astype(np.float32) + 0.01
+    ds = partition_arrays(g.src, g.dst, weights=w, num_vertices=g.n,
+                          disks=_disks(tmp_path_factory.mktemp("cache"), 4), name="cached",
+                          rows=3, cols=2, in_edges=True, register=False, durable=False)
+    return ds
+
+
+def _file_bytes(g, direction, weights=False):
+    with IoIterator(g, direction, **SSD) as it:
+        return it._file_cost() if weights else it.file_bytes.copy()
+
+
+def _budgets(g):
+    """0, one file's worth, half the out-lists' bytes (some files of the first direction opened
+    fit, not all), everything (both directions, with weights)."""
+    out = _file_bytes(g, "out")
+    fb = np.concatenate([_file_bytes(g, "out", True), _file_bytes(g, "in", True)])
+    return [0, int(out.min()), int(out.sum() // 2), int(fb.sum()) + 4096]
+
+
+ALGOS = {
+    "bfs": (lambda g, **kw: gp.bfs(g, src=1, **kw), "depth"),
+    "pagerank": (lambda g, **kw: gp.pagerank(g, variant="pull", tolerance=1e-12, max_iter=30,
+                                             **kw), "scores"),
+    "delta": (lambda g, **kw: gp.pagerank(g, tolerance=1e-9, **kw), "scores"),
+    "wcc": (lambda g, **kw: gp.wcc(g, **kw), "labels"),
+    "kcore": (lambda g, **kw: gp.kcore(g, **kw), "core_number"),
+    "sssp": (lambda g, **kw: gp.sssp(g, src=1, **kw), "dist"),
+    "spmv": (lambda g, **kw: gp.spmv(g, **kw), "y"),
+    "apsp": (lambda g, **kw: gp.apsp(g, sources=[1, 2, 3], **kw), "depths"),
+}
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_same_answer_at_every_budget(directed, algo):
+    fn, key = ALGOS[algo]
+    ref = getattr(fn(directed, **SSD), key)
+    mem = getattr(fn(directed, in_memory=True, threads=2), key)
+    exact = algo not in ("pagerank", "delta", "spmv", "sssp")
+    budgets = _budgets(directed)
+    for budget in budgets:
+        b = CacheBudget(budget)
+        r = fn(directed, cache=b, **SSD)
+        got = getattr(r, key)
+        if exact:
+            assert np.array_equal(got, ref), budget
+        else:
+            np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12, err_msg=str(budget))
+        assert b.left == b.total, "every iterator gives its files back when it closes"
+        if budget == 0:
+            assert b.used_max == 0 and not b.whole and not b.partial
+        elif budget == budgets[2]:
+            assert b.partial, "half the bytes: some files in RAM, the others read"
+        elif budget == budgets[3]:
+            assert b.whole and not b.partial, "room for all: the in-memory path"
+    if exact:
+        assert np.array_equal(mem, ref)
+
+
+def test_cached_files_are_not_read(directed):
+    """With part of the files cached a full superstep reads exactly the other files' bytes, and
+    the cached extents' bytes are reported apart; their sum is what no cache reads."""
+    g = directed
+    fb = _file_bytes(g, "out")
+    budget = CacheBudget(int(np.sort(fb)[-1]) + int(np.sort(fb)[-2]))   # the two largest fit
+    counts = {}
+
+    from graphene_py.algos.spmv import _always, _row_unweighted as _pull   # a real kernel pair
+    x = np.ones(g.num_vertices)
+    for label, cache in (("none", None), ("part", budget)):
+        acc = np.zeros((2, g.num_vertices))
+        with IoIterator(g, "out", cache=cache, **SSD) as it:
+            st = it.run(_always, _pull, (x, acc), Frontier.all(g.num_vertices))
+            counts[label] = (st["bytes_read"], st.get("bytes_cached", 0), acc.sum(axis=0).copy(),
+                             None if it.cached is None else it.cached.copy())
+    read0, cached0, y0, _ = counts["none"]
+    read1, cached1, y1, kept = counts["part"]
+    assert cached0 == 0 and kept is not None and kept.sum() == 2
+    assert cached1 > 0 and read1 < read0 and read1 + cached1 == read0
+    np.testing.assert_allclose(y1, y0)
+
+
+def test_densest_files_are_cached_first(directed):
+    with IoIterator(directed, "out", cache=CacheBudget(10**12), **SSD) as it:
+        assert it.in_memory and it.cached is None            # all fit: the in-memory path
+    with IoIterator(directed, "out", **SSD) as it:
+        rows = np.array([it.parts[i].row_hi - it.parts[i].row_lo + 1 for i in it.file_parts])
+        dens = it.part_nedges[it.file_part] / rows
+        one = int(it.file_bytes[np.argmax(dens)])
+    with IoIterator(directed, "out", cache=CacheBudget(one), **SSD) as it:
+        assert it.cached.sum() == 1 and it.cached[np.argmax(dens)]
+
+
+def _cli(*args):
+    code = "from graphene_py.cli import main; main()"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def mid(tmp_path_factory):
+    """200 k vertices, 4 M directed edges on a 2x2 grid: ~16 MB of adjacency."""
+    rng = np.random.default_rng(9)
+    n, m = 200_000, 2_000_000
+    tmp = tmp_path_factory.mktemp("cachecli")
+    ds = partition_arrays(rng.integers(0, n, m), rng.integers(0, n, m), num_vertices=n,
+                          disks=_disks(tmp, 4), name="mid", rows=2, cols=2, symmetrize=True,
+                          register=False, durable=False)
+    return ds
+
+
+def test_cli_memory_budgets(mid):
+    """Budgets just above the run's fixed needs (nothing fits), with room for one file, and for all:
+    the same answer, the engine line says which, the files held are not read, the peak stays
+    within the budget."""
+    from graphene_py.algos.common import memory_plan
+    need = memory_plan("bfs", mid, "1T", {}, {})
+    need = need["memory_bytes"] - need["cache_bytes"]
+    fb = _file_bytes(mid, "out")
+    MiB = 1 << 20
+    path = mid.path
+    ref = json.loads(_cli("run", "bfs", "--src", "0", "-g", path, "--json").stdout)
+    for extra, engine in ((int(fb.min()) // 2, "no adjacency file fits"),
+                          (int(fb.max()) + int(fb.min()) // 2, "of adjacency cached"),
+                          (int(fb.sum()), "the whole graph cached")):
+        memory = f"{-(-(need + extra) // MiB)}M"
+        p = _cli("run", "bfs", "--src", "0", "-g", path, "--json", "--memory", memory)
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        assert engine in d["engine"], (memory, d["engine"])
+        assert d["result"]["n_reached"] == ref["result"]["n_reached"]
+        plan = d["memory"]["plan"]
+        assert plan["memory_bytes"] == int(memory[:-1]) * MiB
+        assert d["memory"]["cached_bytes"] <= plan["cache_bytes"]
+        assert d["peak_rss_mb"] <= int(memory[:-1]), (memory, d["peak_rss_mb"])
+        tot = d["result"]["totals"]
+        if "whole" in engine:
+            assert tot["bytes_read"] == 0
+        elif "cached" in engine:
+            assert 0 < tot["bytes_read"] < ref["result"]["totals"]["bytes_read"]
+            assert tot["bytes_cached"] > 0
+        else:
+            assert tot["bytes_cached"] == 0
+
+
+def test_cli_memory_too_small_names_both_sizes(mid):
+    p = _cli("run", "pagerank", "-g", mid.path, "--memory", "100M")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    msg = p.stderr.strip()
+    assert msg.startswith("Error: --memory 100M (100 MiB) is less than this run needs")
+    assert "200,000 vertices" in msg and "MiB" in msg.split("needs", 1)[1]
+    p = _cli("run", "bfs", "-g", mid.path, "--memory", "1G", "--in-memory")
+    assert p.returncode == 2 and "not both" in p.stderr
+    p = _cli("run", "bfs", "-g", mid.path, "--memory", "lots")
+    assert p.returncode == 1 and "lots" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_naive_reference_agrees_under_partial_cache(directed):
+    """Independent of the engine paths: BFS depths under a partial cache equal a serial BFS."""
+    s, d = directed.edges("out")
+    ref = naive.bfs_depths(directed.num_vertices, s, d, 1)
+    fb = _file_bytes(directed, "out")
+    r = gp.bfs(directed, src=1, cache=CacheBudget(int(fb.sum() // 2)), **SSD)
+    assert np.array_equal(r.depth, ref)
