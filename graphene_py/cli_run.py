@@ -176,7 +176,7 @@ def _run(name, mod, kw):
     mem_plan = None
     if memory is not None:
         from .iterator.memory import CacheBudget
-        mem_plan = common.memory_plan(name, graph, memory, runtime, algo_opts, output)
+        mem_plan = registry.memory_plan(name, graph, memory, runtime, algo_opts, output)
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
 
     quiet_lines = quiet or as_json

@@ -149,7 +149,7 @@ def test_cli_memory_budgets(mid):
     """Budgets just above the run's fixed needs (nothing fits), with room for one file, and for all:
     the same answer, the engine line says which, the files held are not read, the peak stays
     within the budget."""
-    from graphene_py.algos.common import memory_plan
+    from graphene_py.algos.registry import memory_plan
     need = memory_plan("bfs", mid, "1T", {}, {})
     need = need["memory_bytes"] - need["cache_bytes"]
     fb = _file_bytes(mid, "out")

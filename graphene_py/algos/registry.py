@@ -124,3 +124,48 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     if where == "hybrid":
         return mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
     return mod.run(graph, device="cpu", progress=progress, **opts)
+
+
+#: What the interpreter, numpy, numba and the loaded kernels hold before any graph state (RSS
+#: before the first trial, minus the offsets and the IO pool, was 140-147 MiB here; the rest is
+#: margin for the allocator and the kernels' stacks).
+RUNTIME_BYTES = 160 << 20
+TEMP_BYTES_PER_VERTEX = 16
+
+
+def memory_plan(name, graph, memory, runtime, opts, output=None) -> dict:
+    """`graphene run --memory SIZE`: the budget split into the runtime, the IO buffers, the
+    algorithm's O(|V|) state (offsets of each edge direction plus the registry's per-vertex
+    estimate) and what is left: the adjacency cache. A budget below the first three is an error
+    naming both sizes."""
+    from ..partition.partitioner import parse_size
+    from .. import config as _config
+    budget = parse_size(memory)
+    n = graph.num_vertices
+    threads = int(runtime.get("threads") or _config.default_threads())
+    fixed, per_thread = entry(name).state
+    per_vertex = fixed + per_thread * threads
+    if name in ("apsp", "msbfs") and output is None:    # the depths rows, kept in RAM
+        src = opts.get("sources")
+        count = (len(str(src).split(",")) if isinstance(src, str) else len(src)) if src is not None \
+            else int(opts.get("num_sources") or 32)
+        per_vertex += 4 * count
+    # offsets: every partition keeps 8 bytes per row of its row range, so each edge direction
+    # holds cols (out-lists) or rows (in-lists) x 8 bytes per vertex
+    dirs = [graph.num_cols] + ([graph.num_rows] if graph.directed and graph.in_partitions is not None
+                               else [])
+    per_vertex += 8 * sum(dirs)
+    # + temporaries: numpy expressions over n-sized arrays between supersteps (cost estimates,
+    # masks, sums) hold up to two 8-byte arrays at once (kron22 4x4 BFS: 45 MiB above its state)
+    per_vertex += TEMP_BYTES_PER_VERTEX
+    state = n * per_vertex
+    io = int(float(runtime.get("buffer_mb") or _config.BUFFER_MB) * (1 << 20))
+    need = RUNTIME_BYTES + io + state
+    mib = (lambda b: f"{b / 2**20:,.0f} MiB")
+    if budget < need:
+        raise GrapheneError(
+            f"--memory {memory} ({mib(budget)}) is less than this run needs before any adjacency "
+            f"is cached: {mib(need)} (runtime ~{mib(RUNTIME_BYTES)} + IO buffers {mib(io)} + "
+            f"O(|V|) state ~{mib(state)}: {n:,} vertices x {per_vertex} B)")
+    return {"memory_bytes": budget, "runtime_bytes": RUNTIME_BYTES, "io_buffer_bytes": io,
+            "state_bytes_estimate": state, "cache_bytes": budget - need}

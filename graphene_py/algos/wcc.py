@@ -117,6 +117,16 @@ def run_gpu(graph, *, gpu_mem=None, progress=None, **_ignored) -> WCCResult:
                      load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
+@njit(cache=True, nogil=True)
+def _roots(label):
+    """Components: vertices labelled with their own ID (no n-sized temporaries)."""
+    c = 0
+    for v in range(label.shape[0]):
+        if label[v] == v:
+            c += 1
+    return c
+
+
 def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
@@ -159,7 +169,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
                 break
             cur = nxt
         reached = visited.astype(bool)
-        label[reached] = int(np.flatnonzero(reached)[0])
+        label[reached] = int(np.argmax(reached))     # the smallest reached ID
         n_reached = int(reached.sum())
         # 2. label propagation for the rest
         has_edges = track("has-edges flags", deg > 0)
@@ -187,7 +197,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     finally:
         for it in its:
             it.close()
-    n_comp = int(np.count_nonzero(label == np.arange(n)))
+    n_comp = _roots(label)
     return WCCResult(labels=label, n_components=n_comp, bfs_reached=n_reached, supersteps=steps,
                      seconds=time.perf_counter() - t0)
 

@@ -29,7 +29,8 @@ from . import kernels as K
 from .frontier import Frontier
 from .memory import as_budget, track
 from .pyapi import Block, TableApi  # noqa: F401  (Block: part of the package's API)
-from .session import BATCH, DENSE_EXTENT, Helpers, IoSession, _load_offsets, _round_up
+from .session import (BATCH, DENSE_EXTENT, Helpers, IoSession, _load_offsets, _round_up,
+                      _shared_offsets)
 from .session import drop_memory_cache  # noqa: F401  (part of the package's API)
 from .specialize import kernel_for
 
@@ -79,8 +80,10 @@ class IoIterator(IoSession, TableApi):
         lens = [p.row_hi - p.row_lo + 1 for p in parts]
         self.part_base = np.zeros(P + 1, dtype=np.int64)
         np.cumsum(lens, out=self.part_base[1:])
-        self._offs_u = np.empty(int(self.part_base[-1]), dtype=np.uint64)
-        _load_offsets(parts, self._offs_u, self.part_base)
+        self._offs_u = _shared_offsets(parts, self.part_base)
+        if self._offs_u is None:
+            self._offs_u = np.empty(int(self.part_base[-1]), dtype=np.uint64)
+            _load_offsets(parts, self._offs_u, self.part_base)
         self.offs = self._offs_u.view(np.int64)
         track(f"offsets ({direction})", self._offs_u)
         self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
