@@ -12,7 +12,9 @@ common.check_options against the dataset) before any work.
 from __future__ import annotations
 
 import gc
+import inspect
 import json
+import os
 import time
 
 import click
@@ -75,6 +77,7 @@ _RUNTIME = [
     click.Option(["--quiet", "-q"], is_flag=True, help="No per-superstep lines on stderr."),
 ]
 _RUNTIME_NAMES = {o.name for o in _RUNTIME}
+_PARTIAL = []      # temporary files of outputs being streamed (removed when a run fails)
 
 
 def _algorithm_command(name: str) -> click.Command:
@@ -92,7 +95,14 @@ def _algorithm_command(name: str) -> click.Command:
         if err is not None:
             raise GrapheneError(f"algorithm {name!r} is not available: module "
                                 f"graphene_py.algos.{e.module} could not be imported ({err})")
-        _run(name, mod, kw)
+        try:
+            _run(name, mod, kw)
+        finally:     # an output streamed while the run went on: never left half-written
+            while _PARTIAL:
+                try:
+                    os.unlink(_PARTIAL.pop())
+                except OSError:
+                    pass
 
     return click.Command(name, params=_RUNTIME + options, callback=callback, help=doc,
                          short_help=doc)
@@ -172,6 +182,15 @@ def _run(name, mod, kw):
         common.check_output(output, _result_class(mod))
     graph = Graph.open(graph_name)
     common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
+    # an algorithm that can write its main array straight to a .npy (MS-BFS's depths: 4 bytes per
+    # vertex per source) streams into a temporary file beside the output, renamed at the end
+    stream = None
+    if output and str(output).lower().endswith(".npy") and \
+            "output" in inspect.signature(mod.run).parameters:
+        stream = os.path.join(os.path.dirname(os.path.abspath(output)),
+                              f".{os.path.basename(output)}.{os.getpid()}.partial.npy")
+        algo_opts["output"] = stream
+        _PARTIAL.append(stream)
     run_rt = dict(runtime)
     mem_plan = None
     if memory is not None:
@@ -245,7 +264,13 @@ def _run(name, mod, kw):
             if not as_json:
                 click.echo("Verification: PASS")
     res = results[-1]
-    if output:
+    if stream is not None:
+        os.replace(stream, output)
+        _PARTIAL.remove(stream)
+        stream = None
+        path = output
+        _say(f"wrote {type(res).__name__}'s {res.MAIN} to {path} while it ran", quiet_lines)
+    elif output:
         path = res.save(output)
         what = (f"{res.MAIN or 'the main array'}" if path.lower().endswith(".npy") else
                 ", ".join(res.arrays()))

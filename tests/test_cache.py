@@ -198,3 +198,19 @@ def test_naive_reference_agrees_under_partial_cache(directed):
     fb = _file_bytes(directed, "out")
     r = gp.bfs(directed, src=1, cache=CacheBudget(int(fb.sum() // 2)), **SSD)
     assert np.array_equal(r.depth, ref)
+
+
+def test_cli_msbfs_streams_depths_to_npy(mid, tmp_path):
+    """`graphene run apsp -o x.npy` writes the depths rows straight into the .npy while it runs (not
+    held in RAM: the memory block has no depths array) and leaves no temporary file; the content
+    equals the in-RAM result saved as .npz."""
+    npy, npz = tmp_path / "d.npy", tmp_path / "d.npz"
+    p = _cli("run", "apsp", "--sources", "0,5,17", "-g", mid.path, "-o", npy, "--json", "-q")
+    assert p.returncode == 0, p.stderr
+    streamed = json.loads(p.stdout)["memory"]["arrays"]
+    q = _cli("run", "apsp", "--sources", "0,5,17", "-g", mid.path, "-o", npz, "--json", "-q")
+    assert q.returncode == 0, q.stderr
+    held = json.loads(q.stdout)["memory"]["arrays"]
+    assert "depths" not in streamed and held["depths"]["bytes"] == 3 * 4 * 200_000
+    assert np.array_equal(np.load(npy), np.load(npz)["depths"])
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["d.npy", "d.npz"]
