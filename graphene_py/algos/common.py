@@ -92,6 +92,10 @@ class Result:
         for st in self.supersteps:
             for k in SUM_KEYS:
                 t[k] += st.get(k, 0) or 0
+            per = st.get("bytes_read_per_disk")
+            if per:
+                old = t.get("bytes_read_per_disk") or [0] * len(per)
+                t["bytes_read_per_disk"] = [a + b for a, b in zip(old, per)]
         t["io_utility"] = t["bytes_useful"] / t["bytes_read"] if t["bytes_read"] else 1.0
         t["supersteps"] = len(self.supersteps)
         return t

@@ -257,6 +257,12 @@ class IoIterator(IoSession, TableApi):
         }
         if self.cached is not None:
             st["bytes_cached"] = cached
+        if self.ndisks > 1 and not self.in_memory:
+            # bytes read from each disk folder (row-column balance: even on dense supersteps)
+            per = np.bincount(self.file_disk[fids], weights=lens, minlength=self.ndisks)
+            if wlen is not None:
+                per += np.bincount(self.file_disk[fids], weights=wlen, minlength=self.ndisks)
+            st["bytes_read_per_disk"] = [int(x) for x in per]
         self._account(st)
         return st
 
@@ -266,6 +272,10 @@ class IoIterator(IoSession, TableApi):
         s["supersteps"] += 1
         for k, v in st.items():
             if k in ("mode", "io_utility"):
+                continue
+            if isinstance(v, list):
+                old = s.get(k) or [0] * len(v)
+                s[k] = [a + b for a, b in zip(old, v)]
                 continue
             s[k] = s.get(k, 0) + v
         s["io_utility"] = s["bytes_useful"] / s["bytes_read"] if s["bytes_read"] else 1.0
