@@ -18,8 +18,9 @@ setup(
     install_requires=["numpy>=1.24", "numba>=0.58", "click>=8.1", "liburing==2024.5.3", "networkx>=3.4"],
     extras_require={
         "gpu": ["cupy-cuda12x"],
-        "plots": ["matplotlib>=3.7"],      # tools/bench_cache.py's PNG
-        "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "networkx>=3", "pytest-timeout", "psutil"],
+        "plots": ["matplotlib>=3.7"],      # --timeline, graphene plot, tools/bench_cache.py
+        "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "networkx>=3", "pytest-timeout", "psutil",
+                 "matplotlib>=3.7"],
     },
     entry_points={
         "console_scripts": ["graphene=graphene_py.cli:main"],

@@ -74,6 +74,10 @@ _RUNTIME = [
     click.Option(["--gpu-mem"], default=None, metavar="SIZE",
                  help="GPU memory budget (e.g. 2G; default 90% of free): edge arrays that do not "
                       "fit stay in pinned host memory, read zero-copy."),
+    click.Option(["--timeline"], type=click.Path(dir_okay=False), default=None,
+                 metavar="FILE.png",
+                 help="Draw the last trial: read MB/s per disk over time with the superstep "
+                      "boundaries, frontier and IO utility (needs matplotlib)."),
     click.Option(["--quiet", "-q"], is_flag=True, help="No per-superstep lines on stderr."),
 ]
 _RUNTIME_NAMES = {o.name for o in _RUNTIME}
@@ -153,6 +157,7 @@ def _run(name, mod, kw):
     as_json = kw.pop("as_json")
     nl = kw.pop("nl")
     output = kw.pop("output")
+    timeline = kw.pop("timeline")
     quiet = kw.pop("quiet")
     device = kw.pop("device")
     in_memory = kw.pop("in_memory")
@@ -180,6 +185,12 @@ def _run(name, mod, kw):
     # every check before any work: the output path, then the dataset and the graph-dependent ranges
     if output:
         common.check_output(output, _result_class(mod))
+    if timeline:
+        from . import plot
+        folder = os.path.dirname(os.path.abspath(timeline))
+        if not os.path.isdir(folder):
+            raise GrapheneError(f"--timeline {timeline}: folder {folder} does not exist")
+        plot._pyplot()      # matplotlib missing: the error now, not after the run
     graph = Graph.open(graph_name)
     common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
     # an algorithm that can write its main array straight to a .npy (MS-BFS's depths: 4 bytes per
@@ -275,6 +286,11 @@ def _run(name, mod, kw):
         what = (f"{res.MAIN or 'the main array'}" if path.lower().endswith(".npy") else
                 ", ".join(res.arrays()))
         _say(f"saved {type(res).__name__} ({what}) to {path}", quiet_lines)
+    if timeline:
+        plot.timeline(res.supersteps, timeline,
+                      f"graphene run {name} on {graph.name} ({graph.num_rows}x{graph.num_cols}, "
+                      f"{len(graph.disks)} disk folder(s))")
+        _say(f"drew the timeline to {timeline}", quiet_lines)
     if as_json:
         click.echo(json.dumps(_summary(name, graph, trial_rows, res, verification, runtime,
                                        in_memory, setup, mem_block, proc_peak, mem_plan)))
@@ -347,4 +363,18 @@ def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, set
     }
 
 
-COMMANDS = [run_cmd]
+@click.command("plot")
+@click.argument("jsonl", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), metavar="FILE.png",
+              help="The PNG to write.")
+@click.option("--title", default="", help="Title above the picture.")
+def plot_cmd(jsonl, output, title):
+    """Draw a run's timeline from the output of `graphene run ... --nl` (its last trial)."""
+    from . import plot
+    plot._pyplot()
+    steps = plot.read_jsonl(jsonl)
+    plot.timeline(steps, output, title or os.path.basename(jsonl))
+    click.echo(f"drew {len(steps)} supersteps to {output}", err=True)
+
+
+COMMANDS = [run_cmd, plot_cmd]
