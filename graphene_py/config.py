@@ -65,3 +65,15 @@ def home_dir() -> str:
 
 def default_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def vm_bytes(field: str) -> int:
+    """A size line of /proc/self/status in bytes ("VmRSS", "VmHWM", ...); 0 where unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

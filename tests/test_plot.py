@@ -11,22 +11,11 @@ from click.testing import CliRunner
 
 from graphene_py import plot
 from graphene_py.cli import main
-from graphene_py.partition import partition_arrays
-from tests import graphs as tg
+from tests.test_cli_run import ds  # noqa: F401  (the two-folder 2x2 dataset "pl")
 
 pytest.importorskip("matplotlib")    # a [test] extra: installed by make test
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture
-def ds(tmp_path):
-    g = tg.powerlaw()
-    disks = [str(tmp_path / "d0"), str(tmp_path / "d1")]
-    for d in disks:
-        os.makedirs(d)
-    partition_arrays(g.src, g.dst, num_vertices=g.n, disks=disks, name="pl", rows=2, cols=2)
-    return g
 
 
 def _png(path):

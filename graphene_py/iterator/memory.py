@@ -215,14 +215,9 @@ def rss_bytes():
 
 
 def peak_bytes():
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    """The process's peak RSS (VmHWM) since it started or since reset_peak()."""
+    from .. import config
+    return config.vm_bytes("VmHWM")
 
 
 def reset_peak():

@@ -376,14 +376,7 @@ KERNEL_MARGIN = 64 << 20
 
 def rss_bytes() -> int:
     """Resident set size of this process (VmRSS), 0 when unknown."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    return config.vm_bytes("VmRSS")
 
 
 def return_freed_memory() -> bool:
