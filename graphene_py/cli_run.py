@@ -206,7 +206,10 @@ def _run(name, mod, kw):
     mem_plan = None
     if memory is not None:
         from .iterator.memory import CacheBudget
-        mem_plan = registry.memory_plan(name, graph, memory, runtime, algo_opts, output)
+        from . import jit
+        jit.ready(blas=False)      # what a run holds before any graph state, measured here
+        mem_plan = registry.memory_plan(name, graph, memory, runtime, algo_opts, output,
+                                        runtime_bytes=config.vm_bytes("VmRSS") + (16 << 20))
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
 
     quiet_lines = quiet or as_json

@@ -52,7 +52,7 @@ def check(g, res, src, symmetrize=False):
     assert np.array_equal(ref, scipy_depth(g, src, symmetrize))
     assert res.n_reached == int((ref >= 0).sum())
     assert res.parent[src] == src and res.depth[src] == 0
-    assert res.depth.dtype == np.int32 and res.parent.dtype == np.int64
+    assert res.depth.dtype == np.int32 and res.parent.dtype == np.int32   # IDs < 2^31: 4 bytes
     for v in np.flatnonzero(ref > 0):
         p = int(res.parent[v])
         assert ref[p] == ref[v] - 1 and v in adj[p], (v, p)

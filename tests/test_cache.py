@@ -135,9 +135,9 @@ def _cli(*args):
 
 @pytest.fixture(scope="module")
 def mid(tmp_path_factory):
-    """200 k vertices, 4 M directed edges on a 2x2 grid: ~16 MB of adjacency."""
+    """200 k vertices, 12 M directed edges on a 2x2 grid: ~48 MB of adjacency, ~12 MB a file."""
     rng = np.random.default_rng(9)
-    n, m = 200_000, 2_000_000
+    n, m = 200_000, 6_000_000
     tmp = tmp_path_factory.mktemp("cachecli")
     ds = partition_arrays(rng.integers(0, n, m), rng.integers(0, n, m), num_vertices=n,
                           disks=_disks(tmp, 4), name="mid", rows=2, cols=2, symmetrize=True,
@@ -149,12 +149,14 @@ def test_cli_memory_budgets(mid):
     """Budgets just above the run's fixed needs (nothing fits), with room for one file, and for all:
     the same answer, the engine line says which, the files held are not read, the peak stays
     within the budget."""
-    from graphene_py.algos.registry import memory_plan
-    need = memory_plan("bfs", mid, "1T", {}, {})
-    need = need["memory_bytes"] - need["cache_bytes"]
+    path = mid.path
+    # the run's own plan: its runtime is what its process holds before the graph (measured there)
+    p = _cli("run", "bfs", "--src", "0", "-g", path, "--json", "--memory", "64G")
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(p.stdout)["memory"]["plan"]
+    need = plan["memory_bytes"] - plan["cache_bytes"]
     fb = _file_bytes(mid, "out")
     MiB = 1 << 20
-    path = mid.path
     ref = json.loads(_cli("run", "bfs", "--src", "0", "-g", path, "--json").stdout)
     for extra, engine in ((int(fb.min()) // 2, "no adjacency file fits"),
                           (int(fb.max()) + int(fb.min()) // 2, "of adjacency cached"),

@@ -1,6 +1,6 @@
 """Breadth-first search from one source, level-synchronous, top-down over the out-edges.
 
-Computes: `parent` int64[n] (GAPBS encoding: parent[src] == src, -1 = unreached), `depth` int32[n]
+Computes: `parent` int32[n] (int64 from 2^31 vertices; GAPBS encoding: parent[src] == src, -1 = unreached), `depth` int32[n]
 (-1 = unreached) and `n_reached`. No level cap (a chain of any length works; int32 depths).
 Returns: BFSResult(parent, depth, n_reached, src, levels, supersteps, seconds).
 
@@ -37,7 +37,7 @@ from numba import njit
 
 from .. import config
 from ..errors import GrapheneError
-from .common import Result, pick_source
+from .common import Result, pick_source, vertex_dtype
 from .reference import serial_bfs_depth
 
 MAIN = "parent"
@@ -169,6 +169,7 @@ def run_gpu(graph, *, src=None, gpu_mem=None, progress=None, **_ignored) -> BFSR
     src = pick_source(graph) if src is None else int(src)
     st: dict = {}
     parent, depth = A.bfs(dg, src, stats=st)
+    parent = parent.astype(vertex_dtype(graph.num_vertices), copy=False)
     return BFSResult(parent=parent, depth=depth, n_reached=int(np.count_nonzero(depth >= 0)),
                      src=src, levels=int(depth.max()) + 1, supersteps=gpu_steps(st, progress),
                      seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
@@ -194,10 +195,11 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     if not 0 <= src < n:
         raise GrapheneError(f"source vertex {src} is out of range [0, {n})")
     depth = np.full(n, -1, dtype=np.int32)
-    parent = np.full(n, -1, dtype=np.int64)
+    vdt = vertex_dtype(n)       # parents and queues: 4-byte IDs while they fit (as GAPBS)
+    parent = np.full(n, -1, dtype=vdt)
     threads = runtime.get("threads") or config.default_threads()
-    qa = np.empty(n + threads * BLOCK, dtype=np.int64)
-    qb = np.empty(n + threads * BLOCK, dtype=np.int64)
+    qa = np.empty(n + threads * BLOCK, dtype=vdt)
+    qb = np.empty(n + threads * BLOCK, dtype=vdt)
     tail = np.zeros(1, dtype=np.int64)
     cur = np.zeros((threads, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
     front = np.zeros((n + 63) // 64, dtype=np.uint64)

@@ -441,6 +441,11 @@ def peak_rss_mb() -> float:
     return r / 1024.0 if sys.platform != "darwin" else r / (1 << 20)
 
 
+def vertex_dtype(n):
+    """Vertex IDs in per-vertex arrays (parents, queues): int32 while every ID fits, else int64."""
+    return np.int32 if n < (1 << 31) else np.int64
+
+
 def memory_block(led, n, rss_before, peak, result=None) -> dict:
     """`graphene run --json`'s `memory` block for one trial: the bytes of every array the ledger
     saw (iterator.memory.track; result arrays it did not see are added under their own names),

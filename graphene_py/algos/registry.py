@@ -40,14 +40,14 @@ class Entry:
 
 ENTRIES = {e.name: e for e in (
     Entry("bfs", "bfs", "Breadth-first search from one source (direction-optimizing).",
-          state=(36, 0)),
+          state=(24, 0)),
     Entry("pagerank", "pagerank",
           "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
           {"variant": "delta"}, state=(60, 8)),
     Entry("pagerank-pull", "pagerank", "Classic pull PageRank (power iteration, GAPBS stop rule).",
           {"variant": "pull"}, state=(34, 8)),
     Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation).",
-          state=(25, 0)),
+          state=(21, 0)),
     Entry("kcore", "kcore", "k-core decomposition: core numbers, or one K-core with --k.",
           state=(55, 8)),
     Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS).",
@@ -128,12 +128,13 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
 
 #: What the interpreter, numpy, numba and the loaded kernels hold before any graph state (RSS
 #: before the first trial, minus the offsets and the IO pool, was 140-147 MiB here; the rest is
-#: margin for the allocator and the kernels' stacks).
-RUNTIME_BYTES = 160 << 20
+#: margin for the allocator and the kernels' stacks). A process that holds more before its graph
+#: (shared libraries in 2 MiB file pages: +45 MiB seen on a fresh install) plans with that + 16 MiB.
+RUNTIME_BYTES = 176 << 20
 TEMP_BYTES_PER_VERTEX = 16
 
 
-def memory_plan(name, graph, memory, runtime, opts, output=None) -> dict:
+def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=None) -> dict:
     """`graphene run --memory SIZE`: the budget split into the runtime, the IO buffers, the
     algorithm's O(|V|) state (offsets of each edge direction plus the registry's per-vertex
     estimate) and what is left: the adjacency cache. A budget below the first three is an error
@@ -160,12 +161,16 @@ def memory_plan(name, graph, memory, runtime, opts, output=None) -> dict:
     per_vertex += TEMP_BYTES_PER_VERTEX
     state = n * per_vertex
     io = int(float(runtime.get("buffer_mb") or _config.BUFFER_MB) * (1 << 20))
-    need = RUNTIME_BYTES + io + state
+    # the runtime: what this process holds now (imports, numba's target: pass it from the run's
+    # own process, where shared libraries may sit in 2 MiB file pages) plus a margin, or the
+    # measured constant
+    rt = max(RUNTIME_BYTES, int(runtime_bytes or 0))
+    need = rt + io + state
     mib = (lambda b: f"{b / 2**20:,.0f} MiB")
     if budget < need:
         raise GrapheneError(
             f"--memory {memory} ({mib(budget)}) is less than this run needs before any adjacency "
-            f"is cached: {mib(need)} (runtime ~{mib(RUNTIME_BYTES)} + IO buffers {mib(io)} + "
+            f"is cached: {mib(need)} (runtime ~{mib(rt)} + IO buffers {mib(io)} + "
             f"O(|V|) state ~{mib(state)}: {n:,} vertices x {per_vertex} B)")
-    return {"memory_bytes": budget, "runtime_bytes": RUNTIME_BYTES, "io_buffer_bytes": io,
+    return {"memory_bytes": budget, "runtime_bytes": rt, "io_buffer_bytes": io,
             "state_bytes_estimate": state, "cache_bytes": budget - need}

@@ -1,6 +1,6 @@
 """Weakly connected components: Graphene's hybrid (BFS for the big component, then label propagation).
 
-Computes: `labels` int64[n], every vertex labelled with the smallest vertex ID of its weakly connected
+Computes: `labels` int32[n] (int64 from 2^31 vertices), every vertex labelled with the smallest vertex ID of its weakly connected
 component, and `n_components` (isolated vertices are components of their own).
 Returns: WCCResult(labels, n_components, bfs_reached, supersteps, seconds).
 
@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 
-from .common import Result, frontier_class as _frontier, open_unweighted as _open
+from .common import Result, frontier_class as _frontier, open_unweighted as _open, vertex_dtype
 
 
 class WCCResult(Result):
@@ -111,7 +111,7 @@ def run_gpu(graph, *, gpu_mem=None, progress=None, **_ignored) -> WCCResult:
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
     st: dict = {}
-    labels = A.wcc(dg, stats=st)
+    labels = A.wcc(dg, stats=st).astype(vertex_dtype(graph.num_vertices), copy=False)
     return WCCResult(labels=labels, n_components=st["n_components"], bfs_reached=0,
                      supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
                      load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
@@ -135,7 +135,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     Frontier = _frontier()
     n = graph.num_vertices
     steps = []
-    label = np.arange(n, dtype=np.int64)
+    label = np.arange(n, dtype=vertex_dtype(n))     # 4-byte labels while IDs fit (as GAPBS)
     if graph.num_edges == 0 or n == 0:
         return WCCResult(labels=label, n_components=n, bfs_reached=min(n, 1), supersteps=steps,
                          seconds=time.perf_counter() - t0)
@@ -144,10 +144,12 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     has_in = graph.in_partitions is not None and not symmetric
     deg = graph.degrees("out")
     if has_in:
-        deg = deg + graph.degrees("in")
+        deg += graph.degrees("in")
     track("labels", label)
     track("degrees", deg)
     root = int(np.argmax(deg))
+    has_edges = track("has-edges flags", deg > 0)
+    del deg            # all the rest needs: 1 byte per vertex instead of 8
     dirs = ["out", "in"] if has_in else ["out"]
     its = [_open(graph, d, in_memory, runtime) for d in dirs]
     try:
@@ -172,7 +174,6 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         label[reached] = int(np.argmax(reached))     # the smallest reached ID
         n_reached = int(reached.sum())
         # 2. label propagation for the rest
-        has_edges = track("has-edges flags", deg > 0)
         step = 0
         if symmetric or has_in:
             active = (~reached & has_edges).view(np.uint8)

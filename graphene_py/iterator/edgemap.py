@@ -98,7 +98,7 @@ class EdgeMap:
 
     def edge_map(self, state, frontier_ids, push: Update, pull: Update = None, pull_mask=None,
                  pull_cost=None, force=None) -> dict:
-        """One superstep. frontier_ids: int64 vertex IDs (the push frontier); pull_mask: uint8 per
+        """One superstep. frontier_ids: int32 or int64 vertex IDs (the push frontier); pull_mask: uint8 per
         vertex, the vertices whose lists a pull reads, or a callable making it (called only when
         the pull runs: building it costs a pass over the vertices); pull_cost: the pull's bytes
         when the caller keeps them (else computed from the mask). Returns the superstep's stats,

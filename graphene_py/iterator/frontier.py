@@ -1,6 +1,6 @@
 """Frontier: which vertices are active in a superstep (a queue of IDs, a flag mask, or all).
 
-    Frontier.from_queue(ids, n)   int64 vertex IDs (order free; duplicates tolerated)
+    Frontier.from_queue(ids, n)   int32 or int64 vertex IDs (order free; duplicates tolerated)
     Frontier.from_mask(mask)      uint8/bool flag per vertex (len n)
     Frontier.all(n)               every vertex with edges: the iterator skips marking and streams
                                   whole adjacency files in large sequential extents
@@ -18,7 +18,9 @@ class Frontier:
 
     @classmethod
     def from_queue(cls, ids, n) -> "Frontier":
-        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        ids = np.ascontiguousarray(ids)
+        if ids.dtype not in (np.int32, np.int64):      # 4-byte queues stay 4-byte (no copy)
+            ids = ids.astype(np.int64)
         if ids.ndim != 1:
             raise ValueError("frontier queue must be 1-D")
         if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n):
