@@ -11,7 +11,6 @@ common.check_options against the dataset) before any work.
 """
 from __future__ import annotations
 
-import gc
 import inspect
 import json
 import os
@@ -244,7 +243,6 @@ def _run(name, mod, kw):
         if pick_src:
             opts["src"] = common.pick_source(graph, trial=t)
         proc_peak = max(proc_peak, _mem.peak_bytes())
-        gc.collect()
         _mem.reset_peak()
         rss0 = _mem.rss_bytes()
         with _mem.ledger() as led:
