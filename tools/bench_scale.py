@@ -104,12 +104,12 @@ def main(argv=None):
     if a.fio:
         out["fio_start"] = ab_runs.fio_ceiling(a.fio)
         print("fio start", out["fio_start"], flush=True)
-    if not (a.keep and os.path.exists(el)):
+    have = subprocess.run([EXE, "list"], capture_output=True, text=True).stdout
+    if not (a.keep and (os.path.exists(el) or f" {name} " in have)):
         r = timed([sys.executable, os.path.join(os.path.dirname(__file__), "generate.py"), "kron",
                    "--scale", str(a.scale), "--edge-factor", str(a.edge_factor), "-o", el])
         out["generate"] = {"wall": r["wall"], "info": r["stdout"].strip()[-500:]}
         print("generated", out["generate"], flush=True)
-    have = subprocess.run([EXE, "list"], capture_output=True, text=True).stdout
     if not (a.keep and f" {name} " in have):
         cmd = ["/usr/bin/time", "-v", EXE, "partition", el, "--disks", *a.disks, "--name", name,
                "-s", "--rows", str(a.rows), "--cols", str(a.cols), "--memory-limit",

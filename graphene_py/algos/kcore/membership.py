@@ -62,8 +62,9 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         if cap > kk:
             kept = int(hist[:cap - kk].sum())
             starts = _keepers(A, T, dt(kk), dt(cap), status, kept)
-        crossed = np.empty(n, dtype=np.int64)
-        front_buf = np.empty(n, dtype=np.int64)
+        vdt = np.int64 if n >= (1 << 31) else np.int32      # 4-byte IDs while they fit
+        crossed = np.empty(n, dtype=vdt)
+        front_buf = np.empty(n, dtype=vdt)
         state = (A, dt(kk), np.int64(T), np.int64(sh), status, np.int64(kept))
         track("degrees, per-thread decrements and bitmaps", A)
         track("status", status)
@@ -87,7 +88,8 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
                 count = m
             else:
                 count = int(_peel_kept(A, T, sh, dt(kk), status, starts, crossed[:m], front_buf))
-                fr = Frontier.from_queue(front_buf[:count].copy(), n)
+                # a view: front_buf is rewritten only after this frontier's superstep
+                fr = Frontier.from_queue(front_buf[:count], n)
     finally:
         for it in its:
             it.close()
