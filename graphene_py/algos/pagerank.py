@@ -36,8 +36,9 @@ Variants (`variant=`; the CLI name `pagerank` selects "delta", `pagerank-pull` s
      is (p + r) normalized to sum 1.
   Datasets that cannot pull (directed, no in-edges) run phase 2 from the start (Jacobi pushes).
 - "pull" (GAPBS's definition, Jacobi): every iteration streams the in-edge lists (Frontier.all)
-  and sums alpha * p[u] / outdeg(u) over in-neighbours u (per-thread accumulators, since a list may
-  arrive in several chunks on different threads): exactly the power iteration. Datasets without
+  and sums alpha * p[u] / outdeg(u) over in-neighbours u (one atomic add per chunk into one row of
+  sums, since a list may arrive in several chunks on different threads): exactly the power
+  iteration. Datasets without
   in-edge partitions run the same iteration by pushing along out-edges; undirected datasets pull
   over their (symmetric) out-edges.
 
@@ -121,12 +122,14 @@ def _push(v, nbrs, wts, tid, state):
 
 @njit(cache=True)
 def _pull(v, nbrs, wts, tid, state):
-    """acc[tid, v] += sum of contrib[u] over this chunk of v's in-neighbours."""
+    """acc[0, v] += sum of contrib[u] over this chunk of v's in-neighbours: one atomic add per
+    chunk (a list may span partitions and threads), so pulling needs one row of sums, not one per
+    thread."""
     contrib, acc = state
     s = 0.0
     for i in range(len(nbrs)):
         s += contrib[np.int64(nbrs[i])]
-    acc[tid, v] += s
+    _fadd(acc[0], v, s)
 
 
 #: rows of the Gauss-Seidel sweep's float state F and integer state I. One 2-D array per type
@@ -440,7 +443,8 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
     err = np.inf
     iters = 0
     with _open(graph, direction, in_memory, runtime) as it:
-        acc = track("per-thread sums", np.zeros((it.threads, n)))
+        # pulls add atomically into one row; pushes write per-thread rows (no atomics per edge)
+        acc = track("per-thread sums", np.zeros((1 if kernel is _pull else it.threads, n)))
         while iters < max_iter:
             if kernel is _pull:
                 st = it.run(_always, _pull, (contrib, acc), Frontier.all(n))

@@ -53,7 +53,7 @@ ENTRIES = {e.name: e for e in (
     Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS).",
           state=(41, 0)),
     Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(41, 0)),
-    Entry("spmv", "spmv", "Sparse matrix-vector product y = A x.", state=(17, 8)),
+    Entry("spmv", "spmv", "Sparse matrix-vector product y = A x.", state=(17, 0)),
     Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets).",
           state=(20, 16)),
     Entry("bc", "bc", "Betweenness centrality (Brandes), from sampled sources or all of them.",

@@ -6,9 +6,8 @@ Returns: SpMVResult(y, x, supersteps, seconds).
 
 Algorithm: one superstep with Frontier.all: the iterator streams every adjacency file in large
 sequential extents ("sequential matrix, random vector access"); each compute call dots one chunk of
-a row with x and adds it to a per-thread partial y (indexed by compute thread id: a row split over
-several chunks or column partitions may be summed on several threads at once); the partials are added
-at the end. `x`: "ones" (default), "random" (uniform [0, 1) from config.SEED), or an array of n
+a row with x and adds it to y[s] with one atomic add (a row split over several chunks or column
+partitions may be summed on several threads at once). `x`: "ones" (default), "random" (uniform [0, 1) from config.SEED), or an array of n
 floats.
 """
 from __future__ import annotations
@@ -21,6 +20,7 @@ from numba import njit
 
 from .. import config
 from ..errors import GrapheneError
+from ..iterator.atomics import atomic_fadd as _fadd
 
 from .common import Result
 
@@ -36,20 +36,20 @@ def _always(v, state):
 
 @njit(cache=True)
 def _row_unweighted(v, nbrs, wts, tid, state):
-    x, acc = state
+    x, y = state
     s = 0.0
     for i in range(len(nbrs)):
         s += x[np.int64(nbrs[i])]
-    acc[tid, v] += s
+    _fadd(y, v, s)      # one atomic add per chunk of a list (a list may span partitions)
 
 
 @njit(cache=True)
 def _row_weighted(v, nbrs, wts, tid, state):
-    x, acc = state
+    x, y = state
     s = 0.0
     for i in range(len(nbrs)):
         s += np.float64(wts[i]) * x[np.int64(nbrs[i])]
-    acc[tid, v] += s
+    _fadd(y, v, s)
 
 
 def make_x(n, x="ones", seed=config.SEED):
@@ -77,17 +77,17 @@ def run(graph, *, device="cpu", in_memory=False, x="ones", **runtime) -> SpMVRes
         return SpMVResult(y=np.zeros(n), x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
     from ..iterator.edgemap import EdgeMap, Update
     weighted = bool(graph.weighted)
-    # y[v] = sum over v's out-list of w * x[u]: chunks of one list add per-thread partial sums
+    # y[v] = sum over v's out-list of w * x[u]: each chunk of a list adds its partial sum to y[v]
+    # atomically (8 bytes per vertex; per-thread rows would take 8 per vertex per thread)
     row = Update(_always, _row_weighted if weighted else _row_unweighted, combine="sum")
     with EdgeMap(graph, weights=weighted, in_memory=in_memory, **runtime) as em:
         from ..iterator.memory import track
-        acc = track("per-thread sums", np.zeros((em.threads, n)))
+        y = track("y", np.zeros(n))
         track("x", xv)
-        st = em.dense((xv, acc), row)
+        st = em.dense((xv, y), row)
     steps.append(st)
     if progress is not None:
         progress(st)
-    y = acc.sum(axis=0)
     return SpMVResult(y=y, x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
 
 
