@@ -361,7 +361,9 @@ def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_ite
     """Phase 1 of delta PageRank. Returns (x summing to 1, sweeps, error, converged)."""
     Frontier = _frontier()
     F = track("sweep state (5 float64)", np.zeros((5, n)))
-    I = track("sweep state (2 int64)", np.zeros((2, n), dtype=np.int64))
+    # in-degrees and the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
+    idt = np.int32 if graph.num_edges < (1 << 31) else np.int64
+    I = track("sweep state (2 integer rows)", np.zeros((2, n), dtype=idt))
     I[INDEG] = graph.degrees(direction)      # total over the column partitions
     no_in = (I[INDEG] == 0).view(np.uint8)
     dang = dangling.view(np.uint8)
