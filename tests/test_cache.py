@@ -107,10 +107,11 @@ def test_cached_files_are_not_read(directed):
         y = np.zeros(g.num_vertices)
         with IoIterator(g, "out", cache=cache, **SSD) as it:
             st = it.run(_always, _pull, (x, y), Frontier.all(g.num_vertices))
-            counts[label] = (st["bytes_read"], st.get("bytes_cached", 0), y,
+            counts[label] = (st["bytes_read"], st.get("bytes_cached", 0), y, st["io_utility"],
                              None if it.cached is None else it.cached.copy())
-    read0, cached0, y0, _ = counts["none"]
-    read1, cached1, y1, kept = counts["part"]
+    read0, cached0, y0, util0, _ = counts["none"]
+    read1, cached1, y1, util1, kept = counts["part"]
+    assert util1 == pytest.approx(util0) and util1 <= 1.0   # cached bytes count as brought in
     assert cached0 == 0 and kept is not None and kept.sum() == 2
     assert cached1 > 0 and read1 < read0 and read1 + cached1 == read0
     np.testing.assert_allclose(y1, y0)

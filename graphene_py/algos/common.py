@@ -96,7 +96,8 @@ class Result:
             if per:
                 old = t.get("bytes_read_per_disk") or [0] * len(per)
                 t["bytes_read_per_disk"] = [a + b for a, b in zip(old, per)]
-        t["io_utility"] = t["bytes_useful"] / t["bytes_read"] if t["bytes_read"] else 1.0
+        got = t["bytes_read"] + t["bytes_cached"]        # from the disks or from the cache
+        t["io_utility"] = t["bytes_useful"] / got if got else 1.0
         t["supersteps"] = len(self.supersteps)
         return t
 

@@ -203,6 +203,7 @@ class IoIterator(IoSession, TableApi):
             io0 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
             cacc = None
             cargs = None
+            cached_w = 0
             if self.cached is not None and len(offs):
                 # extents of files in the cache are computed from RAM while the disks serve the rest
                 sel = self.cached[fids]
@@ -210,7 +211,9 @@ class IoIterator(IoSession, TableApi):
                     rest = ~sel
                     cargs = (fids[sel], offs[sel], lens[sel], woff[sel], mask, use_mask)
                     fids, offs, lens, woff = fids[rest], offs[rest], lens[rest], woff[rest]
-                    wlen = wlen[rest] if wlen is not None else None
+                    if wlen is not None:
+                        cached_w = int(wlen[sel].sum())     # the cached extents' weight bytes
+                        wlen = wlen[rest]
                     args = (fids, offs, lens, woff, mask, use_mask)
                     cacc = {k: np.zeros_like(v) for k, v in acc.items()}
             if len(offs) and not self.in_memory:
@@ -235,7 +238,7 @@ class IoIterator(IoSession, TableApi):
                                 self.pending[:] = -1
             cached = 0
             if cacc is not None:
-                cached = int(cargs[2].sum())
+                cached = int(cargs[2].sum()) + cached_w
                 for k in acc:
                     acc[k] += cacc[k]
             io1 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
@@ -250,7 +253,8 @@ class IoIterator(IoSession, TableApi):
             "frontier": len(frontier), "active_edges": int(acc["edges"].sum()),
             "blocks_marked": int(blocks), "extents": next_, "bytes_useful": int(useful),
             "bytes_read": 0 if self.in_memory else read,
-            "io_utility": (useful / read) if read else 1.0,
+            # useful bytes over the bytes brought in: read from the disks or taken from the cache
+            "io_utility": (useful / (read + cached)) if read + cached else 1.0,
             "io_seconds": float(io1 - io0), "compute_seconds": float(acc["compute"].sum()),
             "wait_seconds": float(acc["wait"].sum()), "plan_seconds": float(t_plan),
             "seconds": time.perf_counter() - t0, "mode": mode,
@@ -278,7 +282,8 @@ class IoIterator(IoSession, TableApi):
                 s[k] = [a + b for a, b in zip(old, v)]
                 continue
             s[k] = s.get(k, 0) + v
-        s["io_utility"] = s["bytes_useful"] / s["bytes_read"] if s["bytes_read"] else 1.0
+        got = s["bytes_read"] + s.get("bytes_cached", 0)
+        s["io_utility"] = s["bytes_useful"] / got if got else 1.0
 
     def _submit(self, fids, offs, lens, woff, wlen):
         if self.weights:
