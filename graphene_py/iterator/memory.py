@@ -10,11 +10,13 @@ And the ledger behind `graphene run --json`'s `memory` block: what a run holds, 
 
     track(name, *arrays)      record arrays' bytes under name in every open ledger (largest kept)
     ledger()                  context manager: a Ledger recording what is tracked meanwhile
-    rss_bytes()               resident set size now (/proc/self/statm), or 0
+    rss_bytes()               resident set size now (VmRSS), or 0
     peak_bytes()              peak RSS (VmHWM), or 0
     reset_peak()              VmHWM := RSS now (/proc/self/clear_refs 5); False where unsupported
 """
 from __future__ import annotations
+
+from .. import config
 
 _MADV_NOHUGEPAGE = 15
 _MADV_POPULATE_WRITE = 23      # Linux >= 5.14
@@ -206,17 +208,12 @@ def as_budget(cache):
 
 
 def rss_bytes():
-    try:
-        import os
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    """The process's resident set size now (VmRSS)."""
+    return config.vm_bytes("VmRSS")
 
 
 def peak_bytes():
     """The process's peak RSS (VmHWM) since it started or since reset_peak()."""
-    from .. import config
     return config.vm_bytes("VmHWM")
 
 
