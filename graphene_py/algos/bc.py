@@ -73,8 +73,9 @@ def _backward(v, nbrs, wts, tid, state):
 
 
 #: the forward and backward supersteps; partial updates of one vertex add up
-FORWARD = Update(_always, _forward, combine="sum")
-BACKWARD = Update(_always, _backward, combine="sum")
+#: (forward state: depth, sigma, ids, tail, cur, level — every writer of a depth writes L+1)
+FORWARD = Update(_always, _forward, combine="sum", writes=((0, "max"), 1), queue=(2, 3, 4))
+BACKWARD = Update(_always, _backward, combine="sum", writes=(2,))
 
 
 @njit(cache=True)

@@ -95,8 +95,10 @@ def _adopt(v, nbrs, wts, tid, state):
 
 #: the two ways a level runs: push (top-down) and pull (bottom-up); a vertex is claimed once, by a
 #: fetch-or on its visited bit: the first writer wins
-VISIT = Update(_always, _visit, combine="first")
-ADOPT = Update(_unvisited, _adopt, combine="first")
+#: (state: visited, front, depth, parent, nxt, tail, cur, level; depth and parent take the first
+#: writer's values, the visited bits or together, found vertices go to the nxt queue)
+VISIT = Update(_always, _visit, combine="first", writes=((0, "or"), 2, 3), queue=(4, 5, 6))
+ADOPT = Update(_unvisited, _adopt, combine="first", writes=((0, "or"), 2, 3), queue=(4, 5, 6))
 
 
 @njit(cache=True)

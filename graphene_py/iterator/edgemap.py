@@ -15,6 +15,13 @@ later ones leave it). A vertex's list may arrive in several chunks on several th
 backend that splits the work further (devices, machines) merges partial results by this rule; it
 is declared so that every backend can, without reading the kernel.
 
+A backend that runs a superstep in pieces on several machines (cluster/) also needs to know which
+state slots a kernel writes and how each combines: `Update(..., writes=((2, "first"), (3, "first"),
+(0, "or")), queue=(4, 5, 6))` — a slot given as a bare index combines by `combine`; `queue` names
+the (ids, tail, cur) slots of a NextQueue the kernel appends to (the pieces' queues are merged and
+deduplicated). Slots not listed are read only. An Update without `writes` runs everywhere but on a
+cluster.
+
 `edge_map` picks the direction by the shared cost model (iterator/cost.py): the push reads the
 out-lists of the frontier; the pull (when the algorithm gives one and the dataset can pull: an
 undirected dataset, or in-edge partitions) reads the lists of the vertices in `pull_mask`; the one
@@ -40,10 +47,23 @@ class Update:
     is_active: object
     compute: object
     combine: str
+    writes: tuple = ()       # state slots the kernel writes: index, or (index, combine)
+    queue: tuple = ()        # (ids, tail, cur) slots of a NextQueue the kernel appends to
 
     def __post_init__(self):
         if self.combine not in COMBINES:
             raise ValueError(f"combine must be one of {', '.join(COMBINES)} (got {self.combine!r})")
+        for w in self.writes:
+            rule = w[1] if isinstance(w, tuple) else self.combine
+            if rule not in COMBINES:
+                raise ValueError(f"combine of slot {w[0]} must be one of {', '.join(COMBINES)} "
+                                 f"(got {rule!r})")
+        if self.queue and len(self.queue) != 3:
+            raise ValueError("queue names three state slots: (ids, tail, cur)")
+
+    def slots(self) -> list:
+        """[(slot, combine)] of the state the kernel writes (the queue apart)."""
+        return [w if isinstance(w, tuple) else (int(w), self.combine) for w in self.writes]
 
 
 class EdgeMap:
@@ -51,6 +71,12 @@ class EdgeMap:
 
     pull: open the pull direction too (when the dataset has one); weights: read weights with the
     lists. Runtime options (engine, threads, in_memory, ...) go to every IoIterator."""
+
+    def __new__(cls, graph, *args, **kwargs):
+        # a dataset served by a cluster brings its own backend (graphene_py.cluster)
+        # (a subclass of EdgeMap; Python then runs its __init__)
+        backend = getattr(graph, "edge_map_backend", None)
+        return super().__new__(backend if backend is not None and cls is EdgeMap else cls)
 
     def __init__(self, graph, *, pull: bool = False, weights: bool = False, in_memory=False,
                  degree_dtype=None, **runtime):
@@ -83,7 +109,7 @@ class EdgeMap:
     def degree(self, direction: str = "out") -> np.ndarray:
         """Degree of every vertex in `direction` (from the offsets in RAM; cached)."""
         if direction not in self.deg:
-            it = self.its[direction]
+            it = self.its.get(direction)
             self.deg[direction] = (it.degrees(self.ddt) if hasattr(it, "degrees") else
                                    self.graph.degrees(direction).astype(self.ddt))
             track(f"degrees ({direction})", self.deg[direction])
@@ -115,19 +141,24 @@ class EdgeMap:
                             self.push_cost(frontier_ids))
         if use_pull:
             mask = pull_mask() if callable(pull_mask) else pull_mask
-            st = self.its[self.pull_dir].run(pull.is_active, pull.compute, state,
-                                             self._pkg.Frontier.from_mask(mask))
+            st = self._run(self.pull_dir, pull, state, "mask", mask)
             st["direction"] = "bottom-up"
         else:
-            fr = self._pkg.Frontier.from_queue(frontier_ids, self.n)
-            st = self.its["out"].run(push.is_active, push.compute, state, fr)
+            st = self._run("out", push, state, "queue", frontier_ids)
             st["direction"] = "top-down"
         return st
 
     def dense(self, state, update: Update, direction: str = "out") -> dict:
         """One superstep over every list of a direction (PageRank, SpMV, label propagation)."""
-        return self.its[direction].run(update.is_active, update.compute, state,
-                                       self._pkg.Frontier.all(self.n))
+        return self._run(direction, update, state, "all", None)
+
+    def _run(self, direction, update, state, kind, data) -> dict:
+        """Run `update` over the lists of one direction: kind "queue" (data: vertex IDs), "mask"
+        (data: a flag per vertex) or "all". The backend's part; a cluster overrides it."""
+        F = self._pkg.Frontier
+        fr = (F.from_queue(data, self.n) if kind == "queue" else
+              F.from_mask(data) if kind == "mask" else F.all(self.n))
+        return self.its[direction].run(update.is_active, update.compute, state, fr)
 
     def close(self):
         for it in self.its.values():

@@ -1,0 +1,423 @@
+"""The driver side of a cluster run: connecting, distributing a dataset over the nodes, the
+cluster dataset (ClusterGraph) and the engine-contract backend (ClusterEdgeMap)."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from .. import config, store
+from ..errors import GrapheneError
+from ..graph import Graph
+from ..iterator.cost import Model, pull_direction
+from ..iterator.edgemap import EdgeMap
+from .merge import merge, merge_queues, nbytes
+from .node import NodeEngine, ShardWriter
+
+#: Ray restarts a node actor whose process died this many times, re-running its pending call.
+RESTARTS = 3
+#: Bytes per chunk when files travel to a node.
+CHUNK = 32 << 20
+#: Runtime options a node's engine takes (the rest are the driver's).
+NODE_OPTIONS = ("engine", "threads", "queue_depth", "max_gap", "max_io", "buffer_mb", "direct",
+                "in_memory", "io_workers", "check", "block_size")
+
+
+def timeout_s() -> float:
+    """How long the driver waits for a node's answer before naming it as gone."""
+    return float(os.environ.get("GRAPHENE_CLUSTER_TIMEOUT", "600"))
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise GrapheneError("running on a cluster needs Ray: pip install 'graphene_py[cluster]' "
+                            "(or pip install ray)") from None
+    return ray
+
+
+def connect(address="auto"):
+    """Join the Ray cluster at `address` ("auto": the one `ray start` made on this machine;
+    "local": start a one-node cluster in this process; or host:port / ray://...)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    try:
+        if address in (None, "local"):
+            ray.init(logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+        else:
+            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise GrapheneError(f"cannot join the Ray cluster at {address!r} ({e}); start one with "
+                            f"`ray start --head`, or use --cluster local") from None
+    return ray
+
+
+def clusters_dir() -> str:
+    return os.path.join(config.home_dir(), "clusters")
+
+
+def manifest_path(name: str) -> str:
+    return os.path.join(clusters_dir(), f"{name}.json")
+
+
+class Cluster:
+    """A connection to a Ray cluster and the graphene nodes in it."""
+
+    def __init__(self, address="auto"):
+        self.address = address
+        self.ray = connect(address)
+
+    def nodes(self) -> dict:
+        """label -> Ray node id of every live node (label: its `graphene:*` resource, else
+        `node:<ip>`); a label two live nodes share is listed once, with id None."""
+        out = {}
+        for n in self.ray.nodes():
+            if not n.get("Alive"):
+                continue
+            res = n.get("Resources", {})
+            own = sorted(k for k in res if k.startswith("graphene:"))
+            label = own[0] if own else f"node:{n['NodeManagerAddress']}"
+            out[label] = None if label in out else n["NodeID"]
+        return out
+
+    def distribute(self, graph: Graph, disks, name=None, force=False, nodes=None) -> str:
+        """Copy `graph` onto the cluster: node k gets the k-th contiguous block of rows (of each
+        edge direction) onto `disks` (paths on that node; "{node}" in a path becomes the node's
+        label, for several simulated nodes on one machine). Returns the cluster manifest's path."""
+        return distribute(self, graph, disks, name=name, force=force, nodes=nodes)
+
+    def open(self, name: str) -> "ClusterGraph":
+        return open_graph(name, self)
+
+    def shutdown(self) -> None:
+        self.ray.shutdown()
+
+
+def _split(count: int, k: int) -> list:
+    """k contiguous, near-equal ranges of range(count): [(lo, hi), ...]."""
+    b = np.linspace(0, count, k + 1).round().astype(int)
+    return [(int(b[i]), int(b[i + 1])) for i in range(k)]
+
+
+def _node_disks(disks, label: str) -> list:
+    tag = label.split(":", 1)[-1]
+    return [d.replace("{node}", tag) for d in disks]
+
+
+def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, nodes=None) -> str:
+    ray = cluster.ray
+    name = name or graph.name
+    live = cluster.nodes()
+    labels = list(nodes) if nodes else sorted(live)
+    for lb in labels:
+        if lb not in live:
+            raise GrapheneError(f"node {lb!r} is not in the Ray cluster (live: {', '.join(sorted(live))})")
+        if live[lb] is None:
+            raise GrapheneError(f"two live nodes are both {lb!r}; give each a resource "
+                                f"(ray start --resources '{{\"graphene:NAME\": 1}}')")
+    k = len(labels)
+    dirs = [d for d in ("out", "in") if graph.manifest.get(d)]
+    for d in dirs:
+        rows = len(graph.manifest[d]["rows"]) - 1
+        if rows < k:
+            raise GrapheneError(f"{graph.name} has {rows} row(s) of {d}-partitions; spreading it "
+                                f"over {k} nodes needs at least {k} (re-partition with --rows {k})")
+    disks = list(disks)
+    if not disks:
+        raise GrapheneError("give at least one disk folder for each node (--disks)")
+    os.makedirs(clusters_dir(), exist_ok=True)
+    path = manifest_path(name)
+    if os.path.exists(path) and not force:
+        raise GrapheneError(f"cluster dataset {name!r} exists ({path}); --force replaces it")
+    shard_name = f"{name}.shard"
+    placement, writers = [], []
+    try:
+        for i, lb in enumerate(labels):
+            nd = _node_disks(disks, lb)
+            w = ray.remote(ShardWriter).options(resources={lb: 0.001}, num_cpus=0).remote(
+                nd, shard_name, force)
+            writers.append(w)
+            err = ray.get(w.ready.remote())
+            if err:
+                raise GrapheneError(f"node {lb}: {err}")
+            m = copy.deepcopy(graph.manifest)
+            for key in ("format", "version", "uuid", "name", "disks", "created", "manifest_crc",
+                        "relabel"):
+                m.pop(key, None)
+            rows, load, calls = {}, [0] * len(nd), []
+            for d in dirs:
+                lo, hi = _split(len(graph.manifest[d]["rows"]) - 1, k)[i]
+                rows[d] = [lo, hi]
+                keep = []
+                for pe, p in zip(graph.manifest[d]["partitions"], graph.parts(d)):
+                    if not lo <= p.row < hi:
+                        continue
+                    j = int(np.argmin(load))          # the least-filled disk of this node
+                    load[j] += sum(os.path.getsize(f) for _, f in p.files())
+                    pe = dict(pe, disk=j)
+                    keep.append(pe)
+                    for _, f in p.files():
+                        calls.append((j, f))
+                m[d]["partitions"] = keep
+            m["shard"] = {"of": graph.uuid, "dataset": name, "node": lb, "rows": rows}
+            for j, f in calls:
+                size = os.path.getsize(f)
+                with open(f, "rb") as fh:
+                    off = 0
+                    while True:
+                        chunk = fh.read(CHUNK)
+                        off += len(chunk)
+                        ray.get(w.write.remote(j, os.path.basename(f), chunk, off >= size))
+                        if off >= size:
+                            break
+            placement.append({"node": lb, "disks": nd, "rows": rows, "manifest": m})
+        for pl, w in zip(placement, writers):
+            pl["home"], pl["uuid"] = ray.get(w.commit.remote(pl.pop("manifest")))
+    except BaseException:
+        for w in writers:
+            try:
+                ray.get(w.abort.remote())
+            except Exception:
+                pass
+        raise
+    finally:
+        for w in writers:
+            ray.kill(w)
+    dataset = copy.deepcopy(graph.manifest)
+    dataset.pop("relabel", None)
+    cm = {"format": "graphene_py-cluster", "version": 1, "name": name, "dataset": dataset,
+          "placement": placement,
+          "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    store.write_atomic(path, json.dumps(cm, indent=1))
+    return path
+
+
+def open_graph(name: str, cluster: Cluster) -> "ClusterGraph":
+    path = name if name.endswith(".json") and os.path.exists(name) else manifest_path(name)
+    try:
+        with open(path) as f:
+            cm = json.load(f)
+    except FileNotFoundError:
+        raise GrapheneError(f"no cluster dataset {name!r} ({path} not found); put one on the "
+                            f"cluster with `graphene cluster distribute`") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise GrapheneError(f"{path}: unreadable cluster manifest ({e})") from None
+    if cm.get("format") != "graphene_py-cluster":
+        raise GrapheneError(f"{path}: not a graphene_py cluster manifest")
+    g = ClusterGraph(cm, cluster, path)
+    live = cluster.nodes()
+    for pl in g.placement:
+        if pl["node"] not in live:
+            rows = ", ".join(f"{d} rows {a}..{b - 1}" for d, (a, b) in pl["rows"].items())
+            raise GrapheneError(f"{g.name}: node {pl['node']} ({rows}, at {pl['home']}) is not in "
+                                f"the Ray cluster; start it (ray start --address ... --resources "
+                                f"'{{\"{pl['node']}\": 1}}') or distribute the dataset again")
+    return g
+
+
+class ClusterGraph(Graph):
+    """A dataset whose partitions live on the nodes of a Ray cluster. Shape, layout and cost model
+    as a Graph; degrees come from the nodes; EdgeMap on it is a ClusterEdgeMap."""
+
+    def __init__(self, cm: dict, cluster: Cluster, path: str):
+        m = cm["dataset"]
+        super().__init__(m, dirs=[""] * len(m["disks"]), home=path)
+        self.cluster = cluster
+        self.placement = cm["placement"]
+        self._engines, self._key, self._deg = None, None, {}
+        self.timeout = timeout_s()
+
+    @property
+    def labels(self) -> list:
+        return [pl["node"] for pl in self.placement]
+
+    def vertex_range(self, i: int, direction: str) -> tuple:
+        """The vertices whose `direction` lists node i holds: [lo, hi)."""
+        lo, hi = self.placement[i]["rows"][direction]
+        rows = self.manifest[direction]["rows"]
+        return int(rows[lo]), int(rows[hi])
+
+    def engines(self, runtime: dict) -> list:
+        """The node actors, started (or reused) with these runtime options."""
+        key = json.dumps(runtime, sort_keys=True, default=str)
+        if self._engines is not None and key == self._key:
+            return self._engines
+        self._stop()
+        ray = self.cluster.ray
+        Actor = ray.remote(NodeEngine)
+        self._engines = [Actor.options(resources={pl["node"]: 0.001}, num_cpus=0,
+                                       max_restarts=RESTARTS, max_task_retries=RESTARTS)
+                         .remote(pl["home"], pl["uuid"], runtime) for pl in self.placement]
+        self._key = key
+        for pl, h in zip(self.placement, self.gather([a.hello.remote() for a in self._engines],
+                                                     "opening its shard")):
+            if h["error"]:
+                self._stop()
+                raise GrapheneError(f"{self.name}: node {pl['node']}: {h['error']}")
+        return self._engines
+
+    def pids(self) -> list:
+        return [h["pid"] for h in self.gather([a.hello.remote() for a in self._engines], "hello")]
+
+    def gather(self, refs, what: str) -> list:
+        """ray.get of one call per node, with errors naming the node."""
+        ray = self.cluster.ray
+        _, pending = ray.wait(refs, num_returns=len(refs), timeout=self.timeout)
+        if pending:
+            pl = self.placement[refs.index(pending[0])]
+            raise GrapheneError(f"{self.name}: node {pl['node']} did not finish {what} within "
+                                f"{self.timeout:.0f} s (is it up? `ray status`)")
+        out = []
+        for r, pl in zip(refs, self.placement):
+            try:
+                out.append(ray.get(r))
+            except ray.exceptions.RayActorError:
+                raise GrapheneError(f"{self.name}: node {pl['node']} ({pl['home']}) is gone: its "
+                                    f"actor died and could not be restarted") from None
+            except ray.exceptions.RayTaskError as e:
+                cause = getattr(e, "cause", None) or e
+                raise GrapheneError(f"{self.name}: node {pl['node']}: {cause}") from None
+        return out
+
+    def degrees(self, direction: str = "out") -> np.ndarray:
+        if direction not in self._deg:
+            self.parts(direction)      # a clear error when the dataset has no such direction
+            eng = self._engines or self.engines({})
+            parts = self.gather([a.degrees.remote(direction) for a in eng], "degrees")
+            self._deg[direction] = np.sum(parts, axis=0) if parts else np.zeros(self.num_vertices, np.int64)
+        return self._deg[direction]
+
+    def to_csr(self, direction: str = "out"):
+        raise GrapheneError(f"{self.name} is served by a cluster: its edges are not readable "
+                            f"from the driver (verify against the single-machine dataset)")
+
+    def check_files(self):
+        pass
+
+    def _stop(self):
+        if self._engines:
+            ray = self.cluster.ray
+            for a in self._engines:
+                try:
+                    ray.kill(a)
+                except Exception:
+                    pass
+        self._engines = None
+
+    def close(self) -> None:
+        try:
+            self._stop()
+        except Exception:
+            pass
+        super().close()
+
+
+class ClusterEdgeMap(EdgeMap):
+    """The engine contract on a cluster: direction choice as on one machine (the same cost model,
+    degrees gathered from the nodes); each superstep runs on every node over its own rows, and
+    the nodes' changes combine by the kernel's declared rules (Update.writes / Update.queue)."""
+
+    def __init__(self, graph, *, pull: bool = False, weights: bool = False, in_memory=False,
+                 degree_dtype=None, **runtime):
+        t0 = time.perf_counter()
+        self._pkg = sys.modules["graphene_py.iterator"]
+        self.graph = graph
+        self.n = graph.num_vertices
+        self.its = {}
+        self.weights = bool(weights)
+        self.pull_dir = pull_direction(graph, pull)
+        wide = graph.num_edges >= (1 << 31)
+        self.ddt = degree_dtype or (np.int64 if wide else np.int32)
+        opts = {k: v for k, v in runtime.items() if k in NODE_OPTIONS and v is not None}
+        if in_memory:
+            opts["in_memory"] = True
+        self._threads = int(opts.get("threads") or config.default_threads())
+        self.nodes = graph.engines(opts)
+        dirs = ["out"] + (["in"] if self.pull_dir == "in" else [])
+        self.models = {d: Model(graph, d) for d in dirs}
+        self.deg = {}
+        self.open_seconds = time.perf_counter() - t0
+        self.exchanged = 0
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    def _run(self, direction, update, state, kind, data) -> dict:
+        if not update.writes and not update.queue:
+            raise GrapheneError(f"kernel {getattr(update.compute, '__name__', update.compute)} "
+                                f"does not declare the state it writes (Update.writes); it cannot "
+                                f"run on a cluster")
+        t0 = time.perf_counter()
+        g = self.graph
+        ray = g.cluster.ray
+        qs = set(update.queue)
+        ship = tuple(None if i in qs else s for i, s in enumerate(state))
+        ref = ray.put(ship)
+        sent = sum(a.nbytes for a in ship if isinstance(a, np.ndarray))
+        qdt = state[update.queue[0]].dtype.str if update.queue else None
+        calls = []
+        for i, a in enumerate(self.nodes):
+            lo, hi = g.vertex_range(i, direction)
+            if kind == "queue":
+                ids = np.asarray(data)
+                fr = ("queue", ids[(ids >= lo) & (ids < hi)])
+            elif kind == "mask":
+                fr = ("mask", lo, np.ascontiguousarray(data[lo:hi]))
+            else:
+                fr = ("all",)
+            sent += sum(x.nbytes for x in fr if isinstance(x, np.ndarray))
+            calls.append(a.step.remote(direction, self.weights, update, ref, qdt, fr))
+        t1 = time.perf_counter()
+        res = g.gather(calls, f"a superstep ({direction}-lists)")
+        t2 = time.perf_counter()
+        back = 0
+        for j, (s, rule) in enumerate(update.slots()):
+            ch = [r[1][j] for r in res]
+            back += sum(nbytes(c) for c in ch)
+            merge(state[s], rule, ch)
+        if update.queue:
+            i, t, c = update.queue
+            got = [r[2] for r in res]
+            back += sum(x.nbytes for x in got)
+            merge_queues(state[i], state[t], state[c], got)
+        st = _combine([r[0] for r in res])
+        st["frontier"] = (len(data) if kind == "queue" else
+                          int(np.count_nonzero(data)) if kind == "mask" else self.n)
+        st["seconds"] = time.perf_counter() - t0
+        st["node_seconds"] = [float(r[0]["seconds"]) for r in res]
+        st["exchange_bytes"] = int(sent + back)
+        # driver time around the nodes' work: shipping, waiting beyond the slowest node, merging
+        st["coordination_seconds"] = max(0.0, st["seconds"] - max(st["node_seconds"]))
+        st["merge_seconds"] = time.perf_counter() - t2
+        st["ship_seconds"] = t1 - t0
+        self.exchanged += st["exchange_bytes"]
+        return st
+
+    def close(self):
+        self.its = {}      # the node actors stay with the dataset for the next EdgeMap
+
+
+def _combine(stats: list) -> dict:
+    """One superstep's stats from the nodes': counts add up, ratios recomputed."""
+    out = {}
+    for s in stats:
+        for k, v in s.items():
+            if k in ("mode", "direction"):
+                out.setdefault(k, v)
+            elif isinstance(v, list):
+                out[k] = out.get(k, []) + list(v)
+            elif isinstance(v, (int, float, np.integer, np.floating)) and k != "io_utility":
+                out[k] = out.get(k, 0) + v
+    got = out.get("bytes_read", 0) + out.get("bytes_cached", 0)
+    out["io_utility"] = out.get("bytes_useful", 0) / got if got else 1.0
+    return out
+
+
+ClusterGraph.edge_map_backend = ClusterEdgeMap

@@ -1,0 +1,76 @@
+"""How a superstep run in pieces (one per node) becomes one superstep: every piece starts from the
+same state, reports what it changed in each slot the kernel writes, and the driver combines the
+changes by the slot's declared rule (iterator/edgemap.py `Update.writes`).
+
+    change = diff(orig, new, rule)        # in a node: ("sparse", idx, values) or ("dense", array)
+    merge(target, rule, [change, ...])    # in the driver: target (the state before) updated in place
+    merge_queues(ids, tail, cur, [ids...])  # the pieces' next-frontier queues, deduplicated
+
+Rules: "min", "max", "or" (bitwise; flags and bitmaps), "sum" (the pieces send increments) and
+"first" (per element, the first piece in node order that changed it wins; every "first" slot of
+one kernel picks the same piece, since a piece that claims a vertex writes all of its slots).
+A change goes dense when the sparse form would be at least half the slot's bytes: never one
+Python object per vertex.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def diff(orig: np.ndarray, new: np.ndarray, rule: str):
+    """What one piece changed in a slot (orig: the slot as shipped; new: after the piece ran)."""
+    if rule == "sum":
+        d = new - orig
+        idx = np.flatnonzero(d)
+        full = d
+    else:
+        idx = np.flatnonzero(new != orig)
+        full = new
+    if idx.size == 0:
+        return ("none",)
+    if len(orig) < (1 << 31):
+        idx = idx.astype(np.int32)
+    if idx.size * (idx.itemsize + full.itemsize) * 2 >= full.nbytes:
+        return ("dense", full)
+    return ("sparse", idx, full[idx])
+
+
+def nbytes(change) -> int:
+    return sum(a.nbytes for a in change[1:])
+
+
+def merge(target: np.ndarray, rule: str, changes) -> None:
+    """Apply the pieces' changes (node order) to target, the slot before the superstep."""
+    changes = [c for c in changes if c[0] != "none"]
+    if not changes:
+        return
+    if rule == "first":
+        # positions against the unmodified target first, then the first claim of each wins
+        sparse = [(np.flatnonzero(c[1] != target), None) if c[0] == "dense" else (c[1], c[2])
+                  for c in changes]
+        taken = np.zeros(len(target), dtype=np.bool_)
+        for c, (idx, vals) in zip(changes, sparse):
+            if vals is None:
+                vals = c[1][idx]
+            fresh = ~taken[idx]
+            target[idx[fresh]] = vals[fresh]
+            taken[idx] = True
+        return
+    ufunc = {"min": np.minimum, "max": np.maximum, "or": np.bitwise_or, "sum": np.add}[rule]
+    for c in changes:
+        if c[0] == "dense":
+            ufunc(target, c[1], out=target)
+        else:
+            ufunc.at(target, c[1], c[2])
+
+
+def merge_queues(ids: np.ndarray, tail: np.ndarray, cur: np.ndarray, pieces) -> int:
+    """Put the union of the pieces' queued vertices (sorted, each once: two nodes may both claim
+    a vertex) into a NextQueue's slots, so that its squeeze/close returns their count."""
+    from ..partition.partitioner import sorted_unique
+    got = [p for p in pieces if len(p)]
+    u = sorted_unique(np.concatenate(got).astype(np.int64)) if got else np.zeros(0, np.int64)
+    ids[:len(u)] = u
+    tail[0] = len(u)
+    cur[:] = 0
+    return len(u)
