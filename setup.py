@@ -19,8 +19,9 @@ setup(
     extras_require={
         "gpu": ["cupy-cuda12x"],
         "plots": ["matplotlib>=3.7"],      # --timeline, graphene plot, tools/bench_cache.py
+        "cluster": ["ray>=2.9"],           # graphene_py.cluster: --cluster, graphene cluster
         "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "networkx>=3", "pytest-timeout", "psutil",
-                 "matplotlib>=3.7"],
+                 "matplotlib>=3.7", "ray>=2.9"],
     },
     entry_points={
         "console_scripts": ["graphene=graphene_py.cli:main"],

@@ -73,6 +73,9 @@ _RUNTIME = [
     click.Option(["--gpu-mem"], default=None, metavar="SIZE",
                  help="GPU memory budget (e.g. 2G; default 90% of free): edge arrays that do not "
                       "fit stay in pinned host memory, read zero-copy."),
+    click.Option(["--cluster"], default=None, metavar="ADDRESS",
+                 help="Run on a Ray cluster the dataset was distributed to (`graphene cluster "
+                      "distribute`): auto (the cluster `ray start` joined), local, or host:port."),
     click.Option(["--timeline"], type=click.Path(dir_okay=False), default=None,
                  metavar="FILE.png",
                  help="Draw the last trial: read MB/s per disk over time with the superstep "
@@ -159,6 +162,7 @@ def _run(name, mod, kw):
     timeline = kw.pop("timeline")
     quiet = kw.pop("quiet")
     device = kw.pop("device")
+    cluster = kw.pop("cluster")
     in_memory = kw.pop("in_memory")
     memory = kw.pop("memory")
     if memory is not None and in_memory:
@@ -190,7 +194,16 @@ def _run(name, mod, kw):
         if not os.path.isdir(folder):
             raise GrapheneError(f"--timeline {timeline}: folder {folder} does not exist")
         plot._pyplot()      # matplotlib missing: the error now, not after the run
-    graph = Graph.open(graph_name)
+    if cluster is not None:
+        if memory is not None:
+            raise click.UsageError("--memory is for one machine (not with --cluster)")
+        if do_verify:
+            raise click.UsageError("--verify reads the whole graph on this machine; verify the "
+                                   "single-machine dataset instead (not with --cluster)")
+        from .cluster import Cluster
+        graph = Cluster(cluster).open(graph_name)
+    else:
+        graph = Graph.open(graph_name)
     common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
     # an algorithm that can write its main array straight to a .npy (MS-BFS's depths: 4 bytes per
     # vertex per source) streams into a temporary file beside the output, renamed at the end
@@ -321,7 +334,11 @@ def _prepare(graph, device, in_memory, runtime):
     t0 = time.perf_counter()
     numba_s = jit.ready(blas=False)
     t1 = time.perf_counter()
-    if device in ("cpu", "hybrid") and graph.num_vertices:
+    if device in ("cpu", "hybrid") and graph.num_vertices and getattr(graph, "cluster", None):
+        from .iterator.edgemap import EdgeMap     # the node actors, started and their shards opened
+        io = {k: v for k, v in runtime.items() if k not in ("gpu_mem", "cache")}
+        EdgeMap(graph, in_memory=in_memory, **io).close()
+    elif device in ("cpu", "hybrid") and graph.num_vertices:
         from .iterator import IoIterator
         io = {k: v for k, v in runtime.items() if k in ("engine", "threads", "queue_depth",
                                                         "max_gap", "max_io", "buffer_mb",

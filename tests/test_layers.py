@@ -7,6 +7,7 @@ Layers (ARCHITECTURE.md), lowest first; a module may import its own layer and th
     io         io/
     gpu        gpu/ (a device library: never algos/)
     iterator   iterator/
+    cluster    cluster/ (a backend of the engine contract: never algos/)
     algos      algos/
     front      cli*, nx_backend, the package's __init__ (the Python API facade)
 
@@ -20,7 +21,7 @@ import os
 import pytest
 
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "graphene_py")
-ORDER = ["base", "partition", "io", "gpu", "iterator", "algos", "front"]
+ORDER = ["base", "partition", "io", "gpu", "iterator", "cluster", "algos", "front"]
 
 
 def layer(mod: str) -> str:
@@ -30,7 +31,7 @@ def layer(mod: str) -> str:
     top = parts[1]
     if top in ("partition", "generate"):
         return "partition"
-    if top in ("io", "gpu", "iterator", "algos"):
+    if top in ("io", "gpu", "iterator", "cluster", "algos"):
         return top
     if top.startswith("cli") or top == "nx_backend":
         return "front"

@@ -34,6 +34,8 @@ from ..iterator.queue import NextQueue, push
 from .common import Result
 
 
+CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
+
 class BCResult(Result):
     MAIN = "bc"
 

@@ -43,6 +43,8 @@ from .reference import serial_bfs_depth
 MAIN = "parent"
 
 
+CLUSTER = True     # every superstep through the engine contract (graphene_py.cluster)
+
 class BFSResult(Result):
     MAIN = "parent"
 

@@ -82,6 +82,12 @@ DELTA_THRESHOLD = 0.1
 PULL_FRACTION = 0.5
 
 
+
+def CLUSTER(opts) -> bool:
+    """The pull variant runs on a cluster; the delta variant's Gauss-Seidel sweeps need one
+    shared score array updated in place (not an engine-contract superstep yet)."""
+    return opts.get("variant") == "pull"
+
 class PageRankResult(Result):
     MAIN = "scores"
 
@@ -131,6 +137,13 @@ def _pull(v, nbrs, wts, tid, state):
         s += contrib[np.int64(nbrs[i])]
     _fadd(acc[0], v, s)
 
+
+from ..iterator.edgemap import Update  # noqa: E402
+
+#: a power iteration's superstep: pull (acc[0, v] += contributions of v's in-neighbours) or push
+#: (acc[tid, u] += share of v); the sums of several pieces add up
+PULL = Update(_always, _pull, combine="sum", writes=(1,))
+PUSH = Update(_always, _push, combine="sum", writes=(2,))
 
 #: rows of the Gauss-Seidel sweep's float state F and integer state I. One 2-D array per type
 #: instead of seven 1-D ones: with a branch in the kernel, numba keeps per-call reference counting
@@ -425,18 +438,18 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
 
 
 def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
-    Frontier = _frontier()
+    from ..iterator.edgemap import EdgeMap
     outdeg, dangling = _out_degrees(graph)
     if not graph.directed:
-        direction, kernel = "out", _pull       # symmetric: in-lists == out-lists
+        direction, step = "out", PULL       # symmetric: in-lists == out-lists
     elif graph.in_partitions is not None:
-        direction, kernel = "in", _pull
+        direction, step = "in", PULL
     else:
-        direction, kernel = "out", _push       # no in-edges: same iteration, pushed
+        direction, step = "out", PUSH       # no in-edges: same iteration, pushed
     p = np.full(n, 1.0 / n)
     inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=~dangling)
     # the push kernel divides by the degree (1 for dangling vertices); the pull needs only 1/degree
-    safe_deg = np.where(dangling, 1.0, outdeg) if kernel is _push else None
+    safe_deg = np.where(dangling, 1.0, outdeg) if step is PUSH else None
     del outdeg
     contrib = p * inv_deg
     track("scores, contributions, 1/degree", p, contrib, inv_deg)
@@ -444,14 +457,13 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
         track("safe degrees", safe_deg)
     err = np.inf
     iters = 0
-    with _open(graph, direction, in_memory, runtime) as it:
+    with EdgeMap(graph, pull=direction == "in", out=direction == "out", in_memory=in_memory,
+                 **runtime) as em:
         # pulls add atomically into one row; pushes write per-thread rows (no atomics per edge)
-        acc = track("per-thread sums", np.zeros((1 if kernel is _pull else it.threads, n)))
+        acc = track("per-thread sums", np.zeros((1 if step is PULL else em.threads, n)))
+        state = (contrib, acc) if step is PULL else (p, safe_deg, acc)
         while iters < max_iter:
-            if kernel is _pull:
-                st = it.run(_always, _pull, (contrib, acc), Frontier.all(n))
-            else:
-                st = it.run(_always, _push, (p, safe_deg, acc), Frontier.all(n))
+            st = em.dense(state, step, direction)
             # one pass: new scores in place, the L1 change, acc zeroed, next contributions
             err = float(_finish_iteration(acc, p, contrib, dangling, inv_deg, alpha))
             iters += 1

@@ -65,6 +65,19 @@ def names() -> list:
     return sorted(ENTRIES)
 
 
+def on_cluster(name: str, opts: dict = None) -> bool:
+    """Whether algorithm `name` (with these options) runs on a cluster: its module says CLUSTER =
+    True (every superstep through the engine contract, with declared writes), or a predicate of
+    the options."""
+    e = entry(name)
+    ok = getattr(module(name), "CLUSTER", False)
+    return bool(ok({**e.fixed, **(opts or {})}) if callable(ok) else ok)
+
+
+def cluster_names() -> list:
+    return [n for n in names() if on_cluster(n)]
+
+
 def entry(name: str) -> Entry:
     try:
         return ENTRIES[name]
@@ -116,8 +129,15 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     opts = dict(e.fixed)
     opts.update(options)
     common.check_options(name, graph, opts)      # the same ranges for every front end
-    where = choose_device(name, device)
     mod = module(name)
+    if getattr(graph, "cluster", None) is not None:
+        if not on_cluster(name, opts):
+            raise GrapheneError(f"{name} does not run on a cluster yet (it is not written against "
+                                f"the engine contract); on a cluster: {', '.join(cluster_names())}")
+        if device == "gpu":
+            raise GrapheneError("a cluster run is CPU only (--device gpu is for one machine)")
+        device = "cpu"
+    where = choose_device(name, device)
     if where == "gpu":
         return mod.run_gpu(graph, progress=progress, **opts)
     gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here

@@ -25,6 +25,8 @@ from ..iterator.atomics import atomic_fadd as _fadd
 from .common import Result
 
 
+CLUSTER = True     # runs on a cluster (one engine-contract superstep)
+
 class SpMVResult(Result):
     MAIN = "y"
 

@@ -30,8 +30,10 @@ import numpy as np
 from numba import njit
 
 
-from .common import Result, frontier_class as _frontier, open_unweighted as _open, vertex_dtype
+from .common import Result, vertex_dtype
 
+
+CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
 
 class WCCResult(Result):
     MAIN = "labels"
@@ -92,7 +94,13 @@ def _lp_both(v, nbrs, wts, tid, state):
 
 
 from ..iterator.atomics import atomic_min as _amin  # noqa: E402
+from ..iterator.edgemap import EdgeMap, Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
+
+#: the BFS marks flags (every writer stores 1); propagation lowers labels (min) and flags changes
+BFS_VISIT = Update(_in_frontier, _bfs_visit, combine="or", writes=(1, 2))
+LP_PUSH = Update(_in_frontier, _lp_push, combine="min", writes=(1, (2, "or")))
+LP_BOTH = Update(_always, _lp_both, combine="min", writes=(1, (2, "or")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,7 +140,6 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
     t0 = time.perf_counter()
-    Frontier = _frontier()
     n = graph.num_vertices
     steps = []
     label = np.arange(n, dtype=vertex_dtype(n))     # 4-byte labels while IDs fit (as GAPBS)
@@ -151,7 +158,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     has_edges = track("has-edges flags", deg > 0)
     del deg            # all the rest needs: 1 byte per vertex instead of 8
     dirs = ["out", "in"] if has_in else ["out"]
-    its = [_open(graph, d, in_memory, runtime) for d in dirs]
+    em = EdgeMap(graph, pull=has_in, in_memory=in_memory, **runtime)
     try:
         # 1. BFS from the max-degree vertex
         visited = np.zeros(n, dtype=np.uint8)
@@ -162,9 +169,8 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         while True:
             nxt = np.zeros(n, dtype=np.uint8)
             track("BFS flags", visited, cur, nxt)
-            fr = Frontier.from_mask(cur)
-            for it in its:
-                st = it.run(_in_frontier, _bfs_visit, (cur, visited, nxt), fr)
+            for d in dirs:
+                st = em.masked((cur, visited, nxt), BFS_VISIT, cur, d)
                 _note(steps, progress, st, "bfs", level)
             level += 1
             if not nxt.any():
@@ -178,11 +184,10 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         if symmetric or has_in:
             active = (~reached & has_edges).view(np.uint8)
             while active.any():
-                fr = Frontier.from_mask(active)
                 changed = np.zeros(n, dtype=np.uint8)
                 track("propagation flags", active, changed, reached)
-                for it in its:
-                    st = it.run(_in_frontier, _lp_push, (active, label, changed), fr)
+                for d in dirs:
+                    st = em.masked((active, label, changed), LP_PUSH, active, d)
                     _note(steps, progress, st, "lp", step)
                 active = changed
                 step += 1
@@ -190,14 +195,13 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
             ones = np.ones(n, dtype=np.uint8)
             while True:
                 changed = np.zeros(n, dtype=np.uint8)
-                st = its[0].run(_always, _lp_both, (ones, label, changed), Frontier.all(n))
+                st = em.dense((ones, label, changed), LP_BOTH)
                 _note(steps, progress, st, "lp", step)
                 step += 1
                 if not changed.any():
                     break
     finally:
-        for it in its:
-            it.close()
+        em.close()
     n_comp = _roots(label)
     return WCCResult(labels=label, n_components=n_comp, bfs_reached=n_reached, supersteps=steps,
                      seconds=time.perf_counter() - t0)

@@ -16,7 +16,7 @@ from ..graph import Graph
 from ..iterator.cost import Model, pull_direction
 from ..iterator.edgemap import EdgeMap
 from .merge import merge, merge_queues, nbytes
-from .node import NodeEngine, ShardWriter
+from .node import NodeEngine
 
 #: Ray restarts a node actor whose process died this many times, re-running its pending call.
 RESTARTS = 3
@@ -72,6 +72,26 @@ class Cluster:
     def __init__(self, address="auto"):
         self.address = address
         self.ray = connect(address)
+        self._actors = {}
+
+    def actor(self, label: str):
+        """This connection's NodeEngine on node `label` (started on first use; Ray restarts it
+        when its process dies and runs its pending call again)."""
+        a = self._actors.get(label)
+        if a is None:
+            a = self.ray.remote(NodeEngine).options(
+                resources={label: 0.001}, num_cpus=0, max_restarts=RESTARTS,
+                max_task_retries=RESTARTS).remote()
+            self._actors[label] = a
+        return a
+
+    def forget(self, label: str) -> None:
+        a = self._actors.pop(label, None)
+        if a is not None:
+            try:
+                self.ray.kill(a)
+            except Exception:
+                pass
 
     def nodes(self) -> dict:
         """label -> Ray node id of every live node (label: its `graphene:*` resource, else
@@ -96,6 +116,8 @@ class Cluster:
         return open_graph(name, self)
 
     def shutdown(self) -> None:
+        for lb in list(self._actors):
+            self.forget(lb)
         self.ray.shutdown()
 
 
@@ -140,10 +162,9 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
     try:
         for i, lb in enumerate(labels):
             nd = _node_disks(disks, lb)
-            w = ray.remote(ShardWriter).options(resources={lb: 0.001}, num_cpus=0).remote(
-                nd, shard_name, force)
+            w = cluster.actor(lb)
             writers.append(w)
-            err = ray.get(w.ready.remote())
+            err = ray.get(w.begin.remote(nd, shard_name, force))
             if err:
                 raise GrapheneError(f"node {lb}: {err}")
             m = copy.deepcopy(graph.manifest)
@@ -160,8 +181,7 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
                         continue
                     j = int(np.argmin(load))          # the least-filled disk of this node
                     load[j] += sum(os.path.getsize(f) for _, f in p.files())
-                    pe = dict(pe, disk=j)
-                    keep.append(pe)
+                    keep.append(dict(pe, disk=j))
                     for _, f in p.files():
                         calls.append((j, f))
                 m[d]["partitions"] = keep
@@ -186,9 +206,6 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
             except Exception:
                 pass
         raise
-    finally:
-        for w in writers:
-            ray.kill(w)
     dataset = copy.deepcopy(graph.manifest)
     dataset.pop("relabel", None)
     cm = {"format": "graphene_py-cluster", "version": 1, "name": name, "dataset": dataset,
@@ -230,7 +247,7 @@ class ClusterGraph(Graph):
         super().__init__(m, dirs=[""] * len(m["disks"]), home=path)
         self.cluster = cluster
         self.placement = cm["placement"]
-        self._engines, self._key, self._deg = None, None, {}
+        self._engines, self._key, self._specs, self._deg = None, None, None, {}
         self.timeout = timeout_s()
 
     @property
@@ -244,22 +261,20 @@ class ClusterGraph(Graph):
         return int(rows[lo]), int(rows[hi])
 
     def engines(self, runtime: dict) -> list:
-        """The node actors, started (or reused) with these runtime options."""
+        """The node actors, with this dataset's shards opened under these runtime options."""
         key = json.dumps(runtime, sort_keys=True, default=str)
         if self._engines is not None and key == self._key:
             return self._engines
         self._stop()
-        ray = self.cluster.ray
-        Actor = ray.remote(NodeEngine)
-        self._engines = [Actor.options(resources={pl["node"]: 0.001}, num_cpus=0,
-                                       max_restarts=RESTARTS, max_task_retries=RESTARTS)
-                         .remote(pl["home"], pl["uuid"], runtime) for pl in self.placement]
+        self._specs = [(pl["home"], pl["uuid"], key) for pl in self.placement]
+        self._engines = [self.cluster.actor(pl["node"]) for pl in self.placement]
         self._key = key
-        for pl, h in zip(self.placement, self.gather([a.hello.remote() for a in self._engines],
-                                                     "opening its shard")):
-            if h["error"]:
+        errs = self.gather([a.open.remote(sp) for a, sp in zip(self._engines, self._specs)],
+                           "opening its shard")
+        for pl, err in zip(self.placement, errs):
+            if err:
                 self._stop()
-                raise GrapheneError(f"{self.name}: node {pl['node']}: {h['error']}")
+                raise GrapheneError(f"{self.name}: node {pl['node']}: {err}")
         return self._engines
 
     def pids(self) -> list:
@@ -289,9 +304,10 @@ class ClusterGraph(Graph):
         if direction not in self._deg:
             self.parts(direction)      # a clear error when the dataset has no such direction
             eng = self._engines or self.engines({})
-            parts = self.gather([a.degrees.remote(direction) for a in eng], "degrees")
+            parts = self.gather([a.degrees.remote(sp, direction)
+                                 for a, sp in zip(eng, self._specs)], "degrees")
             self._deg[direction] = np.sum(parts, axis=0) if parts else np.zeros(self.num_vertices, np.int64)
-        return self._deg[direction]
+        return self._deg[direction].copy()      # the caller's own array, as Graph.degrees gives
 
     def to_csr(self, direction: str = "out"):
         raise GrapheneError(f"{self.name} is served by a cluster: its edges are not readable "
@@ -301,11 +317,11 @@ class ClusterGraph(Graph):
         pass
 
     def _stop(self):
+        """Close this dataset's shards on the nodes (the node actors stay for other datasets)."""
         if self._engines:
-            ray = self.cluster.ray
-            for a in self._engines:
+            for a, sp in zip(self._engines, self._specs):
                 try:
-                    ray.kill(a)
+                    a.release.remote(sp)
                 except Exception:
                     pass
         self._engines = None
@@ -373,7 +389,7 @@ class ClusterEdgeMap(EdgeMap):
             else:
                 fr = ("all",)
             sent += sum(x.nbytes for x in fr if isinstance(x, np.ndarray))
-            calls.append(a.step.remote(direction, self.weights, update, ref, qdt, fr))
+            calls.append(a.step.remote(g._specs[i], direction, self.weights, update, ref, qdt, fr))
         t1 = time.perf_counter()
         res = g.gather(calls, f"a superstep ({direction}-lists)")
         t2 = time.perf_counter()

@@ -19,6 +19,7 @@ import numpy as np
 
 def diff(orig: np.ndarray, new: np.ndarray, rule: str):
     """What one piece changed in a slot (orig: the slot as shipped; new: after the piece ran)."""
+    orig, new = orig.reshape(-1), new.reshape(-1)      # rows of per-thread sums: flat views
     if rule == "sum":
         d = new - orig
         idx = np.flatnonzero(d)
@@ -44,6 +45,7 @@ def merge(target: np.ndarray, rule: str, changes) -> None:
     changes = [c for c in changes if c[0] != "none"]
     if not changes:
         return
+    target = target.reshape(-1)                  # a view: the state is C-contiguous
     if rule == "first":
         # positions against the unmodified target first, then the first claim of each wins
         sparse = [(np.flatnonzero(c[1] != target), None) if c[0] == "dense" else (c[1], c[2])

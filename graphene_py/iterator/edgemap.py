@@ -69,7 +69,8 @@ class Update:
 class EdgeMap:
     """The directions of one dataset an algorithm reads, their degrees and cost models.
 
-    pull: open the pull direction too (when the dataset has one); weights: read weights with the
+    pull: open the pull direction too (when the dataset has one); out=False: open only the pull
+    direction (a pull-only algorithm on a directed dataset); weights: read weights with the
     lists. Runtime options (engine, threads, in_memory, ...) go to every IoIterator."""
 
     def __new__(cls, graph, *args, **kwargs):
@@ -79,7 +80,7 @@ class EdgeMap:
         return super().__new__(backend if backend is not None and cls is EdgeMap else cls)
 
     def __init__(self, graph, *, pull: bool = False, weights: bool = False, in_memory=False,
-                 degree_dtype=None, **runtime):
+                 degree_dtype=None, out: bool = True, **runtime):
         pkg = sys.modules[__package__]   # graphene_py.iterator: its IoIterator (tests swap in a
         self._pkg = pkg                  # stand-in that cuts lists into many chunks)
         IoIterator = pkg.IoIterator
@@ -90,8 +91,9 @@ class EdgeMap:
         wide = graph.num_edges >= (1 << 31)
         self.ddt = degree_dtype or (np.int64 if wide else np.int32)
         try:
-            self.its["out"] = IoIterator(graph, "out", in_memory=in_memory, weights=weights,
-                                         **runtime)
+            if out or self.pull_dir != "in":
+                self.its["out"] = IoIterator(graph, "out", in_memory=in_memory, weights=weights,
+                                             **runtime)
             if self.pull_dir == "in":
                 self.its["in"] = IoIterator(graph, "in", in_memory=in_memory, weights=weights,
                                             **runtime)
@@ -104,7 +106,7 @@ class EdgeMap:
 
     @property
     def threads(self) -> int:
-        return self.its["out"].threads
+        return next(iter(self.its.values())).threads
 
     def degree(self, direction: str = "out") -> np.ndarray:
         """Degree of every vertex in `direction` (from the offsets in RAM; cached)."""
@@ -151,6 +153,10 @@ class EdgeMap:
     def dense(self, state, update: Update, direction: str = "out") -> dict:
         """One superstep over every list of a direction (PageRank, SpMV, label propagation)."""
         return self._run(direction, update, state, "all", None)
+
+    def masked(self, state, update: Update, mask, direction: str = "out") -> dict:
+        """One superstep over the lists of one direction of the vertices flagged in `mask`."""
+        return self._run(direction, update, state, "mask", mask)
 
     def _run(self, direction, update, state, kind, data) -> dict:
         """Run `update` over the lists of one direction: kind "queue" (data: vertex IDs), "mask"

@@ -1,0 +1,226 @@
+"""The Ray cluster backend (graphene_py.cluster) on a real local Ray cluster of three simulated
+nodes (ray.cluster_utils.Cluster), each with its own disk folders and a `graphene:nK` resource
+that pins its actor: every algorithm that runs on a cluster gives the single-machine answer on
+nasty and random graphs, directed and undirected; a killed node actor is restarted and its
+superstep redone; a missing node, a wrong shard and unsupported algorithms are clear errors.
+The merge rules are also checked alone, without Ray."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import graphene_py as gp
+from graphene_py.algos import registry
+from graphene_py.algos.registry import dispatch
+from graphene_py.cluster.merge import diff, merge, merge_queues
+from graphene_py.errors import GrapheneError
+from tests import graphs
+
+NODES = 3
+CHAIN = 150     # levels of the chain graph (each superstep costs ~14 ms of coordination here)
+RT = {"threads": 2, "buffer_mb": 2}
+
+
+# -- the merge rules (no Ray) -------------------------------------------------------------------
+@pytest.mark.parametrize("dense", [False, True])
+def test_merge_rules(dense):
+    n = 64
+    rng = np.random.default_rng(1)
+    orig = rng.integers(0, 100, n).astype(np.int64)
+    pieces = []
+    for k in range(3):
+        new = orig.copy()
+        idx = rng.choice(n, size=40 if dense else 3, replace=False)
+        new[idx] = rng.integers(-50, 150, len(idx))
+        pieces.append(new)
+    # a min (max, or) slot only ever goes down (up, gains bits) in a piece
+    for rule, step in (("min", np.minimum), ("max", np.maximum), ("or", np.bitwise_or)):
+        ps = [step(orig, p) for p in pieces]
+        t = orig.copy()
+        merge(t, rule, [diff(orig, p, rule) for p in ps])
+        assert np.array_equal(t, step.reduce(ps)), rule
+    t = orig.copy()
+    merge(t, "sum", [diff(orig, p, "sum") for p in pieces])
+    assert np.array_equal(t, orig + sum(p - orig for p in pieces))
+    # first: the first piece (in node order) that changed an element wins
+    t = orig.copy()
+    merge(t, "first", [diff(orig, p, "first") for p in pieces])
+    want = orig.copy()
+    for p in reversed(pieces):
+        ch = p != orig
+        want[ch] = p[ch]
+    assert np.array_equal(t, want)
+    assert diff(orig, orig.copy(), "min") == ("none",)
+    assert diff(orig, pieces[0], "min")[0] == ("dense" if dense else "sparse")
+
+
+def test_merge_rows_and_queue():
+    acc = np.zeros((2, 5))
+    a, b = acc.copy(), acc.copy()
+    a[1, 3] = 2.5
+    b[0, 0] = 1.0
+    b[1, 3] = 1.0
+    merge(acc, "sum", [diff(np.zeros((2, 5)), a, "sum"), diff(np.zeros((2, 5)), b, "sum")])
+    assert acc[1, 3] == 3.5 and acc[0, 0] == 1.0 and acc.sum() == 4.5
+    ids, tail, cur = np.full(10, -7, np.int32), np.zeros(1, np.int64), np.ones((2, 8), np.int64)
+    assert merge_queues(ids, tail, cur, [np.array([5, 2]), np.array([2, 9]), np.zeros(0)]) == 3
+    assert list(ids[:3]) == [2, 5, 9] and tail[0] == 3 and not cur.any()
+
+
+# -- a real three-node cluster ------------------------------------------------------------------
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from ray.cluster_utils import Cluster as RayCluster
+    from graphene_py.cluster import Cluster
+    rc = RayCluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "resources": {"graphene:n0": 1}, "object_store_memory": 100 << 20})
+    for i in range(1, NODES):
+        rc.add_node(num_cpus=1, resources={f"graphene:n{i}": 1}, object_store_memory=100 << 20)
+    ray.init(address=rc.address, logging_level="ERROR", log_to_driver=False)
+    root = tmp_path_factory.mktemp("nodes")
+    for i in range(NODES):
+        for j in range(2):
+            (root / f"n{i}" / f"d{j}").mkdir(parents=True)
+    c = Cluster(rc.address)
+    c.root = root
+    yield c
+    ray.shutdown()
+    rc.shutdown()
+
+
+CASES = {}     # (graph, directed) -> (local Graph, ClusterGraph), made once
+
+
+def both(cluster, tmp_path_factory, name, directed, monkeypatch=None):
+    key = (name, directed)
+    if key not in CASES:
+        g = graphs.by_name(name) if name != "chain" else graphs.chain(CHAIN)
+        d = tmp_path_factory.mktemp(f"src-{name}-{directed}")
+        local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, disks=[str(d)],
+                                    name=f"c-{name}-{directed}", rows=NODES, cols=2,
+                                    symmetrize=not directed, in_edges=directed, register=False,
+                                    force=True)
+        root = cluster.root
+        cluster.distribute(local, [str(root / "{node}" / "d0"), str(root / "{node}" / "d1")],
+                           force=True)
+        CASES[key] = (local, cluster.open(local.name))
+    return CASES[key]
+
+
+GRAPHS = ["star", "chain", "isolated_ends", "disconnected", "powerlaw", "duplicates"]
+BC_ON = ("powerlaw", "disconnected", "duplicates")      # a few sources: 2 supersteps per level
+
+
+@pytest.fixture
+def home_kept(tmp_path_factory, monkeypatch):
+    """One GRAPHENE_HOME for the module (cluster manifests made by earlier tests stay found)."""
+    h = tmp_path_factory.getbasetemp() / "cluster_home"
+    h.mkdir(exist_ok=True)
+    monkeypatch.setenv("GRAPHENE_HOME", str(h))
+
+
+# the default run keeps the suite's cluster tests near a minute: the hub spanning every node
+# undirected, the long chain directed; their twins run with -m slow
+SLOW = {("chain", False), ("star", True)}
+
+
+@pytest.mark.parametrize("name, directed", [
+    pytest.param(g, d, marks=pytest.mark.slow) if (g, d) in SLOW else (g, d)
+    for g in GRAPHS for d in (False, True)])
+def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
+    local, cg = both(cluster, tmp_path_factory, name, directed)
+    n = local.num_vertices
+    src = int(np.argmax(local.degrees("out")))
+    a, b = gp.bfs(local, src=src, **RT), gp.bfs(cg, src=src, **RT)
+    assert np.array_equal(a.depth, b.depth)
+    assert registry.module("bfs").verify(local, b) == []       # parents valid on the real edges
+    a, b = gp.wcc(local, **RT), gp.wcc(cg, **RT)
+    assert np.array_equal(a.labels, b.labels) and a.n_components == b.n_components
+    a, b = gp.pagerank_pull(local, **RT), gp.pagerank_pull(cg, **RT)
+    assert a.iterations == b.iterations
+    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9, atol=1e-15)
+    a, b = gp.spmv(local, x="random", **RT), gp.spmv(cg, x="random", **RT)
+    np.testing.assert_allclose(b.y, a.y, rtol=1e-12)
+    if name in BC_ON:
+        a, b = gp.bc(local, k=3, seed=2, **RT), gp.bc(cg, k=3, seed=2, **RT)
+        np.testing.assert_allclose(b.bc, a.bc, rtol=1e-9, atol=1e-12)
+    # the work really was spread: every node read lists in some superstep
+    st = gp.bfs(cg, src=src, **RT).supersteps
+    assert all("exchange_bytes" in s and len(s["node_seconds"]) == NODES for s in st)
+
+
+def _killer(cg, node, at):
+    """A progress callback that kills node `node`'s actor process at superstep `at`."""
+    pid = cg.pids()[node]
+    seen = {"i": 0}
+
+    def progress(st):
+        seen["i"] += 1
+        if seen["i"] == at:
+            os.kill(pid, signal.SIGKILL)
+    return progress, pid
+
+
+@pytest.mark.parametrize("algo", ["bfs", "pagerank-pull"])
+def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo):
+    local, cg = both(cluster, tmp_path_factory, "chain" if algo == "bfs" else "powerlaw", True)
+    opts = dict(RT, src=0) if algo == "bfs" else RT
+    want = dispatch(algo, local, **opts)
+    cg.engines({"threads": 2, "buffer_mb": 2})      # actors started with these options
+    progress, pid = _killer(cg, 1, 3)
+    got = dispatch(algo, cg, progress=progress, **opts)
+    assert cg.pids()[1] != pid                  # the node's actor was restarted...
+    if algo == "bfs":                           # ... and the run's answer is still right
+        assert np.array_equal(got.depth, want.depth) and got.levels == CHAIN
+    else:
+        np.testing.assert_allclose(got.scores, want.scores, rtol=1e-9)
+
+
+def test_errors(cluster, tmp_path_factory, home_kept):
+    local, cg = both(cluster, tmp_path_factory, "powerlaw", False)
+    with pytest.raises(GrapheneError, match="kcore does not run on a cluster yet.*bfs"):
+        gp.kcore(cg, **RT)
+    with pytest.raises(GrapheneError, match="exists"):
+        cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
+    few = gp.partition_arrays(np.array([0, 1]), np.array([1, 2]), num_vertices=3,
+                              disks=[str(tmp_path_factory.mktemp("few"))], name="few", rows=2,
+                              cols=1, register=False)
+    with pytest.raises(GrapheneError, match="needs at least 3"):
+        cluster.distribute(few, [str(cluster.root / "{node}" / "d0")])
+    # a node that is not in the cluster: named, with its rows and path
+    from graphene_py.cluster.engine import manifest_path
+    with open(manifest_path(local.name)) as f:
+        cm = json.load(f)
+    cm["placement"][2]["node"] = "graphene:gone"
+    bad = tmp_path_factory.mktemp("bad") / "gone.json"
+    bad.write_text(json.dumps(cm))
+    with pytest.raises(GrapheneError, match=r"node graphene:gone \(out rows 2..2, at .*\) is not in"):
+        cluster.open(str(bad))
+    # a shard replaced by another version: refused at open
+    cm = json.loads(open(manifest_path(local.name)).read())
+    cm["placement"][0]["uuid"] = "0" * 8
+    bad.write_text(json.dumps(cm))
+    with pytest.raises(GrapheneError, match="graphene:n0.*expects 00000000"):
+        gp.bfs(cluster.open(str(bad)), src=0, **RT)
+
+
+def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):
+    from click.testing import CliRunner
+    from graphene_py.cli import main
+    local, cg = both(cluster, tmp_path_factory, "powerlaw", False)
+    monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+    r = CliRunner().invoke(main, ["run", "bfs", "-g", local.name, "--src", "3", "--cluster",
+                                  cluster.address, "--json", "-t", "2"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    ref = gp.bfs(local, src=3, **RT)
+    assert out["result"]["n_reached"] == ref.n_reached
+    r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--cluster", cluster.address])
+    assert r.exit_code == 1 and "Error: kcore does not run on a cluster" in r.output
