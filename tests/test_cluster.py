@@ -179,6 +179,8 @@ def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo):
     assert cg.pids()[1] != pid                  # the node's actor was restarted...
     if algo == "bfs":                           # ... and the run's answer is still right
         assert np.array_equal(got.depth, want.depth) and got.levels == CHAIN
+        # the new actor had no replica of the state: the driver sent it the whole state
+        assert [s["resent_to"] for s in got.supersteps if "resent_to" in s] == [["graphene:n1"]]
     else:
         np.testing.assert_allclose(got.scores, want.scores, rtol=1e-9)
 

@@ -358,6 +358,7 @@ class ClusterEdgeMap(EdgeMap):
         dirs = ["out"] + (["in"] if self.pull_dir == "in" else [])
         self.models = {d: Model(graph, d) for d in dirs}
         self.deg = {}
+        self.sender = ReplicaSender()
         self.open_seconds = time.perf_counter() - t0
         self.exchanged = 0
 
@@ -373,13 +374,12 @@ class ClusterEdgeMap(EdgeMap):
         t0 = time.perf_counter()
         g = self.graph
         ray = g.cluster.ray
-        qs = set(update.queue)
-        ship = tuple(None if i in qs else s for i, s in enumerate(state))
-        ref = ray.put(ship)
-        sent = sum(a.nbytes for a in ship if isinstance(a, np.ndarray))
+        skip = set(update.queue)
+        base, msg, sent = self.sender.message(state, skip)
+        ref = ray.put(msg)
         qdt = state[update.queue[0]].dtype.str if update.queue else None
-        calls = []
-        for i, a in enumerate(self.nodes):
+        frontiers = []
+        for i in range(len(self.nodes)):
             lo, hi = g.vertex_range(i, direction)
             if kind == "queue":
                 ids = np.asarray(data)
@@ -389,35 +389,130 @@ class ClusterEdgeMap(EdgeMap):
             else:
                 fr = ("all",)
             sent += sum(x.nbytes for x in fr if isinstance(x, np.ndarray))
-            calls.append(a.step.remote(g._specs[i], direction, self.weights, update, ref, qdt, fr))
+            frontiers.append(fr)
+
+        def call(i, r, b):
+            return self.nodes[i].step.remote(g._specs[i], self.sender.session, b,
+                                             self.sender.version, direction, self.weights,
+                                             update, r, qdt, frontiers[i])
         t1 = time.perf_counter()
-        res = g.gather(calls, f"a superstep ({direction}-lists)")
+        res = g.gather([call(i, ref, base) for i in range(len(self.nodes))],
+                       f"a superstep ({direction}-lists)")
+        stale = [i for i, r in enumerate(res) if r[0] == "stale"]
+        if stale:            # a restarted node (or one that missed a step): the whole state
+            full, nb = self.sender.full(state, skip)
+            fref = ray.put(full)
+            again = g.gather([call(i, fref, -1) for i in stale], "a superstep, resent")
+            for i, r in zip(stale, again):
+                res[i] = r
+            sent += nb * len(stale)
         t2 = time.perf_counter()
         back = 0
         for j, (s, rule) in enumerate(update.slots()):
-            ch = [r[1][j] for r in res]
+            ch = [r[2][j] for r in res]
             back += sum(nbytes(c) for c in ch)
             merge(state[s], rule, ch)
         if update.queue:
             i, t, c = update.queue
-            got = [r[2] for r in res]
+            got = [r[3] for r in res]
             back += sum(x.nbytes for x in got)
             merge_queues(state[i], state[t], state[c], got)
-        st = _combine([r[0] for r in res])
+        st = _combine([r[1] for r in res])
         st["frontier"] = (len(data) if kind == "queue" else
                           int(np.count_nonzero(data)) if kind == "mask" else self.n)
         st["seconds"] = time.perf_counter() - t0
-        st["node_seconds"] = [float(r[0]["seconds"]) for r in res]
+        st["node_seconds"] = [float(r[1]["seconds"]) for r in res]
         st["exchange_bytes"] = int(sent + back)
+        st["bytes_sent"], st["bytes_back"] = int(sent), int(back)
         # driver time around the nodes' work: shipping, waiting beyond the slowest node, merging
         st["coordination_seconds"] = max(0.0, st["seconds"] - max(st["node_seconds"]))
         st["merge_seconds"] = time.perf_counter() - t2
         st["ship_seconds"] = t1 - t0
+        if stale:
+            st["resent_to"] = [g.placement[i]["node"] for i in stale]
         self.exchanged += st["exchange_bytes"]
         return st
 
     def close(self):
         self.its = {}      # the node actors stay with the dataset for the next EdgeMap
+        if getattr(self, "sender", None) is not None and self.graph._engines:
+            for a, sp in zip(self.graph._engines, self.graph._specs):
+                try:
+                    a.end.remote(sp, self.sender.session)
+                except Exception:
+                    pass
+            self.sender = None
+
+
+class ReplicaSender:
+    """What the nodes' replicas of the driver's state arrays lack, per superstep: for each array
+    slot, nothing new is never assumed; it is sent dense the first time, as ("zeros") when all
+    zero, else as the positions and values that differ from what was sent last (when that is
+    under half the array's bytes), else dense. The driver keeps a shadow copy of what it sent."""
+
+    def __init__(self):
+        import uuid
+        self.session = uuid.uuid4().hex
+        self.version = 0
+        self.known = {}          # id(array) -> (array: a strong reference, shadow copy)
+
+    def _one(self, a, h, force_dense=False):
+        ent = self.known.get(h)
+        if not a.any():
+            if ent is not None and ent[1].shape == a.shape and ent[1].dtype == a.dtype:
+                ent[1][...] = 0
+            else:
+                self.known[h] = (a, np.zeros_like(a))
+            return ("zeros", h, a.shape, a.dtype.str), 0
+        if ent is None or ent[1].shape != a.shape or ent[1].dtype != a.dtype:
+            self.known[h] = (a, a.copy())
+            return ("dense", h, a), a.nbytes
+        shadow = ent[1]
+        if not force_dense:
+            flat, sh = a.reshape(-1), shadow.reshape(-1)
+            idx = np.flatnonzero(flat != sh)
+            if len(flat) < (1 << 31):
+                idx = idx.astype(np.int32)
+            if idx.size * (idx.itemsize + a.itemsize) * 2 < a.nbytes:
+                vals = flat[idx]
+                sh[idx] = vals
+                return ("delta", h, idx, vals), idx.nbytes + vals.nbytes
+        shadow[...] = a
+        return ("dense", h, a), a.nbytes
+
+    def message(self, state, skip) -> tuple:
+        """(base version, message, bytes) for this superstep's state."""
+        msg, nb, live = [], 0, set()
+        for i, a in enumerate(state):
+            if i in skip:
+                msg.append(None)
+            elif not isinstance(a, np.ndarray):
+                msg.append(("value", a))
+            else:
+                h = id(a)
+                live.add(h)
+                m, b = self._one(a, h)
+                msg.append(m)
+                nb += b
+        for h in [h for h in self.known if h not in live]:     # arrays this state no longer has
+            del self.known[h]
+        base = self.version
+        self.version += 1
+        return base, msg, nb
+
+    def full(self, state, skip) -> tuple:
+        """The whole state (for a replica that is gone), at the current version."""
+        msg, nb = [], 0
+        for i, a in enumerate(state):
+            if i in skip:
+                msg.append(None)
+            elif not isinstance(a, np.ndarray):
+                msg.append(("value", a))
+            else:
+                m, b = self._one(a, id(a), force_dense=True)
+                msg.append(m)
+                nb += b
+        return msg, nb
 
 
 def _combine(stats: list) -> dict:

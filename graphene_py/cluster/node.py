@@ -2,11 +2,13 @@
 writes shards onto the machine's disks and serves the rows of the 2D grid that live there with
 the local engine (IoIterator through a local EdgeMap), for any number of datasets.
 
-It holds no algorithm state between supersteps: each `step` gets the whole state (from the object
-store), runs the kernel over its own lists, and returns what it changed (cluster/merge.py). Every
-call names its shard (home folder, version, runtime options), and a shard is opened on first use.
-So a restarted actor (Ray restarts it after its process dies, and runs the pending call again)
-reopens the shard and the superstep is simply redone from the driver's copy of the state.
+Between supersteps it keeps a replica of the driver's state arrays, which each `step` brings up
+to date with what changed since the last one (sparse when little did, dense otherwise); it runs
+the kernel over its own lists on copies of the slots the kernel writes, and returns what it
+changed (cluster/merge.py). The driver's arrays are the truth and the checkpoint. Every call names
+its shard (home folder, version, runtime options), opened on first use; a restarted actor (Ray
+restarts it after its process dies and runs the pending call again) has no replica, says so, and
+the driver sends it the whole state: the superstep is redone from the driver's copy.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ class _Shard:
         self.runtime = runtime
         self.ems = {}
         self.mbuf = None
+        self.replicas = {}      # session -> {"version", "arrays": handle -> the driver's array}
         self.g = Graph.open(home)
         if self.g.uuid != uuid:
             self.g.close()
@@ -88,15 +91,50 @@ class NodeEngine:
             em.its[direction] = IoIterator(sh.g, direction, weights=False, **sh.runtime)
         return em.its[direction].degrees(np.int64)
 
-    def step(self, spec, direction, weights, update, state, queue_dtype, frontier) -> tuple:
-        """Run `update` over this shard's lists of `direction`: frontier ("queue", ids),
-        ("mask", lo, flags of vertices lo..) or ("all",). Returns (stats, changes, queued)."""
+    def step(self, spec, session, base, version, direction, weights, update, msg, queue_dtype,
+             frontier) -> tuple:
+        """Run `update` over this shard's lists of `direction`. `msg`: the state, slot by slot, as
+        changes to this node's replica of the driver's arrays (ReplicaSender in engine.py), valid
+        when the replica is at version `base`; a replica that is not (a restarted actor, a new
+        session) answers ("stale",) and the driver sends everything. frontier: ("queue", ids),
+        ("mask", lo, flags of vertices lo..) or ("all",). Returns ("ok", stats, changes, queued)."""
         sh = self._shard(tuple(spec))
+        rep = sh.replicas.get(session)
+        full = all(m is None or m[0] != "delta" for m in msg)
+        if rep is None or (rep["version"] != base and not full):
+            if not full:
+                return ("stale",)
+            sh.replicas.clear()                       # one live session per shard
+            rep = sh.replicas[session] = {"version": base, "arrays": {}}
+        arrays = rep["arrays"]
+        state = []
+        for m in msg:
+            if m is None or m[0] == "value":
+                state.append(None if m is None else m[1])
+                continue
+            kind, h = m[0], m[1]
+            if kind == "dense":
+                arrays[h] = np.array(m[2])             # writable (the store's copy is read only)
+            elif kind == "zeros":
+                a = arrays.get(h)
+                if a is None or a.shape != tuple(m[2]) or a.dtype != np.dtype(m[3]):
+                    arrays[h] = np.zeros(m[2], dtype=m[3])
+                else:
+                    a[...] = 0
+            elif kind == "delta":
+                arrays[h].reshape(-1)[m[2]] = m[3]
+            state.append(arrays[h])
+        live = {m[1] for m in msg if m is not None and m[0] != "value"}
+        rep["arrays"] = {h: a for h, a in arrays.items() if h in live}   # as the driver prunes
+        rep["version"] = version
         em = sh.em(bool(weights))
         if direction not in em.its:
             raise RuntimeError(f"{sh.g.path}: this shard has no {direction}-edge partitions")
         n = sh.g.num_vertices
-        st = [np.array(a) if isinstance(a, np.ndarray) else a for a in state]   # writable copies
+        written = [s for s, _ in update.slots()]
+        st = list(state)
+        for s in written:                              # the kernel works on copies; the replica
+            st[s] = state[s].copy()                    # stays as the driver sent it
         q = None
         if update.queue:
             from ..iterator.queue import NextQueue
@@ -120,7 +158,12 @@ class NodeEngine:
         if q is not None:
             size = q.close()
             queued = q.ids[:size].copy()
-        return stats, changes, queued
+        return ("ok", stats, changes, queued)
+
+    def end(self, spec, session) -> None:
+        sh = self.shards.get(tuple(spec))
+        if sh is not None:
+            sh.replicas.pop(session, None)
 
     # -- writing a shard ----------------------------------------------------------------------
     def begin(self, disks, name: str, force: bool):
