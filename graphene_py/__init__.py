@@ -7,6 +7,7 @@
     r = gp.pagerank(g)                           # delta PageRank; gp.pagerank(g, variant="pull")
     gp.wcc(g); gp.kcore(g, k=17); gp.apsp(g, num_sources=32); gp.spmv(g); gp.sssp(g, src=5)
     it = gp.IoIterator(g)                        # custom algorithms (see graphene_py.iterator)
+    gp.bfs("web", src=0, cluster="auto")         # on a Ray cluster (graphene cluster distribute)
 
 Every algorithm function takes the runtime options of `graphene run` as keywords (threads, engine,
 queue_depth, max_gap, max_io, buffer_mb, in_memory, device, progress) and returns a Result whose
@@ -27,8 +28,11 @@ _API_NAMES = ("bfs", "pagerank", "pagerank_pull", "wcc", "kcore", "msbfs", "apsp
 def _algorithm(api_name):
     name = api_name.replace("_", "-")
 
-    def run(graph, **options):
+    def run(graph, cluster=None, **options):
         from .algos import registry
+        if cluster is not None:         # the dataset of that name on a Ray cluster
+            from .cluster import on_cluster
+            graph = on_cluster(graph, cluster)
         return registry.dispatch(name, graph, **options)
 
     run.__name__ = api_name
@@ -43,6 +47,9 @@ def __getattr__(name):
         fn = _algorithm(name)
         globals()[name] = fn
         return fn
+    if name == "Cluster":
+        from .cluster import Cluster
+        return Cluster
     if name in ("IoIterator", "Frontier"):
         from . import iterator
         return getattr(iterator, name)
@@ -54,4 +61,5 @@ def __getattr__(name):
 
 
 __all__ = ["Graph", "GrapheneError", "InputFormatError", "DatasetError", "IoIterator", "Frontier",
+           "Cluster",
            "partition", "partition_arrays", *_API_NAMES]

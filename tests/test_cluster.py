@@ -213,6 +213,15 @@ def test_errors(cluster, tmp_path_factory, home_kept):
         gp.bfs(cluster.open(str(bad)), src=0, **RT)
 
 
+def test_api_cluster_keyword(cluster, tmp_path_factory, home_kept):
+    local, cg = both(cluster, tmp_path_factory, "powerlaw", True)
+    a = gp.bfs(local, src=7, **RT)
+    b = gp.bfs(local, src=7, cluster=cluster, **RT)       # the Graph's name on the cluster
+    c = gp.bfs(local.name, src=7, cluster=cluster, **RT)
+    assert np.array_equal(a.depth, b.depth) and np.array_equal(a.depth, c.depth)
+    assert "exchange_bytes" in b.supersteps[0]
+
+
 def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):
     from click.testing import CliRunner
     from graphene_py.cli import main

@@ -5,6 +5,7 @@
     c.distribute(graph, disks=[...])            # each node's rows copied onto its own disks
     g = c.open("kron22")                        # a ClusterGraph: run any algorithm written
     bfs(g, src=0)                               # against the engine contract on it
+    gp.bfs("kron22", src=0, cluster="auto")     # the same through the API's cluster= keyword
 
 Placement: each node holds whole rows of the grid (row-column balance gives rows equal edges),
 contiguous row ranges, as a *shard*: an ordinary dataset on that node's disks (same files, same
@@ -23,4 +24,4 @@ stays gone is an error naming it.
 """
 from __future__ import annotations
 
-from .engine import Cluster, ClusterGraph, ClusterEdgeMap, connect, open_graph  # noqa: F401
+from .engine import Cluster, ClusterGraph, ClusterEdgeMap, connect, on_cluster, open_graph  # noqa: F401

@@ -215,6 +215,25 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
     return path
 
 
+_CONNECTIONS = {}      # address -> Cluster, so that repeated API calls reuse the node actors
+_OPENED = {}           # (address, name) -> ClusterGraph
+
+
+def on_cluster(graph, cluster) -> "ClusterGraph":
+    """The cluster dataset for an API call's `cluster=` (an address or a Cluster): `graph` is a
+    ClusterGraph (kept), a Graph or a name (its cluster dataset, opened once per address)."""
+    if isinstance(graph, ClusterGraph):
+        return graph
+    if not isinstance(cluster, Cluster):
+        cluster = _CONNECTIONS.get(cluster) or _CONNECTIONS.setdefault(cluster, Cluster(cluster))
+    name = graph if isinstance(graph, str) else graph.name
+    key = (id(cluster), name)
+    cg = _OPENED.get(key)
+    if cg is None:
+        cg = _OPENED[key] = cluster.open(name)
+    return cg
+
+
 def open_graph(name: str, cluster: Cluster) -> "ClusterGraph":
     path = name if name.endswith(".json") and os.path.exists(name) else manifest_path(name)
     try:
@@ -375,8 +394,9 @@ class ClusterEdgeMap(EdgeMap):
         g = self.graph
         ray = g.cluster.ray
         skip = set(update.queue)
-        base, msg, sent = self.sender.message(state, skip)
+        base, msg, nb = self.sender.message(state, skip)
         ref = ray.put(msg)
+        sent = nb * len(self.nodes)       # every node fetches the message (one copy per machine)
         qdt = state[update.queue[0]].dtype.str if update.queue else None
         frontiers = []
         for i in range(len(self.nodes)):
