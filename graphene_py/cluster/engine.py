@@ -337,7 +337,7 @@ class ClusterGraph(Graph):
 
     def _stop(self):
         """Close this dataset's shards on the nodes (the node actors stay for other datasets)."""
-        if self._engines:
+        if self._engines and self.cluster.ray.is_initialized():   # (never start a Ray here)
             for a, sp in zip(self._engines, self._specs):
                 try:
                     a.release.remote(sp)
@@ -455,7 +455,8 @@ class ClusterEdgeMap(EdgeMap):
 
     def close(self):
         self.its = {}      # the node actors stay with the dataset for the next EdgeMap
-        if getattr(self, "sender", None) is not None and self.graph._engines:
+        if getattr(self, "sender", None) is not None and self.graph._engines and \
+                self.graph.cluster.ray.is_initialized():
             for a, sp in zip(self.graph._engines, self.graph._specs):
                 try:
                     a.end.remote(sp, self.sender.session)
