@@ -156,6 +156,21 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     assert all("exchange_bytes" in s and len(s["node_seconds"]) == NODES for s in st)
 
 
+def test_sssp_weighted(cluster, tmp_path_factory, home_kept):
+    g = graphs.by_name("powerlaw")
+    w = np.random.default_rng(5).integers(1, 256, len(g.src)).astype(np.float32)
+    local = gp.partition_arrays(g.src, g.dst, weights=w, num_vertices=g.n,
+                                disks=[str(tmp_path_factory.mktemp("w"))], name="c-weighted",
+                                rows=NODES, cols=2, symmetrize=True, register=False, force=True)
+    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")], force=True)
+    cg = cluster.open(local.name)
+    src = int(np.argmax(local.degrees("out")))
+    for delta in (8.0, 256.0):
+        a, b = gp.sssp(local, src=src, delta=delta, **RT), gp.sssp(cg, src=src, delta=delta, **RT)
+        assert np.array_equal(a.dist, b.dist)
+        assert registry.module("sssp").verify(local, b) == []
+
+
 def _killer(cg, node, at):
     """A progress callback that kills node `node`'s actor process at superstep `at`."""
     pid = cg.pids()[node]

@@ -55,7 +55,7 @@ ENTRIES = {e.name: e for e in (
     Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(41, 0)),
     Entry("spmv", "spmv", "Sparse matrix-vector product y = A x.", state=(17, 0)),
     Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets).",
-          state=(20, 16)),
+          state=(36, 0)),
     Entry("bc", "bc", "Betweenness centrality (Brandes), from sampled sources or all of them.",
           state=(54, 0)),
 )}

@@ -7,9 +7,10 @@ Returns: SSSPResult(dist, src, delta, n_reached, buckets, supersteps, seconds).
 Algorithm: vertices whose distance dropped and whose edges have not been relaxed since are *pending*.
 Each superstep takes the pending vertices of the lowest non-empty bucket [i*delta, (i+1)*delta)
 (GAPBS-style: all edges of a vertex relaxed when it is processed, no light/heavy split, so every
-list is read once per processing) and relaxes their out-edges: candidate distances go to per-thread
-buffers plus per-thread "touched" lists (indexed by compute thread id: no atomics, no lost
-updates; dist itself is only written between supersteps), merged in O(touched). Improved vertices
+list is read once per processing) and relaxes their out-edges: candidate distances go to one
+array by an atomic min on the float's bits (weights are >= 0, so bits order as values), and the
+first hit of a vertex queues it (dist itself is only written between supersteps); the merge
+walks the queue: O(hit vertices). Improved vertices
 become pending again; the bucket is re-processed until empty, then the next non-empty bucket.
 Label-correcting, so the result is exact for any delta; delta trades supersteps (small delta: many
 nearly-empty buckets) against re-relaxations (large delta: Bellman-Ford-like). The default
@@ -35,6 +36,8 @@ from .common import Result, pick_source, real_range
 DEFAULT_DELTA = 256.0
 
 
+CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
+
 class SSSPResult(Result):
     MAIN = "dist"
 
@@ -47,38 +50,48 @@ def _active(v, state):
 
 @njit(cache=True)
 def _relax(v, nbrs, wts, tid, state):
-    inq, dist, cand, touched, ntouched, neg = state
+    """Candidate distances of v's out-neighbours: cand[u] = min(cand[u], dist[v] + w) by an atomic
+    min on the float's bits (weights >= 0); the first hit of u this superstep queues it."""
+    inq, dist, cbits, hit, ids, tail, cur, neg = state
     dv = dist[v]
-    row = cand[tid]
-    trow = touched[tid]
     for i in range(len(nbrs)):
         w = np.float64(wts[i])
         if w < 0.0:
             neg[0] = 1
+            continue
         u = np.int64(nbrs[i])
         nd = dv + w
-        if nd < dist[u] and nd < row[u]:
-            if row[u] == np.inf:
-                trow[ntouched[tid]] = u
-                ntouched[tid] += 1
-            row[u] = nd
+        if nd < dist[u]:
+            b = _bits(nd)
+            if b < cbits[u]:                  # plain read first: most candidates lose
+                _amin(cbits, u, b)
+                if hit[u] == 0 and _or(hit, u, np.uint8(1)) == 0:
+                    push(ids, tail, cur, tid, u)
+
+
+from ..iterator.atomics import atomic_min as _amin, atomic_or as _or, float_bits as _bits  # noqa: E402
+from ..iterator.edgemap import Update  # noqa: E402
+from ..iterator.queue import push  # noqa: E402
+
+#: one superstep: candidates combine by min (on their bits), hits by or, the hit vertices queue
+RELAX = Update(_active, _relax, combine="min", writes=(2, (3, "or"), (7, "or")), queue=(4, 5, 6))
 
 
 @njit(cache=True)
-def _merge(dist, cand, touched, ntouched, pending, npend, in_pending):
-    """Apply candidates; improved vertices join `pending`. Returns the new pending count."""
-    for t in range(cand.shape[0]):
-        for j in range(ntouched[t]):
-            u = touched[t, j]
-            c = cand[t, u]
-            cand[t, u] = np.inf
-            if c < dist[u]:
-                dist[u] = c
-                if in_pending[u] == 0:
-                    in_pending[u] = 1
-                    pending[npend] = u
-                    npend += 1
-        ntouched[t] = 0
+def _merge(dist, cand, hit, q, nq, pending, npend, in_pending):
+    """Apply the candidates of the queued (hit) vertices; improved ones join `pending`. Returns the
+    new pending count."""
+    for j in range(nq):
+        u = q[j]
+        c = cand[u]
+        cand[u] = np.inf
+        hit[u] = 0
+        if c < dist[u]:
+            dist[u] = c
+            if in_pending[u] == 0:
+                in_pending[u] = 1
+                pending[npend] = u
+                npend += 1
     return npend
 
 
@@ -148,7 +161,9 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
     src = pick_source(graph) if src is None else int(src)
     if not 0 <= src < n:
         raise GrapheneError(f"source {src} out of range 0..{n - 1}")
-    from ..iterator import Frontier, IoIterator
+    from ..iterator.edgemap import EdgeMap
+    from ..iterator.memory import track
+    from ..iterator.queue import NextQueue
     dist = np.full(n, np.inf)
     dist[src] = 0.0
     pending = np.empty(n, dtype=np.int64)
@@ -160,25 +175,24 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
     neg = np.zeros(1, dtype=np.uint8)
     steps = []
     buckets = set()
-    with IoIterator(graph, "out", in_memory=in_memory, weights=True, **runtime) as it:
-        T = it.threads
-        cand = np.full((T, n), np.inf)
-        touched = np.empty((T, n), dtype=np.int64)
-        ntouched = np.zeros(T, dtype=np.int64)
-        from ..iterator.memory import track
-        track("distances", dist)
-        track("buckets (queue, flags)", pending, in_pending, inq)
-        track("per-thread candidates", cand, touched)
+    with EdgeMap(graph, weights=True, in_memory=in_memory, **runtime) as em:
+        cand = np.full(n, np.inf)
+        hit = np.zeros(n, dtype=np.uint8)
+        q = NextQueue(n, em.threads)
+        track("distances, candidates", dist, cand)
+        track("buckets (queue, flags)", pending, in_pending, inq, hit)
+        track("hit queue", q.ids)
+        state = (inq, dist, cand.view(np.int64), hit, q.ids, q.tail, q.cur, neg)
         while npend:
             frontier, npend, b = _take_bucket(dist, pending, npend, in_pending, inq, float(delta))
             buckets.add(b)
-            st = it.run(_active, _relax, (inq, dist, cand, touched, ntouched, neg),
-                        Frontier.from_queue(frontier, n))
+            st = em.edge_map(state, frontier, push=RELAX)
             inq[frontier] = 0
+            nq = q.close()
             if neg[0]:
                 raise GrapheneError(f"{graph.name}: negative edge weight found; delta-stepping "
                                     f"needs weights >= 0")
-            npend = _merge(dist, cand, touched, ntouched, pending, npend, in_pending)
+            npend = _merge(dist, cand, hit, q.ids, nq, pending, npend, in_pending)
             st = dict(st)
             st.update(bucket=int(b), relaxed=int(len(frontier)))
             steps.append(st)

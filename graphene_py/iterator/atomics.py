@@ -92,3 +92,17 @@ def atomic_add2(typingctx, ary, i, j, val):
         return builder.atomic_rmw("add", ptr, v, "monotonic")
 
     return sig, codegen
+
+
+@intrinsic
+def float_bits(typingctx, x):
+    """The IEEE-754 bits of a float64 as an int64. For non-negative floats (and +inf) the bits
+    order as the values do, so atomic_min on an int64 view of a float64 array is a float min."""
+    if not isinstance(x, types.Float) or x.bitwidth != 64:
+        return None
+    from llvmlite import ir
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(x), codegen
