@@ -89,9 +89,14 @@ def _human(b: float) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--keep-self-loops", is_flag=True, help="Keep self-loops (dropped by default).")
 @click.option("--keep-duplicates", is_flag=True, help="Keep duplicate edges (dropped by default).")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Put the dataset on a Ray cluster (auto, local or host:port): partitioned here "
+                   "into a staging copy, then each node's rows go onto --disks on that node "
+                   "({node} in a path: the node's label); the staging copy is deleted. Rows "
+                   "default to the number of nodes.")
 def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_width, relabel,
                   in_edges, memory_limit, work_memory, force, quiet, keep_self_loops,
-                  keep_duplicates):
+                  keep_duplicates, cluster):
     """Partition an edge list INPUT into a row-column balanced 2D dataset on the --disks folders.
 
     INPUT: text edge list (.el/.wel/.txt/.csv/.tsv, `#`/`%` comments), Matrix Market (.mtx),
@@ -109,6 +114,14 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
     if rows is not None and rows * cols > PARTITIONS_MAX:
         raise GrapheneError(f"--rows {rows} x --cols {cols} = {rows * cols:,} partitions; at most "
                             f"{PARTITIONS_MAX:,}")
+    if cluster is not None:
+        return _partition_onto_cluster(cluster, input, list(disks), name, rows, cols, force, quiet,
+                                       dict(fmt=fmt, symmetrize=symmetrize, weighted=weighted,
+                                            id_width=int(id_width) if id_width else None,
+                                            relabel=relabel, in_edges=in_edges,
+                                            memory_limit=memory_limit, work_memory=work_memory,
+                                            drop_self_loops=not keep_self_loops,
+                                            drop_duplicates=not keep_duplicates))
     g = partition(input, list(disks), name=name, fmt=fmt, symmetrize=symmetrize, weighted=weighted,
                   id_width=int(id_width) if id_width else None, relabel=relabel, rows=rows, cols=cols,
                   in_edges=in_edges, memory_limit=memory_limit, work_memory=work_memory,
@@ -132,6 +145,44 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
                if g.manifest["options"].get("spilled_runs") else ""),
         ]
         click.echo("\n".join(lines), err=True)
+
+
+def _partition_onto_cluster(address, input, disks, name, rows, cols, force, quiet, opts):
+    """`graphene partition --cluster`: a staging dataset here (on the first node's --disks), then
+    graphene_py.cluster's distribute, then the staging copy deleted (also when distributing
+    fails)."""
+    import os
+    from . import store
+    from .cluster import Cluster
+    from .cluster.engine import node_disks, manifest_path
+    from .partition.partitioner import partition
+    c = Cluster(address)
+    labels = sorted(c.nodes())
+    name = name or os.path.basename(input).split(".")[0]
+    if os.path.exists(manifest_path(name)) and not force:
+        raise GrapheneError(f"cluster dataset {name!r} exists ({manifest_path(name)}); --force "
+                            f"replaces it")
+    if rows is None:
+        rows = cols = len(labels)
+    elif rows < len(labels):
+        raise GrapheneError(f"--rows {rows}: the cluster has {len(labels)} nodes, each needs at "
+                            f"least one row")
+    staging = node_disks(disks, labels[0])
+    g = partition(input, staging, name=f"{name}.staging", rows=rows, cols=cols, force=True,
+                  quiet=quiet, register=False, **opts)
+    try:
+        path = c.distribute(g, disks, name=name, force=force)
+    finally:
+        o = store.Opened(g.manifest, g.dirs, g.path, g.version, g._locks, [])
+        g._locks = []
+        store.remove_dataset(o)
+    if not quiet:
+        cg = c.open(name)
+        for pl in cg.placement:
+            rws = ", ".join(f"{d} rows {a}..{b - 1}" for d, (a, b) in pl["rows"].items())
+            click.echo(f"{pl['node']}: {rws} -> {pl['home']}", err=True)
+        click.echo(f"cluster dataset {name}: {g.num_vertices:,} vertices, {g.num_edges:,} edges "
+                   f"on {len(labels)} nodes ({path})", err=True)
 
 
 @click.command("info")

@@ -250,3 +250,27 @@ def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):
     assert out["result"]["n_reached"] == ref.n_reached
     r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--cluster", cluster.address])
     assert r.exit_code == 1 and "Error: kcore does not run on a cluster" in r.output
+
+
+def test_partition_onto_cluster(cluster, tmp_path, home_kept):
+    """`graphene partition INPUT --cluster`: staged here, each node's rows on its own disks, the
+    staging copy gone; then `graphene run --cluster` on it."""
+    from click.testing import CliRunner
+    from graphene_py.cli import main
+    g = graphs.by_name("powerlaw")
+    el = tmp_path / "pl.el"
+    el.write_text("".join(f"{a} {b}\n" for a, b in zip(g.src, g.dst)))
+    disk = str(cluster.root / "{node}" / "d1")
+    r = CliRunner().invoke(main, ["partition", str(el), "--disks", disk, "--name", "pc", "-s",
+                                  "--cluster", cluster.address])
+    assert r.exit_code == 0, r.output
+    assert "graphene:n2: out rows 2..2" in r.output
+    for i in range(NODES):
+        got = os.listdir(cluster.root / f"n{i}" / "d1")
+        assert "pc.shard" in got and "pc.staging" not in got          # no staging copy left
+    local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, disks=[str(tmp_path)],
+                                name="pc-local", symmetrize=True, register=False)
+    r = CliRunner().invoke(main, ["run", "wcc", "-g", "pc", "--cluster", cluster.address, "--json",
+                                  "-t", "2"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["result"]["n_components"] == gp.wcc(local, **RT).n_components

@@ -127,7 +127,7 @@ def _split(count: int, k: int) -> list:
     return [(int(b[i]), int(b[i + 1])) for i in range(k)]
 
 
-def _node_disks(disks, label: str) -> list:
+def node_disks(disks, label: str) -> list:
     tag = label.split(":", 1)[-1]
     return [d.replace("{node}", tag) for d in disks]
 
@@ -161,7 +161,7 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
     placement, writers = [], []
     try:
         for i, lb in enumerate(labels):
-            nd = _node_disks(disks, lb)
+            nd = node_disks(disks, lb)
             w = cluster.actor(lb)
             writers.append(w)
             err = ray.get(w.begin.remote(nd, shard_name, force))
