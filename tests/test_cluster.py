@@ -148,6 +148,10 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9, atol=1e-15)
     a, b = gp.spmv(local, x="random", **RT), gp.spmv(cg, x="random", **RT)
     np.testing.assert_allclose(b.y, a.y, rtol=1e-12)
+    srcs = [int(v) for v in np.flatnonzero(local.degrees("out") > 0)[:40:8]]
+    if srcs:
+        a, b = gp.msbfs(local, sources=srcs, **RT), gp.msbfs(cg, sources=srcs, **RT)
+        assert np.array_equal(np.asarray(a.depths), np.asarray(b.depths))
     if name in BC_ON:
         a, b = gp.bc(local, k=3, seed=2, **RT), gp.bc(cg, k=3, seed=2, **RT)
         np.testing.assert_allclose(b.bc, a.bc, rtol=1e-9, atol=1e-12)

@@ -67,6 +67,8 @@ from .reference import serial_bfs_depth
 DEFAULT_SOURCES = 32
 
 
+CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
+
 class MSBFSResult(Result):
     MAIN = "depths"
     PER_VERTEX = False      # depths is [sources, n]; sources, reached, closeness are per source
@@ -158,6 +160,14 @@ def _pull(v, nbrs, wts, tid, state):
     if got != np.uint64(0):
         _or(nxt, v, got)
         livew[tid, 0] |= got
+
+
+from ..iterator.edgemap import EdgeMap, Update  # noqa: E402
+
+#: (state: frontier, visited, nxt, livew, live, cache, cstart, cdone) found bits or into nxt and
+#: into the per-thread `live` rows; the short-list cache is this process's own (not a cluster's)
+PUSH = Update(_always, _push, combine="or", writes=(2, 3))
+PULL = Update(_always, _pull, combine="or", writes=(2, 3))
 
 
 @njit(cache=True, nogil=True)
@@ -315,12 +325,6 @@ def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
     return np.sort(rng.choice(cand, size=count, replace=False)).astype(np.int64)
 
 
-def _degrees(it, graph, direction, dtype):
-    if hasattr(it, "degrees"):
-        return it.degrees(dtype)
-    return graph.degrees(direction).astype(dtype)   # a stand-in iterator (tests)
-
-
 #: a flush of the level log is forced after this many levels (bounds _write_depths' cursors)
 _MAX_LOG_LEVELS = 256
 
@@ -409,7 +413,6 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
         closeness=False, output=None, bottom_up=True, **runtime) -> MSBFSResult:
     """bottom_up: run a level bottom-up whenever the cost model says it reads no more bytes (needs
     in-edges, or an undirected dataset); "always": every level (tests); False: top-down only."""
-    from ..iterator import Frontier, IoIterator
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -424,15 +427,16 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
     steps = []
     passes = 0
     up_dir = pull_direction(graph, bottom_up)
-    its = {}
+    em = None
     depths = None
     filler = None
     try:
         if n and (src is None or len(src)):
-            its["out"] = IoIterator(graph, "out", in_memory=in_memory, weights=False, **runtime)
-            T = its["out"].threads
             ddt = np.int32 if graph.num_edges < (1 << 31) else np.int64
-            deg_out = _degrees(its["out"], graph, "out", ddt)
+            em = EdgeMap(graph, pull=up_dir is not None, in_memory=in_memory, degree_dtype=ddt,
+                         **runtime)
+            T = em.threads
+            deg_out = em.degree("out")
             if src is None:
                 src = pick_sources(graph, int(num_sources), deg=deg_out)
         elif src is None:
@@ -448,10 +452,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
         sums = np.zeros(S, dtype=np.int64)
         reached = np.zeros(S, dtype=np.int64)
         if S and n:
-            deg_in = deg_out
-            if up_dir == "in":
-                its["in"] = IoIterator(graph, "in", in_memory=in_memory, weights=False, **runtime)
-                deg_in = _degrees(its["in"], graph, "in", ddt)
+            deg_in = em.degree("in") if up_dir == "in" else deg_out
             w = graph.id_width
             mo = Model(graph, "out")
             cap_out, cols_out, block = mo.cap, mo.cols, mo.block
@@ -466,7 +467,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             # short in-lists kept in RAM once read (at most n entries with their counts)
             cstart = np.zeros(n + 1, dtype=np.int32 if n < (1 << 30) else np.int64)
             cdt = np.uint32 if w == 4 else np.int64
-            entries = _cache_layout(deg_in, n, cstart)[1] if up else 0
+            # (only where the lists pass through this process: not on a cluster)
+            entries = _cache_layout(deg_in, n, cstart)[1] if up and em.local else 0
             cache = np.zeros(max(1, entries), dtype=cdt)
             cdone = np.zeros(n, dtype=np.uint8)
             track("direction masks", m_td, m_bu, m_c, cdone)
@@ -500,13 +502,13 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                     if pull:
                         side = Side(_pull_cached, m_c, state) if n_c else None
                         try:
-                            st = its[up_dir].run(_always, _pull, state, Frontier.from_mask(m_bu))
+                            st = em.masked(state, PULL, m_bu, up_dir)
                         finally:
                             if side is not None:
                                 side.join()
                         st["cached"] = int(n_c)
                     else:
-                        st = its["out"].run(_always, _push, state, Frontier.from_mask(m_td))
+                        st = em.masked(state, PUSH, m_td, "out")
                     t1 = time.perf_counter()
                     live[0] = np.bitwise_or.reduce(livew[:, 0])
                     livew[:] = 0
@@ -531,8 +533,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 log.flush()
                 passes += 1
     finally:
-        for it in its.values():
-            it.close()
+        if em is not None:
+            em.close()
         if filler is not None:
             filler.join()
     if output is not None:

@@ -20,6 +20,8 @@ from .node import NodeEngine
 
 #: Ray restarts a node actor whose process died this many times, re-running its pending call.
 RESTARTS = 3
+#: State messages up to this size travel inline with each node's call (no object-store copy).
+INLINE = 64 << 10
 #: Bytes per chunk when files travel to a node.
 CHUNK = 32 << 20
 #: Runtime options a node's engine takes (the rest are the driver's).
@@ -358,6 +360,7 @@ class ClusterEdgeMap(EdgeMap):
     degrees gathered from the nodes); each superstep runs on every node over its own rows, and
     the nodes' changes combine by the kernel's declared rules (Update.writes / Update.queue)."""
 
+    local = False
     def __init__(self, graph, *, pull: bool = False, weights: bool = False, in_memory=False,
                  degree_dtype=None, **runtime):
         t0 = time.perf_counter()
@@ -395,7 +398,8 @@ class ClusterEdgeMap(EdgeMap):
         ray = g.cluster.ray
         skip = set(update.queue)
         base, msg, nb = self.sender.message(state, skip)
-        ref = ray.put(msg)
+        # one copy in the object store for every node; a small message goes inline with the calls
+        ref = ray.put(msg) if nb > INLINE else msg
         sent = nb * len(self.nodes)       # every node fetches the message (one copy per machine)
         qdt = state[update.queue[0]].dtype.str if update.queue else None
         frontiers = []

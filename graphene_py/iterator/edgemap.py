@@ -73,6 +73,9 @@ class EdgeMap:
     direction (a pull-only algorithm on a directed dataset); weights: read weights with the
     lists. Runtime options (engine, threads, in_memory, ...) go to every IoIterator."""
 
+    #: the lists pass through this process (an algorithm may keep some in RAM); False on a cluster
+    local = True
+
     def __new__(cls, graph, *args, **kwargs):
         # a dataset served by a cluster brings its own backend (graphene_py.cluster)
         # (a subclass of EdgeMap; Python then runs its __init__)
