@@ -1,0 +1,64 @@
+"""The cluster backend's fixed cost per superstep: BFS along a chain (one vertex per level, so a
+superstep does almost no work) on K simulated Ray nodes of this machine. Prints the medians of
+the superstep time, the driver's shipping and merging and the slowest node's own time.
+
+    .venv/bin/python tools/bench_cluster_steps.py --levels 400 --nodes 3
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--levels", type=int, default=400)
+    ap.add_argument("--nodes", type=int, default=3)
+    a = ap.parse_args()
+    import numpy as np
+    import ray
+    from ray.cluster_utils import Cluster as RayCluster
+    import graphene_py as gp
+    from graphene_py.cluster import Cluster
+    root = tempfile.mkdtemp(prefix="graphene_steps_")
+    os.environ["GRAPHENE_HOME"] = os.path.join(root, "home")
+    v = np.arange(a.levels - 1)
+    os.makedirs(f"{root}/src")
+    g = gp.partition_arrays(v, v + 1, num_vertices=a.levels, disks=[f"{root}/src"], name="chain",
+                            rows=a.nodes, cols=2, register=False)
+    rc = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                          "resources": {"graphene:n0": 1}})
+    for i in range(1, a.nodes):
+        rc.add_node(num_cpus=1, resources={f"graphene:n{i}": 1})
+    ray.init(address=rc.address, logging_level="ERROR", log_to_driver=False)
+    try:
+        for i in range(a.nodes):
+            os.makedirs(f"{root}/n{i}/d0")
+        c = Cluster(rc.address)
+        c.distribute(g, [f"{root}/{{node}}/d0"])
+        cg = c.open("chain")
+        for t in range(2):                    # the first run compiles the nodes' kernels
+            t0 = time.perf_counter()
+            r = gp.bfs(cg, src=0, threads=2)
+            wall = time.perf_counter() - t0
+        st = r.supersteps
+        med = {k: 1e3 * statistics.median(s[k] for s in st)
+               for k in ("seconds", "ship_seconds", "merge_seconds", "coordination_seconds")}
+        node = 1e3 * statistics.median(max(s["node_seconds"]) for s in st)
+        print(f"{a.nodes} nodes, {r.levels} levels: {wall:.2f} s; per superstep (median ms): "
+              f"total {med['seconds']:.1f}, shipping {med['ship_seconds']:.2f}, merging "
+              f"{med['merge_seconds']:.2f}, beyond the slowest node {med['coordination_seconds']:.1f}"
+              f", slowest node {node:.2f}")
+    finally:
+        ray.shutdown()
+        rc.shutdown()
+
+
+if __name__ == "__main__":
+    main()
