@@ -21,7 +21,7 @@ from graphene_py.errors import GrapheneError
 from tests import graphs
 
 NODES = 3
-CHAIN = 150     # levels of the chain graph (each superstep costs ~14 ms of coordination here)
+CHAIN = 300     # levels of the chain graph (a superstep costs ~7 ms of coordination here)
 RT = {"threads": 2, "buffer_mb": 2}
 
 
@@ -71,6 +71,16 @@ def test_merge_rows_and_queue():
     assert list(ids[:3]) == [2, 5, 9] and tail[0] == 3 and not cur.any()
 
 
+def test_update_pickles_by_name():
+    """A kernel pair travels to the nodes by import name: the node gets the module's own
+    dispatchers (whose compiled superstep is cached on disk), not fresh copies to compile."""
+    import pickle
+    from graphene_py.algos import bfs, wcc
+    for u in (bfs.VISIT, bfs.ADOPT, wcc.LP_PUSH):
+        v = pickle.loads(pickle.dumps(u))
+        assert v.is_active is u.is_active and v.compute is u.compute and v == u
+
+
 # -- a real three-node cluster ------------------------------------------------------------------
 ray = pytest.importorskip("ray")
 
@@ -90,6 +100,7 @@ def cluster(tmp_path_factory):
             (root / f"n{i}" / f"d{j}").mkdir(parents=True)
     c = Cluster(rc.address)
     c.root = root
+    c.ray_cluster = rc
     yield c
     ray.shutdown()
     rc.shutdown()
@@ -101,7 +112,7 @@ CASES = {}     # (graph, directed) -> (local Graph, ClusterGraph), made once
 def both(cluster, tmp_path_factory, name, directed, monkeypatch=None):
     key = (name, directed)
     if key not in CASES:
-        g = graphs.by_name(name) if name != "chain" else graphs.chain(CHAIN)
+        g = graphs.chain(CHAIN) if name == "chain" else graphs.by_name(name)
         d = tmp_path_factory.mktemp(f"src-{name}-{directed}")
         local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, disks=[str(d)],
                                     name=f"c-{name}-{directed}", rows=NODES, cols=2,
@@ -278,3 +289,31 @@ def test_partition_onto_cluster(cluster, tmp_path, home_kept):
                                   "-t", "2"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["result"]["n_components"] == gp.wcc(local, **RT).n_components
+
+
+def test_node_gone_mid_run(cluster, tmp_path_factory, home_kept):
+    """A node that dies for good during a run (its raylet removed): the run stops with an error
+    naming the node instead of hanging. (Last in the file: it changes the cluster.)"""
+    rc = cluster.ray_cluster
+    node = rc.add_node(num_cpus=1, resources={"graphene:n3": 1})
+    (cluster.root / "n3" / "d0").mkdir(parents=True)
+    g = graphs.chain(60)
+    local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
+                                disks=[str(tmp_path_factory.mktemp("gone"))], name="c-gone",
+                                register=False)
+    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")],
+                       nodes=["graphene:n0", "graphene:n1", "graphene:n3"])
+    cg = cluster.open(local.name)
+    cg.timeout = 4
+    assert gp.bfs(cg, src=0, **RT).levels == 60
+
+    def progress(st, seen=[0]):
+        seen[0] += 1
+        if seen[0] == 3:
+            rc.remove_node(node)
+    try:
+        with pytest.raises(GrapheneError, match="node graphene:n3") as e:
+            gp.bfs(cg, src=0, progress=progress, **RT)
+        print(e.value)
+    finally:
+        cluster.forget("graphene:n3")

@@ -50,8 +50,9 @@ def connect(address="auto"):
     if ray.is_initialized():
         return ray
     try:
-        if address in (None, "local"):
-            ray.init(logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+        if address in (None, "local"):     # a new instance, never one a stale address file names
+            ray.init(address="local", logging_level="ERROR", log_to_driver=False,
+                     include_dashboard=False)
         else:
             ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as e:

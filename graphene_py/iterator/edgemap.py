@@ -65,6 +65,33 @@ class Update:
         """[(slot, combine)] of the state the kernel writes (the queue apart)."""
         return [w if isinstance(w, tuple) else (int(w), self.combine) for w in self.writes]
 
+    def __reduce__(self):
+        # Pickled (to a cluster node) by the kernels' import names where they have them: a
+        # pickled numba dispatcher comes back as a new object that the iterator's on-disk kernel
+        # cache does not recognise, and every process would compile it again (~1 s per kernel).
+        return (_rebuild, (_name_of(self.is_active), _name_of(self.compute), self.combine,
+                           self.writes, self.queue))
+
+
+def _name_of(fn):
+    """("module", "name") of a module-level function importable by that name, else fn itself."""
+    py = getattr(fn, "py_func", None)
+    mod = sys.modules.get(getattr(py, "__module__", None) or "")
+    name = getattr(py, "__qualname__", "")
+    if mod is not None and getattr(mod, name, None) is fn:
+        return ("import", py.__module__, name)
+    return fn
+
+
+def _rebuild(is_active, compute, combine, writes, queue):
+    import importlib
+
+    def fn(x):
+        if isinstance(x, tuple) and len(x) == 3 and x[0] == "import":
+            return getattr(importlib.import_module(x[1]), x[2])
+        return x
+    return Update(fn(is_active), fn(compute), combine, writes, queue)
+
 
 class EdgeMap:
     """The directions of one dataset an algorithm reads, their degrees and cost models.
