@@ -200,8 +200,8 @@ def _run(name, mod, kw):
         if do_verify:
             raise click.UsageError("--verify reads the whole graph on this machine; verify the "
                                    "single-machine dataset instead (not with --cluster)")
-        from .cluster import Cluster
-        graph = Cluster(cluster).open(graph_name)
+        from .cluster import open_graph
+        graph = open_graph(graph_name, cluster)
     else:
         graph = Graph.open(graph_name)
     common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
@@ -225,8 +225,10 @@ def _run(name, mod, kw):
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
 
     quiet_lines = quiet or as_json
+    where = (f"on a Ray cluster of {len(graph.placement)} node(s)" if cluster is not None else
+             f"on {len(graph.disks)} disk(s)")
     _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
-         f"{graph.num_rows}x{graph.num_cols} partitions on {len(graph.disks)} disk(s)", quiet_lines)
+         f"{graph.num_rows}x{graph.num_cols} partitions {where}", quiet_lines)
     trial_rows = []
     results = []
     counter = {"i": 0, "trial": 0}
@@ -316,7 +318,7 @@ def _run(name, mod, kw):
         tot = res.totals()
         click.echo(f"read {tot['bytes_read'] / 1e6:.1f} MB in {tot['supersteps']} supersteps, "
                    f"IO utility {tot['io_utility']:.3f}, engine "
-                   f"{_engine_notice(in_memory, mem_plan)}")
+                   f"{_engine_notice(in_memory, mem_plan, graph)}")
         m = mem_block
         click.echo(f"peak memory: {max(proc_peak, _mem.peak_bytes()) / 2**20:.1f} MiB RSS; "
                    f"state {m['state_bytes_per_vertex']:.1f} B/vertex "
@@ -350,7 +352,9 @@ def _prepare(graph, device, in_memory, runtime):
     return {"seconds": t2 - t0, "numba_seconds": numba_s, "open_seconds": t2 - t1}
 
 
-def _engine_notice(in_memory, mem_plan=None):
+def _engine_notice(in_memory, mem_plan=None, graph=None):
+    if getattr(graph, "cluster", None) is not None:
+        return f"Ray cluster ({len(graph.placement)} node(s), each its local engine)"
     if in_memory:
         return "memory"
     if mem_plan is not None:
@@ -366,10 +370,19 @@ def _engine_notice(in_memory, mem_plan=None):
 def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, setup=None,
              mem_block=None, proc_peak=0, mem_plan=None):
     secs = [r["seconds"] for r in trial_rows]
+    extra = {}
+    if getattr(graph, "cluster", None) is not None:
+        st = list(getattr(res, "supersteps", None) or [])
+        extra["cluster"] = {
+            "nodes": [{"node": p["node"], "rows": p["rows"], "home": p["home"]}
+                      for p in graph.placement],
+            "exchange_bytes": int(sum(s.get("exchange_bytes", 0) for s in st)),
+            "coordination_seconds": round(sum(s.get("coordination_seconds", 0.0) for s in st), 4)}
     return {
+        **extra,
         "algorithm": name, "graph": graph.name, "num_vertices": graph.num_vertices,
         "num_edges": graph.num_edges, "partitions": [graph.num_rows, graph.num_cols],
-        "engine": _engine_notice(in_memory, mem_plan), "in_memory": bool(in_memory),
+        "engine": _engine_notice(in_memory, mem_plan, graph), "in_memory": bool(in_memory),
         "runtime": {k: v for k, v in runtime.items()},
         "setup": {k: round(v, 4) for k, v in (setup or {}).items()},
         "trials": trial_rows, "average_seconds": sum(secs) / len(secs), "min_seconds": min(secs),

@@ -263,6 +263,8 @@ def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):
     out = json.loads(r.stdout)
     ref = gp.bfs(local, src=3, **RT)
     assert out["result"]["n_reached"] == ref.n_reached
+    assert [p["node"] for p in out["cluster"]["nodes"]] == [f"graphene:n{i}" for i in range(NODES)]
+    assert out["cluster"]["exchange_bytes"] > 0 and out["engine"].startswith("Ray cluster (3 node")
     r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--cluster", cluster.address])
     assert r.exit_code == 1 and "Error: kcore does not run on a cluster" in r.output
 

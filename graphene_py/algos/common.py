@@ -484,6 +484,9 @@ def superstep_line(i: int, st: dict, label: str = "level") -> str:
         if k in st:
             v = st[k]
             extra += f"  {k} {v:.3g}" if isinstance(v, float) else f"  {k} {v}"
+    if "exchange_bytes" in st:     # a cluster superstep: what crossed the network, and the wait
+        extra += (f"  exchanged {_mb(st['exchange_bytes'])}  coordination "
+                  f"{st.get('coordination_seconds', 0.0):.3f}s")
     return (f"{label} {i:>4}  frontier {st.get('frontier', 0):>10,}  edges {st.get('active_edges', 0):>12,}"
             f"  read {_mb(st.get('bytes_read', 0)):>10}  util {st.get('io_utility', 1.0):5.2f}"
             f"  io {st.get('io_seconds', 0.0):.3f}s  compute {st.get('compute_seconds', 0.0):.3f}s"

@@ -237,7 +237,10 @@ def on_cluster(graph, cluster) -> "ClusterGraph":
     return cg
 
 
-def open_graph(name: str, cluster: Cluster) -> "ClusterGraph":
+def open_graph(name: str, cluster) -> "ClusterGraph":
+    """The cluster dataset `name` (or a cluster manifest's path) on `cluster`: a Cluster, or an
+    address to connect to once the manifest has been read (a missing dataset is an error before
+    any Ray start-up)."""
     path = name if name.endswith(".json") and os.path.exists(name) else manifest_path(name)
     try:
         with open(path) as f:
@@ -249,6 +252,8 @@ def open_graph(name: str, cluster: Cluster) -> "ClusterGraph":
         raise GrapheneError(f"{path}: unreadable cluster manifest ({e})") from None
     if cm.get("format") != "graphene_py-cluster":
         raise GrapheneError(f"{path}: not a graphene_py cluster manifest")
+    if not isinstance(cluster, Cluster):
+        cluster = Cluster(cluster)
     g = ClusterGraph(cm, cluster, path)
     live = cluster.nodes()
     for pl in g.placement:
