@@ -67,7 +67,7 @@ from numba import njit
 from .. import config
 from ..errors import GrapheneError
 
-from .common import Result, frontier_class as _frontier, open_unweighted as _open, real_range
+from .common import Result, frontier_class as _frontier, real_range
 
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
@@ -83,10 +83,7 @@ PULL_FRACTION = 0.5
 
 
 
-def CLUSTER(opts) -> bool:
-    """The pull variant runs on a cluster; the delta variant's Gauss-Seidel sweeps need one
-    shared score array updated in place (not an engine-contract superstep yet)."""
-    return opts.get("variant") == "pull"
+CLUSTER = True     # both variants run on a cluster (delta: without its Gauss-Seidel phase there)
 
 class PageRankResult(Result):
     MAIN = "scores"
@@ -144,6 +141,7 @@ from ..iterator.edgemap import Update  # noqa: E402
 #: (acc[tid, u] += share of v); the sums of several pieces add up
 PULL = Update(_always, _pull, combine="sum", writes=(1,))
 PUSH = Update(_always, _push, combine="sum", writes=(2,))
+PUSH_ACTIVE = Update(_pushing, _push, combine="sum", writes=(2,))     # delta steps: v with val != 0
 
 #: rows of the Gauss-Seidel sweep's float state F and integer state I. One 2-D array per type
 #: instead of seven 1-D ones: with a branch in the kernel, numba keeps per-call reference counting
@@ -291,26 +289,26 @@ def _normalized(p):
 
 
 def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps, progress):
-    Frontier = _frontier()
+    from ..iterator.edgemap import EdgeMap
     outdeg, dangling = _out_degrees(graph)
     # datasets that can pull: undirected (in-lists == out-lists: no second copy to load), or
     # in-edge partitions
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
     m = max(1, graph.num_edges)
-    its = {"out": _open(graph, "out", in_memory, runtime)}
     iters = 0
-    try:
-        if pull_dir == "in":
-            its["in"] = _open(graph, "in", in_memory, runtime)
-        T = max(it.threads for it in its.values())
+    with EdgeMap(graph, pull=pull_dir == "in", in_memory=in_memory, **runtime) as em:
+        T = em.threads
         p = None
-        if pull_dir is not None:
-            # phase 1: Gauss-Seidel sweeps while the changes are dense
-            p, iters, err, done = _gauss_seidel(its[pull_dir], graph, pull_dir, n, outdeg,
+        if pull_dir is not None and em.local:
+            # phase 1: Gauss-Seidel sweeps while the changes are dense (a sweep updates one
+            # shared score array in place, in list order: not a superstep a cluster can split)
+            p, iters, err, done = _gauss_seidel(em.its[pull_dir], graph, pull_dir, n, outdeg,
                                                 dangling, alpha, tol, max_iter, threshold, m,
                                                 steps, progress)
             if done:
                 return _normalized(p), iters, err
+        elif pull_dir is not None:     # (a cluster) the sweeps' start, then only delta steps
+            p = _lumped_start(n, graph.degrees(pull_dir), dangling, alpha)
         else:
             p = np.full(n, 1.0 / n)
         # the sweeps' state is gone now: the divisor of the pushes and pulls takes its place
@@ -319,9 +317,9 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
         acc = track("per-thread sums", np.zeros((T, n)))
         if pull_dir is not None:
             contrib = np.where(dangling, 0.0, p / safe_deg)
-            st = its[pull_dir].run(_always, _pull, (contrib, acc), Frontier.all(n))
+            st = em.dense((contrib, acc), PULL, pull_dir)
         else:
-            st = its["out"].run(_always, _push, (p, safe_deg, acc), Frontier.all(n))
+            st = em.dense((p, safe_deg, acc), PUSH)
         r = (1.0 - alpha) / n + alpha * (acc.sum(axis=0) + p[dangling].sum() / n) - p
         track("scores, residuals", p, r)
         err = _delta_error(p, r)
@@ -335,19 +333,16 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
             acc[:] = 0.0
             if pull_dir is not None and outdeg[active].sum() > PULL_FRACTION * m:
                 contrib = val / safe_deg
-                st = its[pull_dir].run(_always, _pull, (contrib, acc), Frontier.all(n))
+                st = em.dense((contrib, acc), PULL, pull_dir)
             else:
                 mask = (active & ~dangling).view(np.uint8)
-                st = its["out"].run(_pushing, _push, (val, safe_deg, acc), Frontier.from_mask(mask))
+                st = em.masked((val, safe_deg, acc), PUSH_ACTIVE, mask)
             p += val
             r -= val
             r += alpha * (acc.sum(axis=0) + val[dangling].sum() / n)
             err = _delta_error(p, r)
             iters += 1
             _note(steps, progress, st, iters, err, int(active.sum()))
-    finally:
-        for it in its.values():
-            it.close()
     p += r
     return _normalized(p), iters, err
 
