@@ -511,8 +511,8 @@ class ReplicaSender:
         shadow[...] = a
         return ("dense", h, a), a.nbytes
 
-    def message(self, state, skip) -> tuple:
-        """(base version, message, bytes) for this superstep's state."""
+    def _encode(self, state, skip, force_dense=False) -> tuple:
+        """(message, bytes, ids of the arrays in it)."""
         msg, nb, live = [], 0, set()
         for i, a in enumerate(state):
             if i in skip:
@@ -520,11 +520,15 @@ class ReplicaSender:
             elif not isinstance(a, np.ndarray):
                 msg.append(("value", a))
             else:
-                h = id(a)
-                live.add(h)
-                m, b = self._one(a, h)
+                live.add(id(a))
+                m, b = self._one(a, id(a), force_dense)
                 msg.append(m)
                 nb += b
+        return msg, nb, live
+
+    def message(self, state, skip) -> tuple:
+        """(base version, message, bytes) for this superstep's state."""
+        msg, nb, live = self._encode(state, skip)
         for h in [h for h in self.known if h not in live]:     # arrays this state no longer has
             del self.known[h]
         base = self.version
@@ -533,16 +537,7 @@ class ReplicaSender:
 
     def full(self, state, skip) -> tuple:
         """The whole state (for a replica that is gone), at the current version."""
-        msg, nb = [], 0
-        for i, a in enumerate(state):
-            if i in skip:
-                msg.append(None)
-            elif not isinstance(a, np.ndarray):
-                msg.append(("value", a))
-            else:
-                m, b = self._one(a, id(a), force_dense=True)
-                msg.append(m)
-                nb += b
+        msg, nb, _ = self._encode(state, skip, force_dense=True)
         return msg, nb
 
 
