@@ -74,7 +74,7 @@ class Update:
 
 
 def _name_of(fn):
-    """("module", "name") of a module-level function importable by that name, else fn itself."""
+    """("import", module, name) of a module-level function importable by that name, else fn."""
     py = getattr(fn, "py_func", None)
     mod = sys.modules.get(getattr(py, "__module__", None) or "")
     name = getattr(py, "__qualname__", "")
