@@ -48,4 +48,40 @@ def distribute_cmd(graph_name, disks, name, nodes, force, address):
     click.echo(f"cluster dataset {cg.name}: {path}")
 
 
+@cluster_cmd.command("list")
+def list_cmd():
+    """The cluster datasets this machine knows (their manifests; no Ray needed)."""
+    from .cluster import list_datasets
+    rows = list_datasets()
+    if not rows:
+        click.echo("no cluster datasets yet (graphene cluster distribute, or partition --cluster)",
+                   err=True)
+        return
+    for name, cm, path in rows:
+        if cm is None:
+            click.echo(f"{name}\t[unreadable: {path}]")
+            continue
+        m = cm.get("dataset", {})
+        nodes = ", ".join(pl["node"] for pl in cm.get("placement", []))
+        click.echo(f"{name}\t{int(m.get('num_vertices', 0)):,} vertices\t"
+                   f"{int(m.get('num_edges', 0)):,} edges\ton {nodes}")
+
+
+@cluster_cmd.command("rm")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True,
+              help="Delete what the live nodes hold even when some node is gone (its shard "
+                   "stays), and forget the dataset.")
+@ADDRESS
+def rm_cmd(name, yes, force, address):
+    """Delete cluster dataset NAME: each node's shard, then its manifest."""
+    from .cluster import remove
+    if not yes:
+        click.confirm(f"delete cluster dataset {name} from every node?", abort=True, err=True)
+    for note in remove(name, address, force=force):
+        click.echo(f"warning: {note}", err=True)
+    click.echo(f"deleted cluster dataset {name}", err=True)
+
+
 COMMANDS = [cluster_cmd]

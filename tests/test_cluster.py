@@ -301,6 +301,25 @@ def test_partition_onto_cluster(cluster, tmp_path, home_kept):
     assert json.loads(r.stdout)["result"]["n_components"] == gp.wcc(local, **RT).n_components
 
 
+def test_list_and_rm(cluster, tmp_path_factory, home_kept):
+    from click.testing import CliRunner
+    from graphene_py.cli import main
+    g = graphs.by_name("disconnected")
+    local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
+                                disks=[str(tmp_path_factory.mktemp("rm"))], name="c-rm",
+                                register=False)
+    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
+    homes = [pl["home"] for pl in cluster.open("c-rm").placement]
+    assert all(os.path.isdir(h) for h in homes)
+    r = CliRunner().invoke(main, ["cluster", "list"])
+    assert r.exit_code == 0 and "c-rm\t12 vertices" in r.output
+    r = CliRunner().invoke(main, ["cluster", "rm", "c-rm", "-y", "--address", cluster.address])
+    assert r.exit_code == 0, r.output
+    assert not any(os.path.exists(h) for h in homes)
+    r = CliRunner().invoke(main, ["cluster", "rm", "c-rm", "-y", "--address", cluster.address])
+    assert r.exit_code == 1 and "no cluster dataset 'c-rm'" in r.output
+
+
 def test_node_gone_mid_run(cluster, tmp_path_factory, home_kept):
     """A node that dies for good during a run (its raylet removed): the run stops with an error
     naming the node instead of hanging. (Last in the file: it changes the cluster.)"""

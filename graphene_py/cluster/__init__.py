@@ -24,4 +24,5 @@ stays gone is an error naming it.
 """
 from __future__ import annotations
 
-from .engine import Cluster, ClusterGraph, ClusterEdgeMap, connect, on_cluster, open_graph  # noqa: F401
+from .engine import (Cluster, ClusterEdgeMap, ClusterGraph, connect, list_datasets,  # noqa: F401
+                     on_cluster, open_graph, remove)

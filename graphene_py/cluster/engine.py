@@ -218,6 +218,54 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
     return path
 
 
+def list_datasets() -> list:
+    """The cluster manifests under $GRAPHENE_HOME/clusters: [(name, manifest or None, path)]."""
+    out = []
+    d = clusters_dir()
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if f.endswith(".json"):
+            path = os.path.join(d, f)
+            try:
+                with open(path) as fh:
+                    cm = json.load(fh)
+            except (OSError, ValueError):
+                cm = None
+            out.append((f[:-5], cm, path))
+    return out
+
+
+def remove(name: str, cluster, force: bool = False) -> list:
+    """Delete cluster dataset `name`: every node's shard, then the manifest. A node not in the
+    cluster is an error before anything is deleted, unless force (its shard then stays, and the
+    returned notes say where). Returns those notes."""
+    path = manifest_path(name)
+    try:
+        with open(path) as f:
+            cm = json.load(f)
+    except FileNotFoundError:
+        raise GrapheneError(f"no cluster dataset {name!r} ({path} not found)") from None
+    except (OSError, ValueError) as e:
+        raise GrapheneError(f"{path}: unreadable cluster manifest ({e})") from None
+    if not isinstance(cluster, Cluster):
+        cluster = Cluster(cluster)
+    live = cluster.nodes()
+    gone = [pl for pl in cm.get("placement", []) if pl["node"] not in live]
+    notes = [f"node {pl['node']} is not in the cluster: its shard at {pl['home']} stays"
+             for pl in gone]
+    if gone and not force:
+        raise GrapheneError(f"{name}: " + "; ".join(notes) + " (nothing deleted; --force deletes "
+                            f"the rest and forgets the dataset)")
+    ray = cluster.ray
+    for pl in cm.get("placement", []):
+        if pl in gone:
+            continue
+        err = ray.get(cluster.actor(pl["node"]).remove.remote(pl["home"], pl["uuid"]))
+        if err:
+            raise GrapheneError(f"{name}: node {pl['node']}: {err}")
+    os.unlink(path)
+    return notes
+
+
 _CONNECTIONS = {}      # address -> Cluster, so that repeated API calls reuse the node actors
 _OPENED = {}           # (address, name) -> ClusterGraph
 

@@ -165,6 +165,26 @@ class NodeEngine:
         if sh is not None:
             sh.replicas.pop(session, None)
 
+    def remove(self, home: str, uuid: str):
+        """Delete the shard at `home` if it is version `uuid` (gone already: nothing to do).
+        Returns None or why not."""
+        from .. import store
+        for spec in [sp for sp in self.shards if sp[0] == home]:
+            self.release(spec)
+        try:
+            o = store.open_dataset(home, recover_files=False)
+        except Exception as e:
+            return None if "no dataset" in str(e) else str(e)
+        if o.manifest.get("uuid") != uuid:
+            store.unlock(o.locks)
+            return (f"{home} holds dataset version {o.manifest.get('uuid')}, not {uuid}: left "
+                    f"alone")
+        try:
+            store.remove_dataset(o)
+        except Exception as e:
+            return str(e)
+        return None
+
     # -- writing a shard ----------------------------------------------------------------------
     def begin(self, disks, name: str, force: bool):
         """Start a new shard version on this node's disks; returns None or why not."""
