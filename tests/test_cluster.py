@@ -171,6 +171,10 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     if srcs:
         a, b = gp.msbfs(local, sources=srcs, **RT), gp.msbfs(cg, sources=srcs, **RT)
         assert np.array_equal(np.asarray(a.depths), np.asarray(b.depths))
+    for kk in (2, 5):
+        a = gp.kcore(local, k=kk, membership_only=True, **RT)
+        b = gp.kcore(cg, k=kk, membership_only=True, **RT)
+        assert np.array_equal(a.in_k_core, b.in_k_core) and a.k_core_size == b.k_core_size
     if name in BC_ON:
         a, b = gp.bc(local, k=3, seed=2, **RT), gp.bc(cg, k=3, seed=2, **RT)
         np.testing.assert_allclose(b.bc, a.bc, rtol=1e-9, atol=1e-12)
@@ -225,8 +229,9 @@ def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo):
 
 def test_errors(cluster, tmp_path_factory, home_kept):
     local, cg = both(cluster, tmp_path_factory, "powerlaw", False)
-    with pytest.raises(GrapheneError, match="kcore does not run on a cluster yet.*pagerank, "):
-        gp.kcore(cg, **RT)
+    with pytest.raises(GrapheneError, match="kcore does not run on a cluster with these options "
+                                            "yet .*full decomposition.*kcore --membership-only"):
+        gp.kcore(cg, **RT)                      # the full decomposition (membership only runs)
     with pytest.raises(GrapheneError, match="exists"):
         cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
     few = gp.partition_arrays(np.array([0, 1]), np.array([1, 2]), num_vertices=3,
@@ -275,6 +280,11 @@ def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):
     assert out["cluster"]["exchange_bytes"] > 0 and out["engine"].startswith("Ray cluster (3 node")
     r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--cluster", cluster.address])
     assert r.exit_code == 1 and "Error: kcore does not run on a cluster" in r.output
+    r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--k", "3", "--membership-only",
+                                  "--cluster", cluster.address, "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["result"]["k_core_size"] == gp.kcore(
+        local, k=3, membership_only=True, **RT).k_core_size
 
 
 def test_partition_onto_cluster(cluster, tmp_path, home_kept):

@@ -75,7 +75,15 @@ def on_cluster(name: str, opts: dict = None) -> bool:
 
 
 def cluster_names() -> list:
-    return [n for n in names() if on_cluster(n)]
+    """The algorithms that run on a cluster (with some options: kcore --membership-only)."""
+    out = []
+    for n in names():
+        rule = getattr(module(n), "CLUSTER", False)
+        if on_cluster(n):
+            out.append(n)
+        elif callable(rule) and n == "kcore":
+            out.append("kcore --membership-only")
+    return out
 
 
 def entry(name: str) -> Entry:
@@ -132,8 +140,11 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     mod = module(name)
     if getattr(graph, "cluster", None) is not None:
         if not on_cluster(name, opts):
-            raise GrapheneError(f"{name} does not run on a cluster yet (it is not written against "
-                                f"the engine contract); on a cluster: {', '.join(cluster_names())}")
+            rule = getattr(mod, "CLUSTER", None)
+            why = (" ".join((rule.__doc__ or "").split()) if callable(rule) else
+                   "it is not written against the engine contract")
+            raise GrapheneError(f"{name} does not run on a cluster with these options yet ({why}); "
+                                f"on a cluster: {', '.join(cluster_names())}")
         if device == "gpu":
             raise GrapheneError("a cluster run is CPU only (--device gpu is for one machine)")
         device = "cpu"

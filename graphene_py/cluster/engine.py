@@ -486,10 +486,10 @@ class ClusterEdgeMap(EdgeMap):
             sent += nb * len(stale)
         t2 = time.perf_counter()
         back = 0
-        for j, (s, rule) in enumerate(update.slots()):
+        for j, (s, rule, rows) in enumerate(update.slots()):
             ch = [r[2][j] for r in res]
             back += sum(nbytes(c) for c in ch)
-            merge(state[s], rule, ch)
+            merge(update.part(state, s, rows), rule, ch)
         if update.queue:
             i, t, c = update.queue
             got = [r[3] for r in res]

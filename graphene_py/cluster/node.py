@@ -131,7 +131,7 @@ class NodeEngine:
         if direction not in em.its:
             raise RuntimeError(f"{sh.g.path}: this shard has no {direction}-edge partitions")
         n = sh.g.num_vertices
-        written = [s for s, _ in update.slots()]
+        written = sorted({s for s, _, _ in update.slots()})
         st = list(state)
         for s in written:                              # the kernel works on copies; the replica
             st[s] = state[s].copy()                    # stays as the driver sent it
@@ -153,7 +153,8 @@ class NodeEngine:
         else:
             data = frontier[1] if kind == "queue" else None
         stats = em._run(direction, update, tuple(st), kind, data)
-        changes = [diff(state[s], st[s], rule) for s, rule in update.slots()]
+        changes = [diff(update.part(state, s, rows), update.part(st, s, rows), rule)
+                   for s, rule, rows in update.slots()]
         queued = None
         if q is not None:
             size = q.close()

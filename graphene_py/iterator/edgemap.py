@@ -47,7 +47,8 @@ class Update:
     is_active: object
     compute: object
     combine: str
-    writes: tuple = ()       # state slots the kernel writes: index, or (index, combine)
+    writes: tuple = ()       # state slots the kernel writes: index, (index, combine), or
+    #                          (index, combine, (row_lo, row_hi)): those rows of a 2-D slot
     queue: tuple = ()        # (ids, tail, cur) slots of a NextQueue the kernel appends to
 
     def __post_init__(self):
@@ -62,8 +63,18 @@ class Update:
             raise ValueError("queue names three state slots: (ids, tail, cur)")
 
     def slots(self) -> list:
-        """[(slot, combine)] of the state the kernel writes (the queue apart)."""
-        return [w if isinstance(w, tuple) else (int(w), self.combine) for w in self.writes]
+        """[(slot, combine, rows)] of the state the kernel writes (the queue apart); rows: a
+        (lo, hi) range of a 2-D slot's rows, or None for the whole slot."""
+        out = []
+        for w in self.writes:
+            w = w if isinstance(w, tuple) else (int(w), self.combine)
+            out.append((w[0], w[1], w[2] if len(w) > 2 else None))
+        return out
+
+    def part(self, state, slot, rows):
+        """The written part of a slot (a view)."""
+        a = state[slot]
+        return a if rows is None else a[rows[0]:rows[1]]
 
     def __reduce__(self):
         # Pickled (to a cluster node) by the kernels' import names where they have them: a
@@ -187,6 +198,10 @@ class EdgeMap:
     def masked(self, state, update: Update, mask, direction: str = "out") -> dict:
         """One superstep over the lists of one direction of the vertices flagged in `mask`."""
         return self._run(direction, update, state, "mask", mask)
+
+    def queued(self, state, update: Update, ids, direction: str = "out") -> dict:
+        """One superstep over the lists of one direction of the vertices in `ids`."""
+        return self._run(direction, update, state, "queue", ids)
 
     def _run(self, direction, update, state, kind, data) -> dict:
         """Run `update` over the lists of one direction: kind "queue" (data: vertex IDs), "mask"

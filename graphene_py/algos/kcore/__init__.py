@@ -63,6 +63,12 @@ from .membership import _run_membership
 from .scan import _run_scan
 
 
+def CLUSTER(opts) -> bool:
+    """One K-core's membership runs on a cluster (its supersteps go through the engine contract);
+    the full decomposition keeps lists in this process's RAM and does not yet."""
+    return bool(opts.get("membership_only"))
+
+
 def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreResult:
     """Core numbers on the GPU (peeling); with k also the K-core's membership."""
     from ...gpu import algorithms as A

@@ -10,15 +10,15 @@ from numba import njit
 from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2
 from ...iterator.memory import track
-from ..common import open_unweighted as _open
-from .base import KEEP_BAND, KEEP_SHARE, KCoreResult, _add_degrees, _always, _record
+from ...errors import GrapheneError
+from .base import KEEP_BAND, KEEP_SHARE, KCoreResult, _always, _record
 from .scan import _in_degrees
 
 
 def _run_membership(graph, k, in_memory, runtime, progress, t0):
     """Single-k peeling (Graphene's k-core): vertices of degree < K leave in rounds until none does.
     See the module docstring ("One k")."""
-    from ...iterator import Frontier
+    from ...iterator.edgemap import EdgeMap, Update
     n = graph.num_vertices
     kk = int(k)
     steps = []
@@ -27,21 +27,26 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
     full_scan = graph.directed and not has_in
     rounds = 0
     kept = 0
-    its = [_open(graph, d, in_memory, runtime) for d in dirs] if n else []
+    em = EdgeMap(graph, pull=graph.directed and has_in, in_memory=in_memory,
+                 **runtime) if n else None
+    if em is not None and full_scan and not em.local:
+        em.close()
+        raise GrapheneError(f"{graph.name}: k-core on a cluster needs an undirected dataset or "
+                            f"in-edge partitions (re-partition with --in-edges)")
     try:
-        T = max([it.threads for it in its] or [1])
+        T = em.threads if em is not None else 1
         # one array for everything the kernels touch (numba passes each array of the state
         # separately and keeps a reference count on it: one array keeps the per-call cost low)
         wide = graph.num_edges >= (1 << 30) or n >= (1 << 31)
         dt = np.int64 if wide else np.int32
         sh = 6 if wide else 5                  # bits per word of the touched-vertex bitmaps
-        keep_ok = not (full_scan or in_memory)
+        # kept lists live in this process's RAM: not where the lists are read elsewhere
+        keep_ok = not (full_scan or in_memory) and em is not None and em.local
         rows = 1 + 2 * T + (3 if keep_ok else 0) + 1     # the last row: bitmap degree >= K
         A = np.zeros((rows, n), dtype=dt)
         deg = A[0]
-        for d in dirs:
-            for p in graph.parts(d):   # offsets already in RAM (the iterators loaded them)
-                _add_degrees(deg, p.offsets(), p.row_lo)
+        for d in dirs if n else []:
+            deg += em.degree(d)         # from the offsets the iterators loaded
         if full_scan and n:
             deg += _in_degrees(graph, in_memory, runtime, steps, progress).astype(dt)
         # status: 0 in the core so far, 1 leaves in this round, 2 in the core with its list kept in
@@ -69,15 +74,20 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         track("degrees, per-thread decrements and bitmaps", A)
         track("status", status)
         track("peel queues", crossed, front_buf)
-        fr = Frontier.from_mask(status) if count else None
+        # a round's decrements add up, the touched-vertex bitmaps or together (rows of A)
+        rows = ((0, "sum", (1, 1 + T)), (0, "or", (1 + T, 1 + 2 * T)))
+        drop = Update(_always, _drop_k, combine="sum", writes=rows)
+        frontier = None                      # round 1: the mask status != 0
         while count:
             if full_scan:
-                st = its[0].run(_always, _drop_k_scan, state, Frontier.all(n))
+                st = em.dense(state, Update(_always, _drop_k_scan, combine="sum", writes=rows))
                 _record(steps, progress, st, kk, count)
             else:
-                compute = _drop_k_keep if (rounds == 0 and kept) else _drop_k
-                for it in its:
-                    st = it.run(_always, compute, state, fr)
+                upd = Update(_always, _drop_k_keep, combine="sum") if (rounds == 0 and kept) \
+                    else drop
+                for d in dirs:
+                    st = (em.masked(state, upd, status, d) if frontier is None else
+                          em.queued(state, upd, frontier, d))
                     _record(steps, progress, st, kk, count)
             if rounds == 0 and kept:
                 _check_kept(A, T, status, starts)
@@ -89,10 +99,10 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
             else:
                 count = int(_peel_kept(A, T, sh, dt(kk), status, starts, crossed[:m], front_buf))
                 # a view: front_buf is rewritten only after this frontier's superstep
-                fr = Frontier.from_queue(front_buf[:count], n)
+                frontier = front_buf[:count]
     finally:
-        for it in its:
-            it.close()
+        if em is not None:
+            em.close()
     in_k = np.empty(n, dtype=np.bool_)
     size = int(_members(deg, dt(kk), in_k))
     return KCoreResult(core_number=None, max_core=None, k=kk, in_k_core=in_k, k_core_size=size,
