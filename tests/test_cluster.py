@@ -21,7 +21,7 @@ from graphene_py.errors import GrapheneError
 from tests import graphs
 
 NODES = 3
-CHAIN = 300     # levels of the chain graph (a superstep costs ~7 ms of coordination here)
+CHAIN = 200     # levels of the chain graph (a superstep costs ~7 ms of coordination here)
 RT = {"threads": 2, "buffer_mb": 2}
 
 
@@ -175,6 +175,8 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
         a = gp.kcore(local, k=kk, membership_only=True, **RT)
         b = gp.kcore(cg, k=kk, membership_only=True, **RT)
         assert np.array_equal(a.in_k_core, b.in_k_core) and a.k_core_size == b.k_core_size
+    a, b = gp.kcore(local, **RT), gp.kcore(cg, **RT)      # every core number (no kept lists there)
+    assert np.array_equal(a.core_number, b.core_number) and b.kept_lists == 0
     if name in BC_ON:
         a, b = gp.bc(local, k=3, seed=2, **RT), gp.bc(cg, k=3, seed=2, **RT)
         np.testing.assert_allclose(b.bc, a.bc, rtol=1e-9, atol=1e-12)
@@ -229,9 +231,21 @@ def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo):
 
 def test_errors(cluster, tmp_path_factory, home_kept):
     local, cg = both(cluster, tmp_path_factory, "powerlaw", False)
-    with pytest.raises(GrapheneError, match="kcore does not run on a cluster with these options "
-                                            "yet .*full decomposition.*kcore --membership-only"):
-        gp.kcore(cg, **RT)                      # the full decomposition (membership only runs)
+    # an algorithm that does not say it runs on a cluster is refused with the reason
+    from graphene_py.algos import spmv as spmv_mod
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(spmv_mod, "CLUSTER", False)
+        with pytest.raises(GrapheneError, match="spmv does not run on a cluster with these "
+                                                "options yet .it is not written against"):
+            gp.spmv(cg, **RT)
+    # k-core needs in-lists: a directed dataset without them is refused on a cluster
+    g = graphs.by_name("powerlaw")
+    noin = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
+                               disks=[str(tmp_path_factory.mktemp("noin"))], name="c-noin",
+                               register=False)
+    cluster.distribute(noin, [str(cluster.root / "{node}" / "d0")], force=True)
+    with pytest.raises(GrapheneError, match="k-core on a cluster needs an undirected dataset"):
+        gp.kcore(cluster.open("c-noin"), **RT)
     with pytest.raises(GrapheneError, match="exists"):
         cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
     few = gp.partition_arrays(np.array([0, 1]), np.array([1, 2]), num_vertices=3,
@@ -278,8 +292,8 @@ def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):
     assert out["result"]["n_reached"] == ref.n_reached
     assert [p["node"] for p in out["cluster"]["nodes"]] == [f"graphene:n{i}" for i in range(NODES)]
     assert out["cluster"]["exchange_bytes"] > 0 and out["engine"].startswith("Ray cluster (3 node")
-    r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--cluster", cluster.address])
-    assert r.exit_code == 1 and "Error: kcore does not run on a cluster" in r.output
+    r = CliRunner().invoke(main, ["run", "kcore", "-g", "c-noin", "--cluster", cluster.address])
+    assert r.exit_code == 1 and "Error: c-noin: k-core on a cluster needs" in r.output
     r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--k", "3", "--membership-only",
                                   "--cluster", cluster.address, "--json"])
     assert r.exit_code == 0, r.output

@@ -1,6 +1,6 @@
 """Results on a simulated cluster against the single-process engine, on a real dataset: every
 algorithm that runs on a cluster, on K simulated Ray nodes of this machine (not timed; the
-single-machine run is the reference: depths, labels, MS-BFS depths and K-core membership equal, PageRank, SpMV and
+single-machine run is the reference: depths, labels, MS-BFS depths, K-core membership and core numbers equal, PageRank, SpMV and
 betweenness within rounding or the stop rule's reach).
 
     .venv/bin/python tools/check_cluster.py --graph kron22g4 --nodes 4
@@ -58,6 +58,7 @@ def main():
             ("bc", dict(k=2, seed=1), lambda x, y: np.allclose(x.bc, y.bc, rtol=1e-9, atol=1e-15)),
             ("kcore", dict(k=17, membership_only=True),
              lambda x, y: np.array_equal(x.in_k_core, y.in_k_core)),
+            ("kcore", {}, lambda x, y: np.array_equal(x.core_number, y.core_number)),
         ]
         for name, kw, same in checks:
             t0 = time.perf_counter()

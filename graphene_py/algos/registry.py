@@ -75,15 +75,8 @@ def on_cluster(name: str, opts: dict = None) -> bool:
 
 
 def cluster_names() -> list:
-    """The algorithms that run on a cluster (with some options: kcore --membership-only)."""
-    out = []
-    for n in names():
-        rule = getattr(module(n), "CLUSTER", False)
-        if on_cluster(n):
-            out.append(n)
-        elif callable(rule) and n == "kcore":
-            out.append("kcore --membership-only")
-    return out
+    """The algorithms that run on a cluster (with their default options)."""
+    return [n for n in names() if on_cluster(n)]
 
 
 def entry(name: str) -> Entry:

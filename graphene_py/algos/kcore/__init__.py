@@ -63,10 +63,7 @@ from .membership import _run_membership
 from .scan import _run_scan
 
 
-def CLUSTER(opts) -> bool:
-    """One K-core's membership runs on a cluster (its supersteps go through the engine contract);
-    the full decomposition keeps lists in this process's RAM and does not yet."""
-    return bool(opts.get("membership_only"))
+CLUSTER = True     # both modes run on a cluster (without kept lists there)
 
 
 def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreResult:
@@ -107,6 +104,9 @@ def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, 
         return _run_membership(graph, k, in_memory, runtime, progress, t0)
     n = graph.num_vertices
     if graph.directed and graph.in_partitions is None:
+        if getattr(graph, "cluster", None) is not None:
+            raise GrapheneError(f"{graph.name}: k-core on a cluster needs an undirected dataset "
+                                f"or in-edge partitions (re-partition with --in-edges)")
         budget = n if keep_edges is None else int(keep_edges)
         return _run_scan(graph, budget, in_memory, runtime, progress, t0, k)
     budget = KEEP_PER_VERTEX * n if keep_edges is None else int(keep_edges)

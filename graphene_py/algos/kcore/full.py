@@ -9,29 +9,29 @@ from ...errors import GrapheneError
 from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2
 from ...iterator.memory import track
-from ..common import open_unweighted as _open
-from .base import _add_degrees, _always, _record, _result
+from .base import _always, _record, _result
 
 
 def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
-    from ...iterator import Frontier
+    from ...iterator.edgemap import EdgeMap, Update
     n = graph.num_vertices
     steps = []
     rounds = 0
     kept = 0
     core = np.zeros(n, dtype=np.int64)
-    its = [_open(graph, d, in_memory, runtime) for d in dirs] if n else []
+    em = EdgeMap(graph, pull="in" in dirs, in_memory=in_memory, **runtime) if n else None
     try:
-        T = max([it.threads for it in its] or [1])
+        T = em.threads if em is not None else 1
         wide = graph.num_edges >= (1 << 30) or n >= (1 << 31)
         dt = np.int64 if wide else np.int32          # degrees, decrements, bitmap words
         sh = 6 if wide else 5                          # log2(bits per bitmap word)
         idt = np.int64 if n >= (1 << 31) else np.int32   # vertex IDs
         deg = np.zeros(n, dtype=dt)
-        for d in dirs:
-            for p in graph.parts(d):   # offsets already in RAM (the iterators loaded them)
-                _add_degrees(deg, p.offsets(), p.row_lo)
-        cap = max(0, min(int(budget), int(deg.sum(dtype=np.int64))))
+        for d in dirs if n else []:
+            deg += em.degree(d)         # from the offsets the iterators loaded
+        # kept lists live in this process's RAM: none where the lists are read elsewhere
+        local = em is None or em.local
+        cap = max(0, min(int(budget), int(deg.sum(dtype=np.int64)))) if local else 0
         state = np.zeros(n, dtype=np.uint8)     # _FREE .. _DONE
         A = np.zeros((2 * T, n), dtype=dt)      # rows 0..T-1 decrements, T..2T-1 touched bitmaps
         kdt = np.int64 if cap >= (1 << 31) else np.int32
@@ -53,6 +53,10 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
         track("peel queues", alive, queue, pending)
         gone = dt(-(1 << 62) if wide else -(1 << 30))   # degree of a removed vertex (stays < 0)
         kstate = (state, A, np.int64(T), np.int64(sh), kslot, store)
+        # a round's decrements add up and the touched bitmaps or together (rows of A); the store
+        # is written only by loading vertices, which a cluster run has none of (cap 0)
+        read = Update(_always, _read_round, combine="sum",
+                      writes=((1, "sum", (0, T)), (1, "or", (T, 2 * T))))
         while True:
             if c[3] == c[4] and not _next_level_k(deg, alive, queue, c):
                 break
@@ -61,13 +65,13 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
                 continue
             loading = _select_keep(deg, state, alive, hist, kslot, store, korder, cap, c)
             npend = int(c[5])
-            fr = Frontier.from_queue(np.concatenate([pending[:npend], loading]), n)
+            ids = np.concatenate([pending[:npend], loading])
             got = []          # stored entries of the loading vertices after each direction
-            for it in its:
-                st = it.run(_always, _read_round, kstate, fr)
+            for d in dirs:
+                st = em.queued(kstate, read, ids, d)
                 st["kept"] = len(loading)
                 _record(steps, progress, st, int(c[7]), npend)
-                if len(its) > 1:
+                if len(dirs) > 1:
                     got.append(kslot[1, loading].astype(np.int64))
             rounds += 1
             kept += len(loading)
@@ -75,8 +79,8 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
             if bad >= 0:
                 raise GrapheneError(_disagree(graph, dirs, state, kslot, deg, loading, got, bad))
     finally:
-        for it in its:
-            it.close()
+        if em is not None:
+            em.close()
     return _result(core, k, rounds, steps, t0, kept_lists=kept, keep_edges=int(budget))
 
 
