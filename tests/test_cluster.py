@@ -180,7 +180,7 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     if name in BC_ON:
         a, b = gp.bc(local, k=3, seed=2, **RT), gp.bc(cg, k=3, seed=2, **RT)
         np.testing.assert_allclose(b.bc, a.bc, rtol=1e-9, atol=1e-12)
-    # the work really was spread: every node read lists in some superstep
+    # every superstep went through the cluster: stats of each node, bytes exchanged
     st = gp.bfs(cg, src=src, **RT).supersteps
     assert all("exchange_bytes" in s and len(s["node_seconds"]) == NODES for s in st)
 
@@ -316,13 +316,37 @@ def test_partition_onto_cluster(cluster, tmp_path, home_kept):
     assert "graphene:n2: out rows 2..2" in r.output
     for i in range(NODES):
         got = os.listdir(cluster.root / f"n{i}" / "d1")
-        assert "pc.shard" in got and "pc.staging" not in got          # no staging copy left
+        assert [f for f in got if f.startswith("pc.")] == [   # its shard, no staging copy left
+            os.path.basename(cluster.open("pc").placement[i]["home"])]
     local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, disks=[str(tmp_path)],
                                 name="pc-local", symmetrize=True, register=False)
     r = CliRunner().invoke(main, ["run", "wcc", "-g", "pc", "--cluster", cluster.address, "--json",
                                   "-t", "2"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["result"]["n_components"] == gp.wcc(local, **RT).n_components
+
+
+def test_replace_fails_midway(cluster, tmp_path_factory, home_kept):
+    """distribute --force onto disks one node lacks: an error naming that node; nothing of the new
+    copy stays on the other nodes, and the dataset being replaced still runs. Replacing it for
+    real then deletes the old shards."""
+    g = graphs.by_name("disconnected")
+    local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
+                                disks=[str(tmp_path_factory.mktemp("rep"))], name="c-rep",
+                                register=False)
+    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
+    old = [pl["home"] for pl in cluster.open("c-rep").placement]
+    for i in (0, 1):
+        (cluster.root / f"n{i}" / "d9").mkdir()
+    with pytest.raises(GrapheneError, match="node graphene:n2: disk folder .*d9 does not exist"):
+        cluster.distribute(local, [str(cluster.root / "{node}" / "d9")], force=True)
+    for i in (0, 1):
+        assert os.listdir(cluster.root / f"n{i}" / "d9") == []
+    ref = gp.bfs(local, src=0, **RT)
+    assert np.array_equal(gp.bfs(cluster.open("c-rep"), src=0, **RT).depth, ref.depth)
+    cluster.distribute(local, [str(cluster.root / "{node}" / "d1")], force=True)
+    assert not any(os.path.exists(h) for h in old)
+    assert np.array_equal(gp.bfs(cluster.open("c-rep"), src=0, **RT).depth, ref.depth)
 
 
 def test_list_and_rm(cluster, tmp_path_factory, home_kept):

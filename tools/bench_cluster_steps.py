@@ -2,7 +2,7 @@
 superstep does almost no work) on K simulated Ray nodes of this machine. Prints the medians of
 the superstep time, the driver's shipping and merging and the slowest node's own time.
 
-    .venv/bin/python tools/bench_cluster_steps.py --levels 400 --nodes 3
+    .venv/bin/python tools/bench_cluster_steps.py --levels 400 --nodes 3 [--inline-bytes 0]
 """
 from __future__ import annotations
 
@@ -20,12 +20,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--levels", type=int, default=400)
     ap.add_argument("--nodes", type=int, default=3)
+    ap.add_argument("--inline-bytes", type=int, default=None,
+                    help="State messages up to this size go inline with the calls (default: the "
+                         "engine's; 0: every message through the object store).")
     a = ap.parse_args()
     import numpy as np
     import ray
     from ray.cluster_utils import Cluster as RayCluster
     import graphene_py as gp
-    from graphene_py.cluster import Cluster
+    from graphene_py.cluster import Cluster, engine
+    if a.inline_bytes is not None:
+        engine.INLINE = a.inline_bytes
     root = tempfile.mkdtemp(prefix="graphene_steps_")
     os.environ["GRAPHENE_HOME"] = os.path.join(root, "home")
     v = np.arange(a.levels - 1)

@@ -158,16 +158,26 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
         raise GrapheneError("give at least one disk folder for each node (--disks)")
     os.makedirs(clusters_dir(), exist_ok=True)
     path = manifest_path(name)
-    if os.path.exists(path) and not force:
-        raise GrapheneError(f"cluster dataset {name!r} exists ({path}); --force replaces it")
-    shard_name = f"{name}.shard"
+    old = None
+    if os.path.exists(path):
+        if not force:
+            raise GrapheneError(f"cluster dataset {name!r} exists ({path}); --force replaces it")
+        try:
+            with open(path) as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            old = None
+    # shards of each distribution have a name of their own: the dataset being replaced keeps its
+    # shards, whole and usable, until the new manifest has replaced the old one (the commit point)
+    import uuid as _uuid
+    shard_name = f"{name}.{_uuid.uuid4().hex[:8]}.shard"
     placement, writers = [], []
     try:
         for i, lb in enumerate(labels):
             nd = node_disks(disks, lb)
             w = cluster.actor(lb)
             writers.append(w)
-            err = ray.get(w.begin.remote(nd, shard_name, force))
+            err = ray.get(w.begin.remote(nd, shard_name, False))
             if err:
                 raise GrapheneError(f"node {lb}: {err}")
             m = copy.deepcopy(graph.manifest)
@@ -203,9 +213,13 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
         for pl, w in zip(placement, writers):
             pl["home"], pl["uuid"] = ray.get(w.commit.remote(pl.pop("manifest")))
     except BaseException:
-        for w in writers:
+        # nothing of this distribution stays: builds aborted, shards already committed deleted
+        for pl, w in zip(placement + [None] * len(writers), writers):
             try:
-                ray.get(w.abort.remote())
+                if pl is not None and "uuid" in pl:
+                    ray.get(w.remove.remote(pl["home"], pl["uuid"]))
+                else:
+                    ray.get(w.abort.remote())
             except Exception:
                 pass
         raise
@@ -214,7 +228,13 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
     cm = {"format": "graphene_py-cluster", "version": 1, "name": name, "dataset": dataset,
           "placement": placement,
           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    store.write_atomic(path, json.dumps(cm, indent=1))
+    store.write_atomic(path, json.dumps(cm, indent=1))       # ---- the commit point ----
+    for pl in (old or {}).get("placement", []):                # the replaced dataset's shards
+        if pl.get("node") in live:
+            try:
+                ray.get(cluster.actor(pl["node"]).remove.remote(pl["home"], pl["uuid"]))
+            except Exception:
+                pass
     return path
 
 
