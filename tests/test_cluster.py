@@ -326,16 +326,22 @@ def test_partition_onto_cluster(cluster, tmp_path, home_kept):
     assert json.loads(r.stdout)["result"]["n_components"] == gp.wcc(local, **RT).n_components
 
 
+def _distributed(cluster, tmp_path_factory, name):
+    """The small disconnected graph as a cluster dataset `name` on the nodes' d0 folders:
+    (the local dataset, the shards' folders)."""
+    g = graphs.by_name("disconnected")
+    local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
+                                disks=[str(tmp_path_factory.mktemp(name))], name=name,
+                                register=False)
+    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
+    return local, [pl["home"] for pl in cluster.open(name).placement]
+
+
 def test_replace_fails_midway(cluster, tmp_path_factory, home_kept):
     """distribute --force onto disks one node lacks: an error naming that node; nothing of the new
     copy stays on the other nodes, and the dataset being replaced still runs. Replacing it for
     real then deletes the old shards."""
-    g = graphs.by_name("disconnected")
-    local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
-                                disks=[str(tmp_path_factory.mktemp("rep"))], name="c-rep",
-                                register=False)
-    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
-    old = [pl["home"] for pl in cluster.open("c-rep").placement]
+    local, old = _distributed(cluster, tmp_path_factory, "c-rep")
     for i in (0, 1):
         (cluster.root / f"n{i}" / "d9").mkdir()
     with pytest.raises(GrapheneError, match="node graphene:n2: disk folder .*d9 does not exist"):
@@ -352,12 +358,7 @@ def test_replace_fails_midway(cluster, tmp_path_factory, home_kept):
 def test_list_and_rm(cluster, tmp_path_factory, home_kept):
     from click.testing import CliRunner
     from graphene_py.cli import main
-    g = graphs.by_name("disconnected")
-    local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
-                                disks=[str(tmp_path_factory.mktemp("rm"))], name="c-rm",
-                                register=False)
-    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")])
-    homes = [pl["home"] for pl in cluster.open("c-rm").placement]
+    local, homes = _distributed(cluster, tmp_path_factory, "c-rm")
     assert all(os.path.isdir(h) for h in homes)
     r = CliRunner().invoke(main, ["cluster", "list"])
     assert r.exit_code == 0 and "c-rm\t12 vertices" in r.output
