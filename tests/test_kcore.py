@@ -413,7 +413,7 @@ def test_lost_chunk_is_an_error(root, monkeypatch):
     import graphene_py.iterator as itmod
 
     class Lossy(ChunkingIterator):
-        def run(self, is_active, compute, state, frontier):
+        def run(self, is_active, compute, state, frontier, keep=None):
             if compute is kfull._read_round:
                 st = state[0]
 

@@ -205,7 +205,7 @@ def test_direction_chosen_by_cost(root):
     assert dirs[0] == "top-down" and "bottom-up" in dirs
     assert a.totals()["bytes_read"] < b.totals()["bytes_read"]
     # short lists read by one bottom-up level are served from RAM by the later ones
-    assert any(st.get("cached", 0) > 0 for st in a.supersteps)
+    assert any(st.get("kept_lists", 0) > 0 for st in a.supersteps)
 
 
 @pytest.mark.parametrize("grid", [(1, 1), (3, 2)])
@@ -215,7 +215,7 @@ def test_cached_lists_split_over_chunks(grid, root):
     g, n, s, d = dataset(root, "powerlaw", "sym", grid)
     srcs = sources_of("powerlaw", n, 20)
     r = check(g, n, s, d, srcs, "sym", bottom_up="always", threads=3, **SSD)
-    assert sum(st.get("cached", 0) for st in r.supersteps) > n // 4
+    assert sum(st.get("kept_lists", 0) for st in r.supersteps) > n // 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ class _Chunking:
         self.threads = threads
         self.rng = np.random.default_rng(seed)
 
-    def run(self, is_active, compute, state, frontier):
+    def run(self, is_active, compute, state, frontier, keep=None):
         pieces = []
         for v in frontier.ids.tolist():
             lo, hi = int(self.indptr[v]), int(self.indptr[v + 1])
@@ -275,7 +275,7 @@ def test_any_chunking(gname, kind, bottom_up, root, monkeypatch):
 def test_log_flushed_every_few_levels(bottom_up, root, monkeypatch):
     # a flush every 2 levels: the first writes every entry (-1 included), the later ones only the
     # logged bits; depths, reached and closeness must not change
-    monkeypatch.setattr(msbfs, "_MAX_LOG_LEVELS", 2)
+    monkeypatch.setattr(msbfs.depths, "_MAX_LOG_LEVELS", 2)
     for gname in ("powerlaw", "disconnected"):
         g, n, s, d = dataset(root, gname, "sym", (3, 2))
         check(g, n, s, d, sources_of(gname, n, 70), "sym", bottom_up=bottom_up, threads=2, **SSD)

@@ -176,12 +176,17 @@ class IoIterator(IoSession, TableApi):
         return woff, wlen
 
     # -- the compiled superstep ------------------------------------------------------------------
-    def run(self, is_active, compute, state, frontier):
+    def run(self, is_active, compute, state, frontier, keep=None):
         """One superstep: call compute(v, nbrs, wts, tid, state) for every active vertex's (clipped)
-        adjacency list. Returns the per-superstep stats dict."""
+        adjacency list. keep: (kcache, kstart, kdone) of kept lists (iterator/shortlists.py) that
+        the lists read are copied into on the way. Returns the per-superstep stats dict."""
         t0 = time.perf_counter()
         if not isinstance(frontier, Frontier):
             raise TypeError("frontier must be a Frontier (from_queue / from_mask / all)")
+        if keep is None:
+            keep = self._no_keep()
+        elif self.weights:
+            raise ValueError("kept lists hold neighbour IDs only: not with weights")
         queue = frontier.kind == "queue"
         if queue:
             K.set_mask(self.mask, frontier.ids, np.uint8(1))
@@ -196,7 +201,7 @@ class IoIterator(IoSession, TableApi):
                 wlen = None
             mask = frontier.mask if frontier.kind == "mask" else self.mask
             use_mask = 0 if frontier.kind == "all" else 1
-            args = (fids, offs, lens, woff, mask, use_mask)
+            args = (fids, offs, lens, woff, mask, use_mask, keep)
             nthreads = self.threads
             acc = {"edges": np.zeros(nthreads, np.int64), "compute": np.zeros(nthreads),
                    "wait": np.zeros(nthreads)}
@@ -209,12 +214,12 @@ class IoIterator(IoSession, TableApi):
                 sel = self.cached[fids]
                 if sel.any():
                     rest = ~sel
-                    cargs = (fids[sel], offs[sel], lens[sel], woff[sel], mask, use_mask)
+                    cargs = (fids[sel], offs[sel], lens[sel], woff[sel], mask, use_mask, keep)
                     fids, offs, lens, woff = fids[rest], offs[rest], lens[rest], woff[rest]
                     if wlen is not None:
                         cached_w = int(wlen[sel].sum())     # the cached extents' weight bytes
                         wlen = wlen[rest]
-                    args = (fids, offs, lens, woff, mask, use_mask)
+                    args = (fids, offs, lens, woff, mask, use_mask, keep)
                     cacc = {k: np.zeros_like(v) for k, v in acc.items()}
             if len(offs) and not self.in_memory:
                 self._submit(fids, offs, lens, woff, wlen)
@@ -302,8 +307,18 @@ class IoIterator(IoSession, TableApi):
         else:
             self.engine.submit(fids, offs, lens)
 
+    def _no_keep(self):
+        """Empty kept lists (of the types real ones have: one compiled kernel serves both)."""
+        k = getattr(self, "_nokeep", None)
+        if k is None:
+            from .shortlists import id_dtype, start_dtype
+            k = self._nokeep = (np.zeros(0, id_dtype(self.id_width)),
+                                np.zeros(1, start_dtype(self.graph.num_vertices)),
+                                np.zeros(0, np.uint8))
+        return k
+
     def _ssd_job(self, is_active, compute, state, args, acc):
-        fids, offs, lens, woff, mask, use_mask = args
+        fids, offs, lens, woff, mask, use_mask, keep = args
         eng = self.engine
         weighted = self.weights
         sb = self.slot_bytes
@@ -311,7 +326,7 @@ class IoIterator(IoSession, TableApi):
         lock = self._lock
         kernel_args = (self.buf, self.wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
-                       weighted)
+                       weighted) + keep
         call = self._bind(is_active, compute, state, kernel_args)
         verify = self._verifier(fids, offs, lens, woff)
         pc = time.perf_counter
@@ -412,13 +427,13 @@ class IoIterator(IoSession, TableApi):
 
     def _mem_job(self, is_active, compute, state, args, acc, mem=None):
         """Extents from RAM: the in-memory path's files, or (mem) the cache's."""
-        fids, offs, lens, woff, mask, use_mask = args
+        fids, offs, lens, woff, mask, use_mask, keep = args
         weighted = self.weights
         buf, wbuf, file_base, wfile_base = mem if mem is not None else (
             self.buf, self.wbuf, self.file_base, self.wfile_base)
         kernel_args = (buf, wbuf, fids, offs, lens, woff, self.file_part, self.part_base,
                        self.part_row_lo, self.part_nedges, self.offs, mask, use_mask, self.id_shift,
-                       weighted)
+                       weighted) + keep
         call = self._bind(is_active, compute, state, kernel_args)
         total = len(offs)
         chunk = max(1, min(256, total // (4 * self.threads) or 1))

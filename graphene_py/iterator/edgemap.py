@@ -143,6 +143,7 @@ class EdgeMap:
             raise
         self.models = {d: Model(graph, d) for d in self.its}
         self.deg = {}            # degrees of each direction, computed when first needed
+        self.kept = {}           # direction -> ShortLists (keep_lists)
         self.open_seconds = sum(getattr(it, "open_seconds", 0.0) for it in self.its.values())
 
     @property
@@ -157,6 +158,19 @@ class EdgeMap:
                                    self.graph.degrees(direction).astype(self.ddt))
             track(f"degrees ({direction})", self.deg[direction])
         return self.deg[direction]
+
+    def keep_lists(self, direction: str = "out", budget: int = None):
+        """Keep the short lists of `direction` in RAM once read (iterator/shortlists.py), within
+        `budget` stored entries (default n); later masked supersteps serve them from RAM. Returns
+        the ShortLists, or None where lists do not pass through this process (a cluster)."""
+        if not self.local or direction not in self.its:
+            return None
+        if direction not in self.kept:
+            from .shortlists import ShortLists
+            self.kept[direction] = ShortLists(self.degree(direction),
+                                              self.n if budget is None else int(budget),
+                                              self.graph.id_width, direction)
+        return self.kept[direction]
 
     def push_cost(self, ids) -> int:
         return self.models["out"].lists(self.degree("out"), ids)
@@ -207,6 +221,10 @@ class EdgeMap:
         """Run `update` over the lists of one direction: kind "queue" (data: vertex IDs), "mask"
         (data: a flag per vertex) or "all". The backend's part; a cluster overrides it."""
         F = self._pkg.Frontier
+        kept = self.kept.get(direction)
+        if kept is not None and kind == "mask":
+            return kept.run_masked(self.its[direction], update.is_active, update.compute, state,
+                                   data, F, self.threads)
         fr = (F.from_queue(data, self.n) if kind == "queue" else
               F.from_mask(data) if kind == "mask" else F.all(self.n))
         return self.its[direction].run(update.is_active, update.compute, state, fr)

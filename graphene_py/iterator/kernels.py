@@ -15,13 +15,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .atomics import atomic_add
+
 
 @njit(nogil=True)
 def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, req_off, req_len,
                   req_woff, file_part, part_base, part_row_lo, part_nedges, offs, mask, use_mask,
-                  id_shift, weighted):
+                  id_shift, weighted, kcache, kstart, kdone):
     edges = 0
     wempty = wbuf[:0]
+    keeping = kdone.shape[0] != 0
     for k in range(n):
         r = comp[k, 0]
         pos = comp[k, 1]
@@ -63,6 +66,8 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                         cs = s if s > e_lo else e_lo
                         ce = e if e < e_hi else e_hi
                         nb = buf[base_idx + cs:base_idx + ce]
+                        if keeping:
+                            keep_chunk(kcache, kstart, kdone, v, nb)
                         if weighted:
                             compute(v, nb, wbuf[wbase + cs:wbase + ce], tid, state)
                         else:
@@ -70,6 +75,38 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                         edges += ce - cs
             s = e
             i += 1
+    return edges
+
+
+@njit(nogil=True, inline="always")
+def keep_chunk(kcache, kstart, kdone, v, nb):
+    """Copy a chunk of v's list into v's slot of the kept lists (iterator/shortlists.py), if v has
+    one and it is not complete yet. kcache[kstart[v]] counts the IDs copied so far: chunks of one
+    list (on several threads) claim their places with an atomic add; the chunk that completes the
+    list flags it in kdone."""
+    c0 = kstart[v]
+    c1 = kstart[v + 1]
+    if c1 > c0 and kdone[v] == 0:
+        m = nb.shape[0]
+        k = c0 + 1 + np.int64(atomic_add(kcache, c0, m))
+        if k + m <= c1:
+            for i in range(m):
+                kcache[k + i] = nb[i]
+            if k + m == c1:
+                kdone[v] = 1
+
+
+@njit(nogil=True)
+def serve_kept(is_active, compute, state, tid, served, kcache, kstart, wbuf):
+    """The superstep's part done from RAM: compute(v, v's kept list, ...) for the vertices flagged
+    in `served` (their lists complete in the kept lists) that are active. Returns the edges."""
+    wempty = wbuf[:0]
+    edges = 0
+    for v in range(served.shape[0]):
+        if served[v] != 0 and is_active(v, state):
+            nb = kcache[kstart[v] + 1:kstart[v + 1]]
+            compute(v, nb, wempty, tid, state)
+            edges += nb.shape[0]
     return edges
 
 

@@ -1,0 +1,327 @@
+"""Multi-source BFS / APSP sampling, bit-parallel (iBFS, Liu et al. SIGMOD'16; Graphene §4.7 APSP).
+
+Computes: BFS depths from S sources at once over out-edges: `depths` int32[S, n] (-1 = unreached;
+an `np.memmap` .npy file when `output=` is given), `sources` int64[S], `reached` int64[S], and with
+`closeness=True` the closeness of every source (outgoing distances, Wasserman-Faust scaled like
+NetworkX: ((r-1)/(n-1)) * ((r-1)/sum of depths), r = vertices reached including the source).
+Returns: MSBFSResult(sources, depths, reached, closeness, passes, supersteps, seconds).
+
+Algorithm: up to 64 sources per pass share every traversal: bit i of a vertex's word means
+"source i" (uint32 words when a pass has <= 32 sources, else uint64: half the memory traffic).
+`frontier[v]` holds the sources that reached v in the previous level, `visited[v]` all that reached
+v before it, `nxt[v]` those found in the current level. One superstep per level, in one of two
+directions (iBFS's top-down / bottom-up, Beamer's direction optimisation):
+- top-down: the lists of the vertices with a non-zero frontier word are streamed once (one IO for
+  all the BFSs, the point of iBFS) and frontier[v] & ~visited[u] is atomically ORed into nxt[u]
+  (after a plain read shows it adds bits);
+- bottom-up (iBFS's "bottom-up with early termination"): every vertex v that still wants bits
+  (live & ~visited[v] != 0, `live` = the sources with a non-empty frontier) reads its in-list (the
+  out-list on an undirected dataset) and ORs frontier[u] over it, stopping as soon as every wanted
+  bit is found; the bits go into nxt[v] with one atomic OR (another chunk of v's list may race).
+Short in-lists stay in RAM once read: the level asks the engine to keep the lists of degree 1..D,
+D as large as fits in n entries (D = 5 at scale 22; iterator/shortlists.py); a bottom-up level
+then serves those vertices from RAM next to the IO of the others. The late levels are mostly such
+vertices: at scale 22 the fifth level reads 9 KB instead of 244 MB.
+The level runs bottom-up when it reads no more bytes by bfs.py's IO cost model (deg*id_width + one
+512-byte block per list piece, capped at the adjacency bytes), ties included (bottom-up also
+computes less: early exit, no scattered writes); directed datasets without in-edges stay top-down.
+On Kronecker scale 22 with 32 sources (depths 1..7) the dense level 3 reads the whole file either
+way (bottom-up scans half its edges: early exit), levels 4-6 read 338 MB, 9 KB and nothing
+bottom-up instead of 513, 341 and 243 MB top-down (864 MB in all instead of 1.62 GB).
+After a level one serial pass moves nxt into frontier/visited, builds both candidate masks with
+their costs (kept lists cost nothing), and logs the non-zero nxt words, from which depths.py writes
+the depths rows (tile by tile, in the background once the levels shrink).
+Fresh memory is slow to fault in here (up to 1 s for the 512 MiB of depths as transparent huge
+pages), so depths gets 4 KB pages (MADV_NOHUGEPAGE: it is written once, sequentially) and a helper
+thread at idle priority prefaults the log and depths (MADV_POPULATE_WRITE) while the supersteps
+wait on IO.
+Sources beyond 64 run in further passes. Default sources: 32 random vertices of non-zero
+out-degree from config.SEED (GAPBS's habit), distinct; `sources=[...]` picks them.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit
+
+from ... import config
+from ...errors import GrapheneError
+from ...iterator.atomics import atomic_or as _or
+from ...iterator.cost import Model, list_cost, pull_direction
+from ...iterator.edgemap import EdgeMap, Update
+from ...iterator.memory import populate_async, small_pages, track
+
+from ..reference import serial_bfs_depth
+from .depths import Log
+from .result import CLI_OPTIONS, DEFAULT_SOURCES, MSBFSResult, closeness_of  # noqa: F401
+
+CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
+
+# ---------------------------------------------------------------------------------------------
+# state = (frontier, visited, nxt, livew, live)
+#   livew: uint64[T + 1, 8], row t = OR of the bits thread t set this level (64-byte rows; row T:
+#   the engine's pass over kept lists); live: uint64[1], the sources with a non-empty frontier
+@njit(cache=True)
+def _always(v, state):
+    return True
+
+
+@njit(cache=True)
+def _push(v, nbrs, wts, tid, state):
+    """Top-down: v's sources reach its out-neighbours."""
+    frontier, visited, nxt, livew, live = state
+    f = np.uint64(frontier[v])
+    for i in range(nbrs.shape[0]):
+        u = np.int64(nbrs[i])
+        new = f & ~np.uint64(visited[u])
+        if new != np.uint64(0) and new & ~np.uint64(nxt[u]) != np.uint64(0):
+            got = new & ~np.uint64(_or(nxt, u, new))
+            livew[tid, 0] |= got
+
+
+@njit(cache=True, inline="always")
+def _gather(v, nbrs, frontier, visited, nxt, live):
+    """The wanted frontier bits among nbrs (early exit once all are found), or 0."""
+    want = live & ~np.uint64(visited[v]) & ~np.uint64(nxt[v])
+    if want == np.uint64(0):
+        return want
+    acc = np.uint64(0)
+    for i in range(nbrs.shape[0]):
+        acc |= np.uint64(frontier[np.int64(nbrs[i])])
+        if acc & want == want:
+            break
+    return acc & want
+
+
+@njit(cache=True)
+def _pull(v, nbrs, wts, tid, state):
+    """Bottom-up: v collects the frontier bits of its in-neighbours it still wants; early exit."""
+    frontier, visited, nxt, livew, live = state
+    got = _gather(v, nbrs, frontier, visited, nxt, live[0])
+    if got != np.uint64(0):
+        _or(nxt, v, got)
+        livew[tid, 0] |= got
+
+
+#: (state: frontier, visited, nxt, livew, live) found bits or into nxt and into the per-thread
+#: `live` rows
+PUSH = Update(_always, _push, combine="or", writes=(2, 3))
+PULL = Update(_always, _pull, combine="or", writes=(2, 3))
+
+
+@njit(cache=True)
+def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in, block, m_td, m_bu,
+             up, logv, logw, pos, kdone):
+    """End of a level: nxt becomes the frontier (frontier is zeroed to serve as the next nxt),
+    visited |= nxt, and every non-zero nxt word is appended to the log (logv/logw from `pos`, in
+    vertex order); m_td / m_bu: who is active for a top-down / bottom-up next level (m_bu only
+    when `up`), with their estimated bytes (iterator/cost.py's list_cost; nothing for a list the
+    engine keeps: kdone). Returns (#vertices discovered, top-down bytes, bottom-up bytes)."""
+    n = nxt.shape[0]
+    cnt = 0
+    for v in range(n):        # the log in a loop of its own (the main loop vectorizes), branch-free:
+        f = nxt[v]            # every word is stored, the cursor moves on over non-zero ones
+        logv[pos + cnt] = v   # (pos + n <= capacity: Log.room)
+        logw[pos + cnt] = f
+        cnt += f != 0
+    c_td = 0
+    c_bu = 0
+    for v in range(n):
+        f = nxt[v]
+        frontier[v] = 0
+        vis = visited[v] | f
+        visited[v] = vis
+        d = deg_out[v]
+        a = f != 0 and d > 0
+        m_td[v] = a
+        if a:
+            c_td += list_cost(d, w, cols_out, block)
+        if up:
+            d = deg_in[v]
+            b = live & ~np.uint64(vis) != np.uint64(0) and d > 0
+            m_bu[v] = b
+            if b and kdone[v] == 0:
+                c_bu += list_cost(d, w, cols_in, block)
+    return cnt, c_td, c_bu
+
+
+# ---------------------------------------------------------------------------------------------
+def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
+    """`count` distinct random vertices with out-degree > 0 (all of them when fewer exist).
+    deg: the out-degrees when the caller has them already."""
+    if deg is None:
+        deg = graph.degrees("out")
+    cand = np.flatnonzero(deg > 0)
+    if len(cand) <= count:
+        return cand.astype(np.int64)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(cand, size=count, replace=False)).astype(np.int64)
+
+
+def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAULT_SOURCES,
+        closeness=False, output=None, bottom_up=True, **runtime) -> MSBFSResult:
+    """bottom_up: run a level bottom-up whenever the cost model says it reads no more bytes (needs
+    in-edges, or an undirected dataset); "always": every level (tests); False: top-down only."""
+    runtime = dict(runtime)
+    progress = runtime.pop("progress", None)
+    runtime.pop("device", None)
+    t0 = time.perf_counter()
+    n = graph.num_vertices
+    src = None
+    if sources is not None:
+        src = _sources(graph, sources, num_sources)
+        if len(src) and (src.min() < 0 or src.max() >= n):
+            raise GrapheneError(f"source vertex out of range 0..{n - 1}: "
+                                f"{int(src[(src < 0) | (src >= n)][0])}")
+    steps = []
+    passes = 0
+    up_dir = pull_direction(graph, bottom_up)
+    em = None
+    depths = None
+    filler = None
+    try:
+        if n and (src is None or len(src)):
+            ddt = np.int32 if graph.num_edges < (1 << 31) else np.int64
+            em = EdgeMap(graph, pull=up_dir is not None, in_memory=in_memory, degree_dtype=ddt,
+                         **runtime)
+            T = em.threads
+            deg_out = em.degree("out")
+            if src is None:
+                src = pick_sources(graph, int(num_sources), deg=deg_out)
+        elif src is None:
+            src = np.zeros(0, dtype=np.int64)
+        S = len(src)
+        # every entry is written by the first flush of each pass's log: no -1 fill up front
+        if output is not None:
+            depths = np.lib.format.open_memmap(output, mode="w+", dtype=np.int32, shape=(S, n))
+        else:
+            depths = np.empty((S, n), dtype=np.int32)
+            small_pages(depths)
+        dplain = np.asarray(depths)     # a plain ndarray view (of the memmap) for the kernels
+        sums = np.zeros(S, dtype=np.int64)
+        reached = np.zeros(S, dtype=np.int64)
+        if S and n:
+            deg_in = em.degree("in") if up_dir == "in" else deg_out
+            w = graph.id_width
+            mo = Model(graph, "out")
+            cap_out, cols_out, block = mo.cap, mo.cols, mo.block
+            mi = Model(graph, up_dir) if up_dir else None
+            cap_in, cols_in = (mi.cap, mi.cols) if mi else (0, 1)
+            up = up_dir is not None
+            m_td = np.zeros(n, dtype=np.uint8)
+            m_bu = np.zeros(n, dtype=np.uint8)
+            livew = np.zeros((T + 1, 8), dtype=np.uint64)
+            live = np.zeros(1, dtype=np.uint64)
+            track("direction masks", m_td, m_bu)
+            # short in-lists kept in RAM once read (at most n entries with their counts)
+            kept = em.keep_lists(up_dir, n) if up else None
+            kdone = kept.kdone if kept is not None else np.zeros(n, dtype=np.uint8)
+            for base in range(0, S, 64):
+                chunk = src[base:base + 64]
+                k = len(chunk)
+                wdt = np.uint32 if k <= 32 else np.uint64
+                frontier = np.zeros(n, dtype=wdt)
+                visited = np.zeros(n, dtype=wdt)
+                nxt = np.zeros(n, dtype=wdt)
+                track("source bitsets", frontier, visited, nxt)
+                drow = dplain[base:base + k]
+                log = Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k])
+                if base == 0:
+                    filler = populate_async([log.v, log.w] + ([] if output is not None else [dplain]))
+                for i, s in enumerate(chunk):
+                    nxt[s] |= wdt(1) << wdt(i)
+                live[0] = (np.uint64(1) << np.uint64(k)) - np.uint64(1) if k < 64 else ~np.uint64(0)
+                cnt, c_td, c_bu = _advance(nxt, frontier, visited, live[0], deg_out, deg_in, w,
+                                           cols_out, cols_in, block, m_td, m_bu, up, log.v, log.w,
+                                           log.pos, kdone)
+                log.add(cnt, 0)
+                prev = cnt
+                frontier, nxt = nxt, frontier
+                level = 0
+                while True:
+                    level += 1
+                    pull = up and (bottom_up == "always" or min(c_bu, cap_in) <= min(c_td, cap_out))
+                    state = (frontier, visited, nxt, livew, live)
+                    if pull:
+                        st = em.masked(state, PULL, m_bu, up_dir)
+                    else:
+                        st = em.masked(state, PUSH, m_td, "out")
+                    t1 = time.perf_counter()
+                    live[0] = np.bitwise_or.reduce(livew[:, 0])
+                    livew[:] = 0
+                    log.make_room()
+                    cnt, c_td, c_bu = _advance(nxt, frontier, visited, live[0], deg_out, deg_in,
+                                               w, cols_out, cols_in, block, m_td, m_bu, up, log.v,
+                                               log.w, log.pos, kdone)
+                    log.add(cnt, level)
+                    if log.init and log.running is None and 0 < cnt < prev:
+                        log.flush(background=True)   # past the peak: write the dense levels now
+                    prev = cnt
+                    frontier, nxt = nxt, frontier
+                    st = dict(st)
+                    st.update(pass_=passes, level=level, discovered=int(cnt),
+                              direction="bottom-up" if pull else "top-down",
+                              merge_seconds=time.perf_counter() - t1)
+                    steps.append(st)
+                    if progress is not None:
+                        progress(st)
+                    if cnt == 0:
+                        break
+                log.flush()
+                passes += 1
+    finally:
+        if em is not None:
+            em.close()
+        if filler is not None:
+            filler.join()
+    if output is not None:
+        depths.flush()
+    clo = closeness_of(reached, sums, n) if closeness else None
+    return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo, passes=passes,
+                       supersteps=steps, seconds=time.perf_counter() - t0)
+
+
+def _sources(graph, sources, num_sources):
+    """The source IDs as an int64 array: the given list (or "0,5,17"), else num_sources random."""
+    if sources is None:
+        return pick_sources(graph, int(num_sources))
+    if isinstance(sources, str):
+        sources = [int(x) for x in sources.replace(" ", "").split(",") if x]
+    return np.asarray(sources, dtype=np.int64).ravel()
+
+
+def run_gpu(graph, *, sources=None, num_sources=DEFAULT_SOURCES, closeness=False, output=None,
+            gpu_mem=None, progress=None, **_ignored) -> MSBFSResult:
+    """Bit-parallel multi-source BFS on the GPU (64 sources per word)."""
+    from ..gpu import algorithms as A
+    from ..gpu.resident import gpu_steps, timed
+    dg, t_load = timed(graph, gpu_mem)
+    t0 = time.perf_counter()
+    src = _sources(graph, sources, num_sources)
+    st: dict = {}
+    depths = A.msbfs(dg, src, stats=st)
+    reached = (depths >= 0).sum(axis=1).astype(np.int64)
+    sums = np.where(depths > 0, depths, 0).sum(axis=1).astype(np.float64)
+    clo = closeness_of(reached, sums, dg.num_vertices) if closeness else None
+    if output is not None:
+        np.save(output, depths)
+    return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo,
+                       passes=(len(src) + 63) // 64, supersteps=gpu_steps(st, progress),
+                       seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
+
+
+def verify(graph, result, **_ignored) -> list:
+    """One plain serial queue BFS per source from the stored edges; depths must match exactly."""
+    n = graph.num_vertices
+    indptr, indices, _ = graph.to_csr("out")
+    problems = []
+    for i, s in enumerate(np.asarray(result.sources)):
+        ref = serial_bfs_depth(indptr, indices, int(s), n)
+        got = np.asarray(result.depths[i])
+        bad = np.flatnonzero(ref != got)
+        if len(bad):
+            v = int(bad[0])
+            problems.append(f"source {int(s)}: {len(bad)} depths wrong (vertex {v}: {int(got[v])}, "
+                            f"expected {int(ref[v])})")
+    return problems

@@ -1,0 +1,159 @@
+"""The depths of a multi-source BFS pass, written from a log of the words found per level.
+
+Writing a level's bits straight into the k rows of depths[k, n] would pull every row's cache lines
+in again per dense level (half the kernel time). Instead each level's non-zero words are logged as
+(vertex, word) in vertex order (msbfs._advance), and _write_depths builds the depths of 1024
+vertices x k sources in an L2-resident tile from all logged levels and stores it once (-1 for the
+bits never set, so depths needs no -1 fill), on T threads. The same pass counts `reached` and sums
+the depths per source.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...io.bitmap import ctz64
+from ...iterator.memory import track
+
+_TILE = 1024
+
+
+@njit(cache=True, nogil=True)
+def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
+    """Depths of the logged levels for the vertices [lo, hi): segment j = log entries
+    seg_lo[j]..seg_lo[j+1] (sorted by vertex), found at depth seg_level[j]. Counts the bits per
+    source (cnt) and sums their depths (sm). init: every drow[:, lo:hi] entry is written once, -1
+    where no segment sets it, through an L2-resident tile of _TILE vertices (writing each level
+    straight into the k rows would pull every row's lines in again per level); else only the
+    logged entries are written."""
+    k = drow.shape[0]
+    nseg = seg_level.shape[0]
+    cur = np.empty(nseg, np.int64)
+    for j in range(nseg):
+        a = seg_lo[j]
+        cur[j] = a + np.searchsorted(logv[a:seg_lo[j + 1]], lo)
+    one = np.uint64(1)
+    if not init:
+        for j in range(nseg):
+            lvl = seg_level[j]
+            for p in range(cur[j], seg_lo[j + 1]):
+                v = logv[p]
+                if v >= hi:
+                    break
+                x = np.uint64(logw[p])
+                while x != np.uint64(0):
+                    b = ctz64(x)
+                    drow[b, v] = lvl
+                    cnt[b] += 1
+                    sm[b] += lvl
+                    x &= x - one
+        return
+    tb = np.empty((k, _TILE + 16), dtype=np.int32)    # padded rows: no cache-set aliasing
+    for t0 in range(lo, hi, _TILE):
+        m = min(_TILE, hi - t0)
+        t1 = t0 + m
+        for b in range(k):
+            tb[b, :m] = -1
+        for j in range(nseg):
+            lvl = seg_level[j]
+            e = seg_lo[j + 1]
+            p = cur[j]
+            while p < e:
+                v = logv[p]
+                if v >= t1:
+                    break
+                x = np.uint64(logw[p])
+                while x != np.uint64(0):
+                    b = ctz64(x)
+                    tb[b, v - t0] = lvl
+                    cnt[b] += 1
+                    sm[b] += lvl
+                    x &= x - one
+                p += 1
+            cur[j] = p
+        for b in range(k):
+            drow[b, t0:t1] = tb[b, :m]
+
+
+#: a flush of the level log is forced after this many levels (bounds _write_depths' cursors)
+_MAX_LOG_LEVELS = 256
+
+
+class Log:
+    """The words found per level, (vertex, word) in vertex order, until they are written into the
+    pass's depths rows `drow` (_write_depths). The first flush writes every entry of the rows once
+    (-1 included, so the rows need no prior fill), tile by tile on `threads` threads; later ones
+    only the logged bits. A flush runs when the log is full (2n entries, or _MAX_LOG_LEVELS
+    levels) and at the end; `flush(background=True)` lets it run on while the next supersteps
+    stream (the caller starts one once the levels shrink: the dense ones are logged by then)."""
+
+    def __init__(self, n, wdt, threads, drow, reached, sums):
+        cap = max(2 * n, 1024)
+        self.v = np.empty(cap, dtype=np.int32 if n < (1 << 31) else np.int64)
+        self.w = np.empty(cap, dtype=wdt)
+        track("depth log", self.v, self.w)
+        self.n = n
+        self.threads = max(1, int(threads))
+        self.drow, self.reached, self.sums = drow, reached, sums
+        self.pos = 0            # next free entry
+        self.lo = 0             # first entry not handed to a flush
+        self.seg_lo = [0]       # segments [seg_lo[j], seg_lo[j+1]) not handed to a flush yet
+        self.levels = []
+        self.init = True        # no flush yet: the next one writes every entry
+        self.running = None     # (executor, futures, cnt, sm) of a flush in flight
+
+    def room(self):
+        return self.pos + self.n <= len(self.v) and len(self.levels) < _MAX_LOG_LEVELS
+
+    def add(self, count, level):
+        self.pos += int(count)
+        self.seg_lo.append(self.pos)
+        self.levels.append(level)
+
+    def flush(self, background=False):
+        """Hand every logged segment to a flush; wait for it unless `background`."""
+        self.wait()
+        if self.levels:
+            n = self.n
+            k = self.drow.shape[0]
+            seg_lo = np.array(self.seg_lo, dtype=np.int64)
+            lv = np.array(self.levels, dtype=np.int32)
+            T = self.threads if self.init and n >= 4 * _TILE else 1
+            step = -(-n // T // _TILE) * _TILE if T > 1 else n
+            cnt = np.zeros((T, k), dtype=np.int64)
+            sm = np.zeros((T, k), dtype=np.int64)
+            init = self.init
+
+            def job(t):
+                _write_depths(self.drow, self.v, self.w, seg_lo, lv, min(n, t * step),
+                              min(n, (t + 1) * step), init, cnt[t], sm[t])
+
+            from concurrent.futures import ThreadPoolExecutor
+            ex = ThreadPoolExecutor(T)
+            self.running = (ex, [ex.submit(job, t) for t in range(T)], cnt, sm)
+            self.init = False
+            self.lo = self.pos
+            self.seg_lo = [self.pos]
+            self.levels = []
+        if not background:
+            self.wait()
+
+    def wait(self):
+        if self.running is None:
+            return
+        ex, futs, cnt, sm = self.running
+        self.running = None
+        try:
+            for f in futs:
+                f.result()
+        finally:
+            ex.shutdown()
+        self.reached += cnt.sum(axis=0)
+        self.sums += sm.sum(axis=0)
+        if not self.levels:        # everything written: the log starts over
+            self.pos = self.lo = 0
+            self.seg_lo = [0]
+
+    def make_room(self):
+        if not self.room():
+            self.flush()

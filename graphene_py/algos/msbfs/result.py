@@ -1,0 +1,82 @@
+"""What a multi-source BFS returns (MSBFSResult: depths, sources, reached, closeness) and the
+options of `graphene run apsp` / `msbfs`."""
+from __future__ import annotations
+
+import click
+import numpy as np
+
+from ..common import Result
+
+DEFAULT_SOURCES = 32
+
+
+class MSBFSResult(Result):
+    MAIN = "depths"
+    PER_VERTEX = False      # depths is [sources, n]; sources, reached, closeness are per source
+
+    def scalars(self) -> dict:
+        d = super().scalars()
+        clo = getattr(self, "closeness", None)
+        if clo is not None and len(clo):
+            d["closeness_mean"] = float(np.mean(clo))
+        return d
+
+    def to_json(self, per_superstep: bool = False) -> dict:
+        d = super().to_json(per_superstep)
+        d["sources"] = [int(x) for x in np.asarray(self.sources)]
+        d["reached"] = [int(x) for x in np.asarray(self.reached)]
+        clo = getattr(self, "closeness", None)
+        if clo is not None:
+            d["closeness"] = [float(x) for x in np.asarray(clo)]
+        return d
+
+    def summary_lines(self, top: int = 10) -> list:
+        clo = getattr(self, "closeness", None)
+        if clo is None or not len(clo):
+            return []
+        clo = np.asarray(clo)
+        src = np.asarray(self.sources)
+        order = np.argsort(-clo, kind="stable")[:top]
+        best = ", ".join(f"{int(src[i])} {clo[i]:.6g}" for i in order)
+        return [f"closeness over {len(clo)} source(s): mean {float(clo.mean()):.6g}, "
+                f"min {float(clo.min()):.6g}, max {float(clo.max()):.6g}",
+                f"top {len(order)} (vertex closeness): {best}"]
+
+
+def closeness_of(reached, sums, n):
+    """Wasserman-Faust closeness of each source (NetworkX's definition): reached vertices (itself
+    included) and the sum of their distances, over n vertices."""
+    clo = np.zeros(len(reached))
+    ok = sums > 0
+    if n > 1:
+        clo[ok] = ((reached[ok] - 1) / (n - 1)) * ((reached[ok] - 1) / sums[ok])
+    return clo
+
+
+def _sources_option(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        out = [int(x) for x in value.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated vertex IDs, got {value!r}")
+    if not out:
+        raise click.BadParameter(f"expected at least one vertex ID, got {value!r}")
+    return out
+
+
+CLI_OPTIONS = [
+    click.Option(["--sources"], type=str, default=None, callback=_sources_option, metavar="ID,ID,...",
+                 help="The source vertices themselves, by ID, comma-separated: --sources 0,5,17. "
+                      "--sources 32 is the one vertex 32; for 32 random sources use --num-sources "
+                      "32."),
+    click.Option(["--num-sources"], type=click.IntRange(min=1), default=None, metavar="COUNT",
+                 help=f"How many random sources (distinct, non-zero out-degree, fixed seed; all "
+                      f"such vertices when fewer exist) [default: {DEFAULT_SOURCES}]. Not with "
+                      f"--sources."),
+    click.Option(["--closeness"], is_flag=True,
+                 help="Also compute each source's closeness (Wasserman-Faust): a summary on "
+                      "stdout, per-source values in --json and in -o .npz."),
+    click.Option(["--top-down", "bottom_up"], flag_value=False, default=True,
+                 help="Top-down levels only (no bottom-up levels)."),
+]

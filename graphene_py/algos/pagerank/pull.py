@@ -1,0 +1,68 @@
+"""Classic pull PageRank (GAPBS's definition, Jacobi power iteration)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...iterator.edgemap import EdgeMap
+from ...iterator.memory import track
+from .steps import PULL, PUSH, _normalized, _note, _out_degrees
+
+
+@njit(cache=True, nogil=True)
+def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
+    """p <- (1-alpha)/n + alpha * (sum of acc's rows + dangling mass / n), in place; returns the
+    L1 change; zeroes acc; contrib <- p / outdeg (0 for dangling vertices)."""
+    n = p.shape[0]
+    T = acc.shape[0]
+    dsum = 0.0
+    for v in range(n):
+        if dangling[v]:
+            dsum += p[v]
+    base = (1.0 - alpha) / n + alpha * dsum / n
+    err = 0.0
+    for v in range(n):
+        s = 0.0
+        for t in range(T):
+            s += acc[t, v]
+            acc[t, v] = 0.0
+        x = base + alpha * s
+        err += abs(x - p[v])
+        p[v] = x
+        contrib[v] = x * inv_deg[v]
+    return err
+
+
+def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
+    outdeg, dangling = _out_degrees(graph)
+    if not graph.directed:
+        direction, step = "out", PULL       # symmetric: in-lists == out-lists
+    elif graph.in_partitions is not None:
+        direction, step = "in", PULL
+    else:
+        direction, step = "out", PUSH       # no in-edges: same iteration, pushed
+    p = np.full(n, 1.0 / n)
+    inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=~dangling)
+    # the push kernel divides by the degree (1 for dangling vertices); the pull needs only 1/degree
+    safe_deg = np.where(dangling, 1.0, outdeg) if step is PUSH else None
+    del outdeg
+    contrib = p * inv_deg
+    track("scores, contributions, 1/degree", p, contrib, inv_deg)
+    if safe_deg is not None:
+        track("safe degrees", safe_deg)
+    err = np.inf
+    iters = 0
+    with EdgeMap(graph, pull=direction == "in", out=direction == "out", in_memory=in_memory,
+                 **runtime) as em:
+        # pulls add atomically into one row; pushes write per-thread rows (no atomics per edge)
+        acc = track("per-thread sums", np.zeros((1 if step is PULL else em.threads, n)))
+        state = (contrib, acc) if step is PULL else (p, safe_deg, acc)
+        while iters < max_iter:
+            st = em.dense(state, step, direction)
+            # one pass: new scores in place, the L1 change, acc zeroed, next contributions
+            err = float(_finish_iteration(acc, p, contrib, dangling, inv_deg, alpha))
+            iters += 1
+            _note(steps, progress, st, iters, err, n)
+            if err < tol:
+                break
+    return _normalized(p), iters, err

@@ -1,0 +1,68 @@
+"""What both PageRank variants share: the power iteration's superstep kernels (pull: sum the
+contributions over in-lists; push: scatter shares along out-lists) and small helpers."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...iterator.atomics import atomic_fadd as _fadd
+from ...iterator.edgemap import Update
+from ...iterator.memory import track
+
+
+@njit(cache=True)
+def _always(v, state):
+    return True
+
+
+@njit(cache=True)
+def _pushing(v, state):
+    return state[0][v] != 0.0
+
+
+@njit(cache=True)
+def _push(v, nbrs, wts, tid, state):
+    """acc[tid, u] += val[v] / outdeg[v] for every out-neighbour u (alpha applied afterwards)."""
+    val, outdeg, acc = state
+    x = val[v] / outdeg[v]
+    row = acc[tid]
+    for i in range(len(nbrs)):
+        row[np.int64(nbrs[i])] += x
+
+
+@njit(cache=True)
+def _pull(v, nbrs, wts, tid, state):
+    """acc[0, v] += sum of contrib[u] over this chunk of v's in-neighbours: one atomic add per
+    chunk (a list may span partitions and threads), so pulling needs one row of sums, not one per
+    thread."""
+    contrib, acc = state
+    s = 0.0
+    for i in range(len(nbrs)):
+        s += contrib[np.int64(nbrs[i])]
+    _fadd(acc[0], v, s)
+
+
+#: a power iteration's superstep: pull (acc[0, v] += contributions of v's in-neighbours) or push
+#: (acc[tid, u] += share of v); the sums of several pieces add up
+PULL = Update(_always, _pull, combine="sum", writes=(1,))
+PUSH = Update(_always, _push, combine="sum", writes=(2,))
+PUSH_ACTIVE = Update(_pushing, _push, combine="sum", writes=(2,))     # delta steps: v with val != 0
+
+
+def _note(steps, progress, st, it, err, active):
+    st = dict(st)
+    st.update(iteration=it, error=float(err), active=int(active))
+    steps.append(st)
+    if progress is not None:
+        progress(st)
+
+
+def _out_degrees(graph):
+    outdeg = track("out-degrees (float64)", graph.degrees("out").astype(np.float64))
+    return outdeg, track("dangling flags", outdeg == 0)
+
+
+def _normalized(p):
+    """p / sum(p), in place (numpy's pairwise sum: exact to rounding; no second n-array)."""
+    p /= p.sum()
+    return p

@@ -1,0 +1,133 @@
+"""Kept lists: short adjacency lists held in RAM once read, an engine feature any algorithm can use.
+
+An algorithm whose supersteps read the same lists again and again (multi-source BFS's bottom-up
+levels read the in-lists of every vertex still missing sources) asks its EdgeMap for them:
+
+    kept = em.keep_lists("in", budget=n)       # None where lists do not pass through this process
+    st = em.masked(state, PULL, mask, "in")    # a kept direction is used by every masked superstep
+
+The lists of degree 1..D of that direction, D as large as fits `budget` stored entries (a count
+plus the IDs per list: at scale 22, D = 5 for budget n), get a slot each. A superstep that reads
+such a list copies it into its slot on the way (kernels.keep_chunk, inside the compiled superstep:
+chunks of one list on several threads claim their places with an atomic add; the chunk that
+completes it flags the vertex). From then on a masked superstep takes the flagged vertices out of
+its mask and serves them from RAM (kernels.serve_kept, specialized per update like the superstep's
+own kernel) on a helper thread, with thread id `em.threads`, while the disks serve the rest: state
+an update indexes by thread id needs `em.threads + 1` rows. The vertices' compute sees exactly the
+lists it would have read (unweighted: kept lists hold IDs only).
+
+Costs: 4-8 bytes per vertex of slot starts, 1 of flags and 1 of the served mask, plus the budget's
+entries (4 bytes each for 32-bit IDs).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .memory import Side, track
+
+
+def id_dtype(id_width: int):
+    """The dtype of kept IDs: that of the lists the superstep hands to compute."""
+    return np.uint32 if id_width == 4 else np.int64
+
+
+def start_dtype(n: int):
+    return np.int32 if n < (1 << 30) else np.int64
+
+
+@njit(cache=True)
+def _layout(deg, budget, kstart):
+    """Slots for the lists of the vertices of degree 1..D (a count, then the IDs) in one array of
+    at most `budget` entries, D as large as fits: kstart[v]..kstart[v+1] is v's slot (empty above
+    D). Returns (D, entries)."""
+    hist = np.zeros(257, dtype=np.int64)
+    for v in range(deg.shape[0]):
+        hist[min(deg[v], 256)] += 1
+    D = 0
+    tot = 0
+    for d in range(1, 256):
+        if tot + hist[d] * (d + 1) > budget:
+            break
+        tot += hist[d] * (d + 1)
+        D = d
+    kstart[0] = 0
+    c = 0
+    for v in range(deg.shape[0]):
+        d = deg[v]
+        if 0 < d <= D:
+            c += d + 1
+        kstart[v + 1] = c
+    return D, c
+
+
+@njit(cache=True)
+def _split(mask, kdone, served):
+    """Move the flagged vertices whose lists are kept from `mask` to `served`; their count."""
+    k = 0
+    for v in range(mask.shape[0]):
+        s = mask[v] != 0 and kdone[v] != 0
+        served[v] = s
+        if s:
+            mask[v] = 0
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def _unsplit(mask, served):
+    for v in range(mask.shape[0]):
+        if served[v] != 0:
+            mask[v] = 1
+
+
+class ShortLists:
+    """The kept lists of one direction (see the module's text)."""
+
+    def __init__(self, deg, budget: int, id_width: int, direction: str = "out"):
+        n = len(deg)
+        self.direction = direction
+        self.kstart = np.zeros(n + 1, dtype=start_dtype(n))
+        self.degree_max, entries = _layout(deg, int(budget), self.kstart)
+        self.kcache = np.zeros(max(1, entries), dtype=id_dtype(id_width))
+        self.kdone = np.zeros(n, dtype=np.uint8)
+        self.served = np.zeros(n, dtype=np.uint8)
+        self.entries = int(entries)
+        track(f"kept lists ({direction})", self.kstart, self.kcache, self.kdone, self.served)
+
+    @property
+    def arrays(self):
+        """(kcache, kstart, kdone): what the compiled superstep copies lists into."""
+        return self.kcache, self.kstart, self.kdone
+
+    def kept(self) -> int:
+        """How many lists are complete in RAM."""
+        return int(np.count_nonzero(self.kdone))
+
+    def run_masked(self, it, is_active, compute, state, mask, frontier_class, tid: int) -> dict:
+        """One masked superstep over iterator `it`: the kept lists of `mask`'s vertices from RAM
+        (on a helper thread, thread id `tid`), the others through `it` (copied into their slots
+        when they have one). `mask` is left as it was."""
+        from .specialize import kernel_for
+        served = self.served
+        k = _split(mask, self.kdone, served) if self.entries else 0
+        side = None
+        out = np.zeros(1, dtype=np.int64)
+        if k:
+            kern = kernel_for(is_active, compute, "serve_kept")
+            wb = np.zeros(0, dtype=np.float32)
+            args = (state, tid, served, self.kcache, self.kstart, wb)
+
+            def serve():
+                out[0] = kern.call(*args)
+            side = Side(serve)
+        try:
+            st = it.run(is_active, compute, state, frontier_class.from_mask(mask), keep=self.arrays)
+        finally:
+            if side is not None:
+                side.join()
+            if k:
+                _unsplit(mask, served)
+        st["kept_lists"] = int(k)
+        st["active_edges"] = st.get("active_edges", 0) + int(out[0])
+        return st
