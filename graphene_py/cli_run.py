@@ -145,8 +145,9 @@ def _say(msg, quiet=False):
 
 def _result_class(mod):
     """The Result subclass an algorithm module returns (for checks made before the run)."""
+    # defined in the module, or (a package) in one of its submodules
     found = [v for v in vars(mod).values() if isinstance(v, type) and issubclass(v, common.Result)
-             and v is not common.Result and v.__module__ == mod.__name__]
+             and v is not common.Result and (v.__module__ + ".").startswith(mod.__name__ + ".")]
     return found[0] if len(found) == 1 else None
 
 

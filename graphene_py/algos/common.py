@@ -416,18 +416,6 @@ def pick_source(graph, seed: int = config.SEED, trial: int = 0) -> int:
     return src
 
 
-def open_unweighted(graph, direction, in_memory, runtime):
-    """An IoIterator over one edge direction that reads no weights (imported late: the iterator
-    package imports numba kernels)."""
-    from ..iterator import IoIterator
-    return IoIterator(graph, direction, in_memory=in_memory, weights=False, **runtime)
-
-
-def frontier_class():
-    from ..iterator import Frontier
-    return Frontier
-
-
 def peak_rss_mb() -> float:
     """Peak resident set size of this process in MiB: VmHWM from /proc/self/status (reset at exec,
     unlike ru_maxrss, which Linux carries over from the parent of a fork+exec), else ru_maxrss."""

@@ -47,12 +47,6 @@ def _always(v, state):
 
 
 @njit(cache=True)
-def _add_degrees(deg, off, row_lo):
-    for i in range(off.shape[0] - 1):
-        deg[row_lo + i] += np.int64(off[i + 1]) - np.int64(off[i])
-
-
-@njit(cache=True)
 def _peel_serial(n, a, b):
     """Batagelj-Zaversnik O(m) bucket peeling over directed incidence pairs (a -> b)."""
     order = np.argsort(a, kind="mergesort")

@@ -7,23 +7,22 @@ from numba import njit
 
 from ...errors import GrapheneError
 from ...iterator.atomics import atomic_add as _add
-from ..common import frontier_class as _frontier, open_unweighted as _open
+from ...iterator.edgemap import EdgeMap, Update
 from .base import _always, _peel_serial, _record, _result
 
 
 def _run_scan(graph, budget, in_memory, runtime, progress, t0, k):
     """Rounds of level k stream every alive vertex's out-list (in-neighbours are not stored); the
     rest is gathered and finished in RAM once it has at most `budget` incidences."""
-    Frontier = _frontier()
     n = graph.num_vertices
     steps = []
     deg = graph.degrees("out") + _in_degrees(graph, in_memory, runtime, steps, progress)
     core = np.zeros(n, dtype=np.int64)
     status = np.zeros(n, dtype=np.uint8)     # 0 alive, 1 being removed this round, 2 removed
     rounds = 0
-    its = [_open(graph, "out", in_memory, runtime)] if n else []
+    em = EdgeMap(graph, in_memory=in_memory, **runtime) if n else None
     try:
-        T = max([it.threads for it in its] or [1])
+        T = em.threads if em is not None else 1
         dec = np.zeros((T, n), dtype=np.int64)
         touched = np.empty((T, n), dtype=np.int64)
         ntouched = np.zeros(T, dtype=np.int64)
@@ -34,21 +33,20 @@ def _run_scan(graph, budget, in_memory, runtime, progress, t0, k):
             if len(alive) == 0:
                 break
             if budget > 0 and int(deg[alive].sum()) <= budget:
-                _finish_in_memory(its, alive, deg, status, core, steps, progress, level)
+                _finish_in_memory(em, alive, deg, status, core, steps, progress, level)
                 rounds += 1
                 break
             level = max(level, int(lo))
             frontier = _select(deg, status, alive, level)
             while len(frontier):
                 if int(deg[frontier].max()) > 0:   # else no alive neighbours left: nothing to do
-                    st = its[0].run(_always, _decrement_both,
-                                    (status, dec, touched, ntouched), Frontier.all(n))
+                    st = em.dense((status, dec, touched, ntouched), DECREMENT)
                     _record(steps, progress, st, level, len(frontier))
                 rounds += 1
                 frontier = _apply(deg, status, dec, touched, ntouched, level, core, frontier)
     finally:
-        for it in its:
-            it.close()
+        if em is not None:
+            em.close()
     return _result(core, k, rounds, steps, t0, keep_edges=int(budget))
 
 
@@ -77,6 +75,11 @@ def _decrement_both(v, nbrs, wts, tid, state):
                 trow[ntouched[tid]] = v
                 ntouched[tid] += 1
             drow[v] += c
+
+
+#: per-thread decrement rows and lists of the touched vertices (not mergeable across machines:
+#: this mode does not run on a cluster)
+DECREMENT = Update(_always, _decrement_both, combine="sum")
 
 
 @njit(cache=True)
@@ -163,23 +166,24 @@ def _gather(v, nbrs, wts, tid, state):
             k += 2
 
 
-def _finish_in_memory(its, alive, deg, status, core, steps, progress, level):
+GATHER = Update(_alive, _gather, combine="first")
+
+
+def _finish_in_memory(em, alive, deg, status, core, steps, progress, level):
     """The alive subgraph has at most `budget` (default n) incidences: read it once (one streamed
     superstep), then finish the peeling in memory with Batagelj-Zaversnik. Every alive vertex has
     degree > level here, so its core number in the remaining subgraph is its core number in the
     graph (the peeling below continues exactly where the rounds stopped)."""
-    from ...iterator import Frontier
-    n = len(deg)
     m = int(deg[alive].sum())
     ga = np.empty(m, dtype=np.int64)
     gb = np.empty(m, dtype=np.int64)
     tail = np.zeros(1, dtype=np.int64)
-    st = its[0].run(_alive, _gather, (status, ga, gb, tail), Frontier.all(n))
+    st = em.dense((status, ga, gb, tail), GATHER)
     _record(steps, progress, st, level, 0)
     if int(tail[0]) != m:
         raise GrapheneError(f"k-core: gathered {int(tail[0])} incidences of the remaining "
                             f"subgraph, expected {m} (dataset degrees and lists disagree)")
-    sub = _peel_serial(n, ga, gb)
+    sub = _peel_serial(len(deg), ga, gb)
     core[alive] = sub[alive]
     status[alive] = 2
 
@@ -194,8 +198,11 @@ def _count_in(v, nbrs, wts, tid, state):
 def _in_degrees(graph, in_memory, runtime, steps, progress):
     """In-degrees from one streamed pass over the out-lists (directed datasets without in-edges)."""
     n = graph.num_vertices
-    with _open(graph, "out", in_memory, runtime) as it:
-        cnt = np.zeros((it.threads, n), dtype=np.int64)
-        st = it.run(_always, _count_in, (cnt,), _frontier().all(n))
+    with EdgeMap(graph, in_memory=in_memory, **runtime) as em:
+        cnt = np.zeros((em.threads, n), dtype=np.int64)
+        st = em.dense((cnt,), COUNT_IN)
         _record(steps, progress, st, 0, 0)
     return cnt.sum(axis=0)
+
+
+COUNT_IN = Update(_always, _count_in, combine="sum", writes=(0,))

@@ -52,6 +52,7 @@ from ...iterator.cost import Model, list_cost, pull_direction
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import populate_async, small_pages, track
 
+from ..common import parse_sources
 from ..reference import serial_bfs_depth
 from .depths import Log
 from .result import CLI_OPTIONS, DEFAULT_SOURCES, MSBFSResult, closeness_of  # noqa: F401
@@ -286,9 +287,7 @@ def _sources(graph, sources, num_sources):
     """The source IDs as an int64 array: the given list (or "0,5,17"), else num_sources random."""
     if sources is None:
         return pick_sources(graph, int(num_sources))
-    if isinstance(sources, str):
-        sources = [int(x) for x in sources.replace(" ", "").split(",") if x]
-    return np.asarray(sources, dtype=np.int64).ravel()
+    return np.asarray(parse_sources(sources), dtype=np.int64).ravel()
 
 
 def run_gpu(graph, *, sources=None, num_sources=DEFAULT_SOURCES, closeness=False, output=None,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from ..common import Result
+from ...errors import GrapheneError
+from ..common import Result, parse_sources
 
 DEFAULT_SOURCES = 32
 
@@ -57,9 +58,9 @@ def _sources_option(ctx, param, value):
     if value is None:
         return None
     try:
-        out = [int(x) for x in value.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated vertex IDs, got {value!r}")
+        out = parse_sources(value)
+    except GrapheneError:
+        raise click.BadParameter(f"expected comma-separated vertex IDs, got {value!r}") from None
     if not out:
         raise click.BadParameter(f"expected at least one vertex ID, got {value!r}")
     return out

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
-from ...iterator.edgemap import EdgeMap
+from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import track
 from .steps import PULL, PUSH, PUSH_ACTIVE, _always, _normalized, _note, _out_degrees
 
@@ -57,6 +57,11 @@ def _sweep(v, nbrs, wts, tid, state):
         F[CONTRIB, v] = new / F[OUTDEG, v]
 
 
+#: a sweep updates one shared score array in place, in list order: no declared writes (it runs
+#: on one machine only)
+SWEEP = Update(_always, _sweep, combine="sum")
+
+
 @njit(cache=True)
 def _sweep_tail(x, contrib, change, outdeg, no_in, dangling, base, c, thr_per_delta):
     """After a sweep, in one pass: set the vertices without in-lists to `base`, then rescale x and
@@ -104,7 +109,7 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
         if pull_dir is not None and em.local:
             # phase 1: Gauss-Seidel sweeps while the changes are dense (a sweep updates one
             # shared score array in place, in list order: not a superstep a cluster can split)
-            p, iters, err, done = _gauss_seidel(em.its[pull_dir], graph, pull_dir, n, outdeg,
+            p, iters, err, done = _gauss_seidel(em, graph, pull_dir, n, outdeg,
                                                 dangling, alpha, tol, max_iter, threshold, m,
                                                 steps, progress)
             if done:
@@ -166,10 +171,9 @@ def _lumped_start(n, indeg, dangling, alpha):
     return np.where(z, b, (1.0 - nz * b) / (n - nz))
 
 
-def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_iter, threshold, m,
+def _gauss_seidel(em, graph, direction, n, outdeg, dangling, alpha, tol, max_iter, threshold, m,
                   steps, progress):
     """Phase 1 of delta PageRank. Returns (x summing to 1, sweeps, error, converged)."""
-    from ...iterator import Frontier
     F = track("sweep state (5 float64)", np.zeros((5, n)))
     # in-degrees and the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
     idt = np.int32 if graph.num_edges < (1 << 31) else np.int64
@@ -188,7 +192,7 @@ def _gauss_seidel(it, graph, direction, n, outdeg, dangling, alpha, tol, max_ite
     while sweeps < max_iter:
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
-        st = it.run(_always, _sweep, (F, I, consts), Frontier.all(n))
+        st = em.dense((F, I, consts), SWEEP, direction)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
