@@ -140,3 +140,26 @@ def test_the_checks_can_fail():
     assert any("graphene_py.graph -> graphene_py.store -> graphene_py.graph" in c or
                "graphene_py.store -> graphene_py.graph -> graphene_py.store" in c
                for c in cycles(loop))
+
+
+def test_every_gpu_entry_imports_resolve_without_a_gpu(tmp_path):
+    # each algorithm's run_gpu imports the device library lazily: without CuPy the first import
+    # that fails must be CuPy's own, not one of ours (a relative import broken by a move into a
+    # package shows up only on a GPU machine otherwise)
+    import importlib.util
+
+    import numpy as np
+    import pytest
+
+    from graphene_py.algos import registry
+    from graphene_py.partition import partition_arrays
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed: tests/test_gpu.py runs the GPU entries")
+    g = partition_arrays(np.array([0, 1]), np.array([1, 2]), num_vertices=3, disks=[str(tmp_path)],
+                         name="t", register=False, durable=False)
+    entries = [n for n in registry.names() if hasattr(registry.module(n), "run_gpu")]
+    assert len(entries) >= 6
+    for name in entries:
+        with pytest.raises(ModuleNotFoundError) as e:
+            registry.module(name).run_gpu(g, **registry.entry(name).fixed)
+        assert e.value.name.split(".")[0] == "cupy", (name, e.value.name)

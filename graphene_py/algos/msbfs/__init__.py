@@ -293,8 +293,8 @@ def _sources(graph, sources, num_sources):
 def run_gpu(graph, *, sources=None, num_sources=DEFAULT_SOURCES, closeness=False, output=None,
             gpu_mem=None, progress=None, **_ignored) -> MSBFSResult:
     """Bit-parallel multi-source BFS on the GPU (64 sources per word)."""
-    from ..gpu import algorithms as A
-    from ..gpu.resident import gpu_steps, timed
+    from ...gpu import algorithms as A
+    from ...gpu.resident import gpu_steps, timed
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
     src = _sources(graph, sources, num_sources)
