@@ -88,7 +88,8 @@ class Partition:
         return (self.row, self.col)
 
     def offsets(self) -> np.ndarray:
-        """uint64 offsets (row_hi - row_lo + 1 entries), loaded whole, checked (CRC32, monotone,
+        """Offsets (row_hi - row_lo + 1 entries; uint64 as stored, or int32 once an iterator has
+        narrowed them), loaded whole, checked (CRC32, monotone,
         bounded by the edge count) and cached (O(|V|) memory)."""
         if self._off is None:
             from .integrity import check_offsets

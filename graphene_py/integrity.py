@@ -48,14 +48,17 @@ def _first_decrease(off):
     return -1
 
 
-def check_offsets(p, off: np.ndarray) -> None:
-    """The offsets of partition p as loaded: CRC32 as recorded, then structure."""
+def check_offsets(p, off: np.ndarray, crc=None) -> None:
+    """The offsets of partition p as loaded: CRC32 as recorded (of `off`'s bytes, which must then
+    be the file's uint64s; or `crc`, computed while reading them), then structure."""
     want_n = p.row_hi - p.row_lo + 1
     if len(off) != want_n:
         raise _damaged(p.off_path, f"{len(off)} offsets, the manifest says {want_n}")
     want = p.checksums.get("off")
     if want is not None:
-        got = f"{zlib.crc32(memoryview(np.ascontiguousarray(off)).cast('B')):08x}"
+        if crc is None:
+            crc = zlib.crc32(memoryview(np.ascontiguousarray(off)).cast('B'))
+        got = f"{crc:08x}"
         if got != want:
             raise _damaged(p.off_path, f"CRC32 {got}, the manifest recorded {want}")
     if len(off) == 0:

@@ -439,3 +439,55 @@ def test_in_memory_load_is_reused_and_droppable(dataset):
     assert c.mem is not a.mem and np.array_equal(c.mem, a.mem)
     for it in (a, b, c):
         it.close()
+
+
+# -- offsets held as int32 (every partition below 2^31 edges) or uint64 ---------------------------
+@pytest.mark.parametrize("narrow", [0, 1 << 31], ids=["uint64", "int32"])
+@pytest.mark.parametrize("chunk", [7, 1 << 20], ids=["chunk7", "chunk1M"])
+def test_offsets_narrow_or_wide_same_lists(dataset, monkeypatch, narrow, chunk):
+    # the held dtype follows the partitions' edge counts; reading through a 7-entry staging
+    # buffer (CRC32 over chunks, narrowing across chunk borders) gives the very same lists
+    from graphene_py.iterator import session
+    monkeypatch.setattr(session, "NARROW_EDGES", narrow)
+    monkeypatch.setattr(session, "NARROW_CHUNK", chunk)
+    g, G0 = dataset("powerlaw", 3, 2, in_edges=True)
+    from graphene_py.graph import Graph
+    G = Graph.open(G0.path)            # nothing loaded yet: every offsets file is read here
+    try:
+        rng = np.random.default_rng(4)
+        for direction, rev in (("out", False), ("in", True)):
+            with IoIterator(G, direction, engine="uring", threads=2, weights=True) as it:
+                assert it._offs_u.dtype == (np.int32 if narrow else np.uint64)
+                assert it.offs.dtype == (np.int32 if narrow else np.int64)
+                for fr, act in frontiers(g.n, rng):
+                    deg, nsum, wsum, _, _ = run_counts(it, g.n, fr)
+                    rdeg, rnsum, rwsum = reference(g, act, reverse=rev)
+                    assert np.array_equal(deg, rdeg) and np.array_equal(nsum, rnsum)
+                    assert np.allclose(wsum, rwsum)
+                assert np.array_equal(it.degrees(), G.degrees(direction))
+    finally:
+        G.close()
+
+
+def test_offset_beyond_int32_is_damage_not_a_wrong_list(dataset, tmp_path):
+    # an offsets file whose CRC32 matches but one value does not fit int32 (only a damaged or
+    # forged file can hold one: the partition has < 2^31 edges) is refused, naming the file
+    import shutil
+    import zlib
+    from graphene_py.graph import Graph
+    g, G0 = dataset("powerlaw", 1, 1, weights=False)
+    G = Graph.open(G0.path)
+    p = G.partitions[0]
+    off = np.fromfile(p.off_path, dtype="<u8")
+    bad = off.copy()
+    bad[len(bad) // 2] += np.uint64(1 << 32)
+    shutil.copy(p.off_path, tmp_path / "keep")
+    try:
+        bad.tofile(p.off_path)
+        p.checksums["off"] = f"{zlib.crc32(bad.tobytes()):08x}"
+        with pytest.raises(GrapheneError, match="offset") as e:
+            IoIterator(G, "out", engine="uring", threads=1)
+        assert os.path.basename(p.off_path) in str(e.value)
+    finally:
+        shutil.copy(tmp_path / "keep", p.off_path)
+        G.close()

@@ -65,14 +65,14 @@ def test_ledger_tracks_by_name_and_address():
 
 def test_memory_block_accounts_for_the_arrays_and_the_process(sparse_and_dense):
     """BFS from vertex 0 reaches every vertex: depth and parent (int32 below 2^31 vertices) are n entries
-    each, the offsets n + 1 int64. The state sum is the sum of its arrays, and the RSS the
+    each, the offsets n + 1 int32 (every partition has < 2^31 edges). The state sum is the sum of its arrays, and the RSS the
     trial added stays within what the block says it allocated (plus JIT and allocator slack)."""
     n, sparse, _ = sparse_and_dense
     d = _run(sparse, "bfs", "--src", "0")
     mem = d["memory"]
     arrays = {k: v["bytes"] for k, v in mem["arrays"].items()}
     assert arrays["depth"] == 4 * n and arrays["parent"] == 4 * n
-    assert arrays["offsets (out)"] >= 8 * n
+    assert arrays["offsets (out)"] == 4 * (n + 1)
     assert arrays["io buffers (out)"] > 0 and mem["io_buffer_bytes"] == arrays["io buffers (out)"]
     state = sum(b for k, b in arrays.items() if not k.startswith(("io buffers", "partitions")))
     assert mem["state_bytes"] == state

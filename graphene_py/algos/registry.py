@@ -23,6 +23,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import GrapheneError
 
 
@@ -175,11 +177,12 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
         count = (len(str(src).split(",")) if isinstance(src, str) else len(src)) if src is not None \
             else int(opts.get("num_sources") or 32)
         per_vertex += 4 * count
-    # offsets: every partition keeps 8 bytes per row of its row range, so each edge direction
-    # holds cols (out-lists) or rows (in-lists) x 8 bytes per vertex
-    dirs = [graph.num_cols] + ([graph.num_rows] if graph.directed and graph.in_partitions is not None
-                               else [])
-    per_vertex += 8 * sum(dirs)
+    # offsets: every partition keeps 4 bytes (8 when a partition has >= 2^31 edges) per row of
+    # its row range, so each edge direction holds cols (out-lists) or rows (in-lists) x that
+    from ..iterator.session import offsets_dtype
+    dirs = [("out", graph.num_cols)] + ([("in", graph.num_rows)] if graph.directed and
+                                        graph.in_partitions is not None else [])
+    per_vertex += sum(k * np.dtype(offsets_dtype(graph.parts(d))).itemsize for d, k in dirs)
     # + temporaries: numpy expressions over n-sized arrays between supersteps (cost estimates,
     # masks, sums) hold up to two 8-byte arrays at once (kron22 4x4 BFS: 45 MiB above its state)
     per_vertex += TEMP_BYTES_PER_VERTEX

@@ -257,7 +257,9 @@ def mark_ranges(bits, starts_byte, ends_byte, block_size: int = config.BLOCK_SIZ
 
 def _prep(bits, offsets, id_width, block_size):
     sh = shift_of(block_size)
-    offs = offsets if offsets.dtype == np.uint64 else np.asarray(offsets, dtype=np.uint64)
+    # any integer offsets as they are (the kernels read each through np.int64): an iterator holds
+    # them as int32 or uint64
+    offs = offsets if offsets.dtype.kind in "iu" else np.asarray(offsets, dtype=np.uint64)
     if offs.ndim != 1 or offs.shape[0] < 1:
         raise ValueError("offsets must have rowlen+1 >= 1 entries")
     if id_width not in (4, 8):

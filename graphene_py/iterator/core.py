@@ -30,7 +30,7 @@ from .frontier import Frontier
 from .memory import as_budget, track
 from .pyapi import Block, TableApi  # noqa: F401  (Block: part of the package's API)
 from .session import (BATCH, DENSE_EXTENT, Helpers, IoSession, _load_offsets, _round_up,
-                      _shared_offsets)
+                      _shared_offsets, offsets_dtype)
 from .session import drop_memory_cache  # noqa: F401  (part of the package's API)
 from .specialize import kernel_for
 
@@ -76,15 +76,17 @@ class IoIterator(IoSession, TableApi):
         parts = graph.parts(direction)
         self.parts = parts
         P = len(parts)
-        # Offsets of every partition, concatenated (uint64 for marking, int64 view for the kernel).
+        # Offsets of every partition, concatenated: int32 while every partition has < 2^31 edges
+        # (session.offsets_dtype), else uint64 (with an int64 view for the kernel).
         lens = [p.row_hi - p.row_lo + 1 for p in parts]
         self.part_base = np.zeros(P + 1, dtype=np.int64)
         np.cumsum(lens, out=self.part_base[1:])
         self._offs_u = _shared_offsets(parts, self.part_base)
         if self._offs_u is None:
-            self._offs_u = np.empty(int(self.part_base[-1]), dtype=np.uint64)
+            self._offs_u = np.empty(int(self.part_base[-1]), dtype=offsets_dtype(parts))
             _load_offsets(parts, self._offs_u, self.part_base)
-        self.offs = self._offs_u.view(np.int64)
+        self.offs = (self._offs_u.view(np.int64) if self._offs_u.dtype == np.uint64 else
+                     self._offs_u)
         track(f"offsets ({direction})", self._offs_u)
         self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
         self.part_nedges = np.array([p.num_edges for p in parts], dtype=np.int64)

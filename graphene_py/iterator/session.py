@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import sys
 import threading
+import zlib
 
 import numpy as np
+from numba import njit
 
 from .. import integrity as _ig
 from ..errors import GrapheneError
@@ -38,24 +40,80 @@ def _round_up(x, a):
     return (int(x) + a - 1) // a * a
 
 
+#: offsets are held as int32 while every partition of a direction has fewer edges than this (half
+#: the bytes: 4 per vertex per column partition instead of 8), else as uint64 (the file's format)
+NARROW_EDGES = 1 << 31
+#: entries per chunk when narrowing an offsets file (the uint64 staging buffer: 8 MiB)
+NARROW_CHUNK = 1 << 20
+
+
+def offsets_dtype(parts):
+    """The dtype an iterator holds these partitions' offsets in: int32 when every partition has
+    fewer than 2^31 edges, else uint64."""
+    return np.int32 if all(p.num_edges < NARROW_EDGES for p in parts) else np.uint64
+
+
 def _read_offsets_file(path, dst):
-    """Read a whole offsets file straight into dst (uint64 view); returns the entries read, or -1
-    when the file is longer than dst."""
+    """Read a whole offsets file into dst: straight in for a uint64 dst, else through a small
+    uint64 buffer, narrowed chunk by chunk. Returns (entries read, or -1 when the file is longer
+    than dst; CRC32 of the file's bytes)."""
+    if dst.dtype != np.uint64:
+        return _read_narrowed(path, dst)
     if sys.byteorder != "little":   # files are little-endian: let numpy convert
         a = np.fromfile(path, dtype="<u8")
         if len(a) > len(dst):
             return -1
         dst[:len(a)] = a
-        return len(a)
+        return len(a), zlib.crc32(a.astype("<u8").tobytes())
     u8 = dst.view(np.uint8)
     with open(path, "rb", buffering=0) as f:
         n = 0
         while n < len(u8):
             k = f.readinto(memoryview(u8[n:]))
             if not k:
-                return n // 8
+                return n // 8, None
             n += k
-        return -1 if f.read(1) else n // 8
+        if f.read(1):
+            return -1, None
+    return n // 8, zlib.crc32(memoryview(u8))
+
+
+def _read_narrowed(path, dst):
+    """_read_offsets_file for a narrow dst: values that do not fit are left to the structure
+    check (they exceed the partition's edge count, which fits)."""
+    buf = np.empty(min(NARROW_CHUNK, max(1, len(dst))), dtype="<u8")
+    u8 = buf.view(np.uint8)
+    crc = 0
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            got = 0
+            while got < len(u8):
+                k = f.readinto(memoryview(u8[got:]))
+                if not k:
+                    break
+                got += k
+            if got % 8:            # not whole entries: not an offsets file of this partition
+                return -1, None
+            m = got // 8
+            if m == 0:
+                return n, crc
+            if n + m > len(dst):
+                return -1, None
+            crc = zlib.crc32(memoryview(u8[:got]), crc)
+            _narrow(buf[:m], dst[n:n + m])
+            n += m
+            if got < len(u8):
+                return n, crc
+
+
+@njit(cache=True, nogil=True)
+def _narrow(src, dst):
+    """dst[i] = src[i] (uint64 -> int32); a value above int32's range becomes -1, which the
+    structure check then reports (offsets must not decrease)."""
+    for i in range(src.shape[0]):
+        x = src[i]
+        dst[i] = x if x < np.uint64(2147483648) else -1
 
 
 def _shared_offsets(parts, base):
@@ -65,14 +123,15 @@ def _shared_offsets(parts, base):
     if not parts or parts[0]._off is None:
         return None
     arr = parts[0]._off.base
-    if not isinstance(arr, np.ndarray) or arr.dtype != np.uint64 or arr.ndim != 1 \
+    if not isinstance(arr, np.ndarray) or arr.dtype != offsets_dtype(parts) or arr.ndim != 1 \
             or len(arr) != int(base[-1]) or arr.base is not None:
         return None
     start = arr.__array_interface__["data"][0]
+    w = arr.dtype.itemsize
     for i, p in enumerate(parts):
         o = p._off
         if (o is None or o.base is not arr or len(o) != int(base[i + 1] - base[i])
-                or o.__array_interface__["data"][0] != start + 8 * int(base[i])):
+                or o.__array_interface__["data"][0] != start + w * int(base[i])):
             return None
     return arr
 
@@ -86,10 +145,10 @@ def _load_offsets(parts, out, base):
     todo = []
     for i, p in enumerate(parts):
         mine = out[base[i]:base[i + 1]]
-        if p._off is not None:
+        if p._off is not None:     # loaded and checked already (Partition.offsets())
             if len(p._off) != len(mine):
                 _offsets_mismatch(p, len(p._off), p._off, len(mine))
-            mine[:] = p._off
+            mine[:] = p._off       # (narrowing: its values are at most num_edges < 2^31)
         else:
             todo.append(i)
     got = {}
@@ -106,10 +165,11 @@ def _load_offsets(parts, out, base):
             load(i)
     for i, p in enumerate(parts):
         mine = out[base[i]:base[i + 1]]
-        if i in got and got[i] != len(mine):
-            _offsets_mismatch(p, got[i], mine if got[i] >= 0 else None, len(mine))
+        if i in got and got[i][0] != len(mine):
+            _offsets_mismatch(p, got[i][0], mine if got[i][0] >= 0 else None, len(mine))
         if i in got:
-            check_offsets(p, mine)   # CRC32 and structure, before anything indexes with them
+            # CRC32 of the file and structure, before anything indexes with them
+            check_offsets(p, mine, crc=got[i][1])
         p._off = mine   # share one copy with the Partition's cache
 
 
