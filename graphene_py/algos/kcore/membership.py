@@ -37,7 +37,12 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         T = em.threads if em is not None else 1
         # one array for everything the kernels touch (numba passes each array of the state
         # separately and keeps a reference count on it: one array keeps the per-call cost low)
-        wide = graph.num_edges >= (1 << 30) or n >= (1 << 31)
+        # int32 rows while every value fits: degrees (the sum over the directions read), vertex IDs
+        # and positions in the kept-list store (at most n); at scale 24 edge factor 64 (2 G
+        # edges) that is 4 bytes per row per vertex instead of 8
+        degs = [em.degree(d) for d in dirs] if n else []
+        dmax = sum(int(x.max()) for x in degs) + (int(graph.num_edges) if full_scan else 0)
+        wide = dmax >= (1 << 31) - 1 or n >= (1 << 31) - 1
         dt = np.int64 if wide else np.int32
         sh = 6 if wide else 5                  # bits per word of the touched-vertex bitmaps
         # kept lists live in this process's RAM: not where the lists are read elsewhere
@@ -45,8 +50,10 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         rows = 1 + 2 * T + (3 if keep_ok else 0) + 1     # the last row: bitmap degree >= K
         A = np.zeros((rows, n), dtype=dt)
         deg = A[0]
-        for d in dirs if n else []:
-            deg += em.degree(d)         # from the offsets the iterators loaded
+        for d, x in zip(dirs, degs):
+            deg += x                    # from the offsets the iterators loaded
+            em.deg.pop(d, None)         # A[0] holds them now
+        degs = None
         if full_scan and n:
             deg += _in_degrees(graph, in_memory, runtime, steps, progress).astype(dt)
         # status: 0 in the core so far, 1 leaves in this round, 2 in the core with its list kept in
