@@ -15,6 +15,7 @@ from numba import njit
 
 from graphene_py.errors import GrapheneError, GrapheneIOError
 from graphene_py.iterator import Frontier, IoIterator, atomic_add, atomic_cas, atomic_min
+from graphene_py.iterator.offsetdeg import RowGroups, row_degree
 from graphene_py.partition import partition_arrays
 from tests import graphs as tg
 
@@ -491,3 +492,25 @@ def test_offset_beyond_int32_is_damage_not_a_wrong_list(dataset, tmp_path):
     finally:
         shutil.copy(tmp_path / "keep", p.off_path)
         G.close()
+
+
+@njit
+def _degrees_by_rows(n, offs, part_base, pidx, gstart, glo, ghi):
+    out = np.full(n, -1, np.int64)
+    for g in range(glo.shape[0]):
+        for v in range(glo[g], ghi[g]):
+            out[v] = row_degree(offs, part_base, pidx, gstart[g], gstart[g + 1], v - glo[g])
+    return out
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2), (2, 3)], ids=lambda g: f"{g[0]}x{g[1]}")
+def test_degrees_from_the_offsets_by_row(dataset, grid):
+    # RowGroups + row_degree (PageRank's degree-free pass): every vertex's degree, summed over its
+    # row's column partitions, from the offsets the iterator holds
+    g, G = dataset("powerlaw", *grid, in_edges=True)
+    for direction in ("out", "in"):
+        with IoIterator(G, direction, engine="uring", threads=1) as it:
+            rg = RowGroups(it)
+            assert rg.covers(g.n)
+            got = _degrees_by_rows(g.n, *rg.args)
+            assert np.array_equal(got, G.degrees(direction))

@@ -6,6 +6,7 @@ from numba import njit
 
 from ...iterator.edgemap import EdgeMap
 from ...iterator.memory import track
+from ...iterator.offsetdeg import RowGroups, row_degree
 from .steps import PULL, PUSH, _normalized, _note, _out_degrees
 
 
@@ -33,7 +34,70 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
     return err
 
 
+@njit(cache=True, nogil=True)
+def _finish_from_offsets(acc, p, contrib, alpha, start, offs, part_base, pidx, gstart, glo, ghi):
+    """_finish_iteration with the out-degrees taken from the offsets (RowGroups): no 1/degree or
+    dangling array. start: only set contrib <- p / outdeg (the first iteration's input)."""
+    n = p.shape[0]
+    T = acc.shape[0]
+    dsum = 0.0
+    for g in range(glo.shape[0]):
+        for v in range(glo[g], ghi[g]):
+            if row_degree(offs, part_base, pidx, gstart[g], gstart[g + 1], v - glo[g]) == 0:
+                dsum += p[v]
+    base = (1.0 - alpha) / n + alpha * dsum / n
+    err = 0.0
+    for g in range(glo.shape[0]):
+        for v in range(glo[g], ghi[g]):
+            d = row_degree(offs, part_base, pidx, gstart[g], gstart[g + 1], v - glo[g])
+            x = p[v]
+            if not start:
+                s = 0.0
+                for t in range(T):
+                    s += acc[t, v]
+                    acc[t, v] = 0.0
+                x = base + alpha * s
+                err += abs(x - p[v])
+                p[v] = x
+            contrib[v] = x / d if d > 0 else 0.0
+    return err
+
+
+def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
+    """Pull PageRank over the out-lists of an undirected dataset: the out-degrees come from the
+    offsets the iterator holds (8 + 8 + 1 bytes per vertex less than _classic). None when the
+    iterator's rows do not tile the vertices (then _classic runs)."""
+    with EdgeMap(graph, in_memory=in_memory, **runtime) as em:
+        it = em.its.get("out")
+        if not all(hasattr(it, a) for a in ("parts", "offs", "part_base")):
+            return None              # (a stand-in iterator of the tests)
+        rg = RowGroups(it)
+        if not rg.covers(n):
+            return None
+        p = np.full(n, 1.0 / n)
+        contrib = np.empty(n)
+        acc = np.zeros((1, n))
+        track("scores, contributions", p, contrib)
+        track("per-thread sums", acc)
+        _finish_from_offsets(acc, p, contrib, alpha, True, *rg.args)
+        err = np.inf
+        iters = 0
+        while iters < max_iter:
+            st = em.dense((contrib, acc), PULL, "out")
+            err = float(_finish_from_offsets(acc, p, contrib, alpha, False, *rg.args))
+            iters += 1
+            _note(steps, progress, st, iters, err, n)
+            if err < tol:
+                break
+    return _normalized(p), iters, err
+
+
 def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
+    if not graph.directed and getattr(graph, "edge_map_backend", None) is None:
+        got = _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps,
+                                    progress)
+        if got is not None:
+            return got
     outdeg, dangling = _out_degrees(graph)
     if not graph.directed:
         direction, step = "out", PULL       # symmetric: in-lists == out-lists
