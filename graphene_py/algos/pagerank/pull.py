@@ -35,21 +35,27 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
 
 
 @njit(cache=True, nogil=True)
-def _finish_from_offsets(acc, p, contrib, alpha, start, offs, part_base, pidx, gstart, glo, ghi):
+def _finish_from_offsets(acc, p, contrib, alpha, start, dmass, offs, part_base, pidx, gstart, glo,
+                         ghi):
     """_finish_iteration with the out-degrees taken from the offsets (RowGroups): no 1/degree or
-    dangling array. start: only set contrib <- p / outdeg (the first iteration's input)."""
+    dangling array, and one pass: the dangling mass of the new scores is summed on the way
+    (dmass[0]: that of p on entry, of the new p on return). start: only contrib <- p / outdeg
+    and the dangling mass (the first iteration's input)."""
     n = p.shape[0]
     T = acc.shape[0]
+    base = (1.0 - alpha) / n + alpha * dmass[0] / n
+    err = 0.0
     dsum = 0.0
     for g in range(glo.shape[0]):
-        for v in range(glo[g], ghi[g]):
-            if row_degree(offs, part_base, pidx, gstart[g], gstart[g + 1], v - glo[g]) == 0:
-                dsum += p[v]
-    base = (1.0 - alpha) / n + alpha * dsum / n
-    err = 0.0
-    for g in range(glo.shape[0]):
-        for v in range(glo[g], ghi[g]):
-            d = row_degree(offs, part_base, pidx, gstart[g], gstart[g + 1], v - glo[g])
+        j0 = gstart[g]
+        j1 = gstart[g + 1]
+        lo = glo[g]
+        for v in range(lo, ghi[g]):
+            if j1 - j0 == 1:                     # one column partition: one difference
+                b = part_base[pidx[j0]] + v - lo
+                d = np.int64(offs[b + 1]) - np.int64(offs[b])
+            else:
+                d = row_degree(offs, part_base, pidx, j0, j1, v - lo)
             x = p[v]
             if not start:
                 s = 0.0
@@ -59,7 +65,12 @@ def _finish_from_offsets(acc, p, contrib, alpha, start, offs, part_base, pidx, g
                 x = base + alpha * s
                 err += abs(x - p[v])
                 p[v] = x
-            contrib[v] = x / d if d > 0 else 0.0
+            if d > 0:
+                contrib[v] = x / d
+            else:
+                contrib[v] = 0.0
+                dsum += x
+    dmass[0] = dsum
     return err
 
 
@@ -79,12 +90,13 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
         acc = np.zeros((1, n))
         track("scores, contributions", p, contrib)
         track("per-thread sums", acc)
-        _finish_from_offsets(acc, p, contrib, alpha, True, *rg.args)
+        dmass = np.zeros(1)
+        _finish_from_offsets(acc, p, contrib, alpha, True, dmass, *rg.args)
         err = np.inf
         iters = 0
         while iters < max_iter:
             st = em.dense((contrib, acc), PULL, "out")
-            err = float(_finish_from_offsets(acc, p, contrib, alpha, False, *rg.args))
+            err = float(_finish_from_offsets(acc, p, contrib, alpha, False, dmass, *rg.args))
             iters += 1
             _note(steps, progress, st, iters, err, n)
             if err < tol:
