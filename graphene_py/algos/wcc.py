@@ -149,17 +149,18 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     symmetric = not graph.directed
     # an undirected dataset's in-edge partitions hold the same edges as its out-edge ones
     has_in = graph.in_partitions is not None and not symmetric
-    deg = graph.degrees("out")
-    if has_in:
-        deg += graph.degrees("in")
-    track("labels", label)
-    track("degrees", deg)
-    root = int(np.argmax(deg))
-    has_edges = track("has-edges flags", deg > 0)
-    del deg            # all the rest needs: 1 byte per vertex instead of 8
     dirs = ["out", "in"] if has_in else ["out"]
     em = EdgeMap(graph, pull=has_in, in_memory=in_memory, **runtime)
     try:
+        # degrees from the offsets the iterators hold (no second, 8-byte copy of them)
+        deg = em.degree("out")
+        if has_in:
+            deg = deg.astype(np.int64) + em.degree("in")
+        track("labels", label)
+        root = int(np.argmax(deg))
+        has_edges = track("has-edges flags", deg > 0)
+        del deg            # all the rest needs: 1 byte per vertex
+        em.deg.clear()
         # 1. BFS from the max-degree vertex
         visited = np.zeros(n, dtype=np.uint8)
         visited[root] = 1
