@@ -132,6 +132,27 @@ def test_bfs_direction_choice_reads_less(dataset):
     assert do.totals()["bytes_read"] < td.totals()["bytes_read"]
 
 
+@pytest.mark.parametrize("kind", ["sym", "in"])
+def test_degrees_from_offsets_same_choices(dataset, monkeypatch, kind):
+    # on a 1x1 grid the cost model reads degrees from the offsets (no degree array): every
+    # level's direction and bytes equal those chosen with degree arrays
+    from graphene_py.iterator.edgemap import EdgeMap
+    g, G = dataset("powerlaw", 1, 1, symmetrize=kind == "sym", in_edges=kind == "in")
+    src = sources(g)[1]
+    got = bfs.run(G, src=src)
+    assert got.n_reached > 1
+    seen = []
+    real = EdgeMap.degree_view
+    monkeypatch.setattr(EdgeMap, "degree_view", lambda self, d="out": (
+        seen.append(real(self, d)[1]), (self.degree(d), False))[1])
+    ref = bfs.run(G, src=src)
+    assert seen and seen[0]       # the offsets were in use before the patch
+    assert np.array_equal(got.depth, ref.depth)
+    key = [(s["direction"], s["bytes_read"]) for s in got.supersteps]
+    assert key == [(s["direction"], s["bytes_read"]) for s in ref.supersteps]
+    assert len({d for d, _ in key}) == 2      # both directions were chosen
+
+
 def test_bfs_chain_thousands_of_levels(dataset):
     g, G = dataset("chain", 2, 2)
     res = bfs.run(G, src=0, threads=2)

@@ -73,6 +73,7 @@ from ..iterator.atomics import atomic_or as _or  # noqa: E402
 from ..iterator.queue import BLOCK, push, squeeze  # noqa: E402
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
+from ..iterator.cost import deg_at  # noqa: E402
 
 
 @njit(cache=True)
@@ -120,10 +121,10 @@ def _visited_from_depth(depth, visited):
 
 
 @njit(cache=True)
-def _edges_of(deg, q):
+def _edges_of(deg, diff, q):
     s = 0
     for k in range(q.shape[0]):
-        s += deg[q[k]]
+        s += deg_at(deg, diff, q[k])
     return s
 
 
@@ -152,10 +153,10 @@ def _hybrid(graph, device, policy=None, gpu_mem=None):
 
 
 @njit(cache=True)
-def _mark_unvisited(depth, deg, mask):
+def _mark_unvisited(depth, deg, diff, mask):
     cnt = 0
     for v in range(depth.shape[0]):
-        a = depth[v] < 0 and deg[v] > 0
+        a = depth[v] < 0 and deg_at(deg, diff, v) > 0
         mask[v] = a
         cnt += a
     return cnt
@@ -225,19 +226,20 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     em = EdgeMap(graph, pull=bool(bottom_up), in_memory=in_memory, **runtime)
     try:
         setup = em.open_seconds
-        deg_out = em.degree("out")
+        # degrees for the cost model: the offsets themselves on a 1x1 grid (no degree array)
+        deg_out, d_out = em.degree_view("out")
         up = em.pull_dir is not None
         if up:
             # Direction optimisation (Beamer et al., SC'12) on bytes: the pull reads the lists of
             # the unvisited vertices; their cost is kept here as it only shrinks
-            deg_in = em.degree(em.pull_dir)
+            deg_in, d_in = em.degree_view(em.pull_dir)
             mask = track("pull mask", np.zeros(n, dtype=np.uint8))
             unvisited_cost = em.pull_cost(np.ones(n, np.bool_)) - em.models[em.pull_dir].lists(
-                deg_in, qa[:1], capped=False)
+                deg_in, qa[:1], capped=False, diff=d_in)
         while size > 0:
             if hyb is not None:
                 gl, pol = hyb
-                ef = gl.ef if on == "gpu" else int(_edges_of(deg_out, qa[:size]))
+                ef = gl.ef if on == "gpu" else int(_edges_of(deg_out, d_out, qa[:size]))
                 if pol.decide(size, ef) == "gpu":
                     if on == "cpu":
                         gl.load(depth, parent, qa[:size], level)
@@ -266,7 +268,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             frontier = qa[:size]
 
             def unvisited():
-                _mark_unvisited(depth, deg_in, mask)
+                _mark_unvisited(depth, deg_in, d_in, mask)
                 _set_front(front, frontier)
                 return mask
 
@@ -281,7 +283,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             if progress is not None:
                 progress(st)
             if up:
-                unvisited_cost -= em.models[em.pull_dir].lists(deg_in, qb[:size], capped=False)
+                unvisited_cost -= em.models[em.pull_dir].lists(deg_in, qb[:size], capped=False,
+                                                               diff=d_in)
             qa, qb = qb, qa
             level += 1
         if on == "gpu":

@@ -9,10 +9,14 @@ adjacency bytes (a dense superstep streams each file once).
     model.lists(deg, queue)             # bytes for the lists of the queued vertices (capped)
     model.all(deg)                      # bytes for every list
     list_cost(d, w, cols, block)        # one list, inside other numba kernels
+
+`deg` is a degree per vertex, or (diff=True) the offsets of a direction held as one partition
+(a 1x1 grid): deg_at(deg, diff, v) is then offs[v+1] - offs[v], and no degree array is needed.
     pull_direction(graph)               # the edge direction a pull (bottom-up) step scans, or None
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .. import config
@@ -25,33 +29,43 @@ def list_cost(d, w, cols, block):
     return d * w + block * min(d, cols)
 
 
+@njit(inline="always")
+def deg_at(deg, diff, v):
+    """v's degree from a degree array, or (diff) from one partition's offsets."""
+    if diff:
+        return np.int64(deg[v + 1]) - np.int64(deg[v])
+    return np.int64(deg[v])
+
+
 @njit(cache=True)
-def cost_of(deg, q, w, cols, block):
+def cost_of(deg, q, w, cols, block, diff=False):
     c = 0
     for k in range(q.shape[0]):
-        d = deg[q[k]]
+        d = deg_at(deg, diff, q[k])
         if d > 0:
             c += list_cost(d, w, cols, block)
     return c
 
 
 @njit(cache=True)
-def cost_all(deg, w, cols, block):
+def cost_all(deg, w, cols, block, diff=False):
     c = 0
-    for v in range(deg.shape[0]):
-        d = deg[v]
+    for v in range(deg.shape[0] - (1 if diff else 0)):
+        d = deg_at(deg, diff, v)
         if d > 0:
             c += list_cost(d, w, cols, block)
     return c
 
 
 @njit(cache=True)
-def cost_where(mask, deg, w, cols, block):
+def cost_where(mask, deg, w, cols, block, diff=False):
     """cost_all over the vertices with mask[v] true."""
     c = 0
-    for v in range(deg.shape[0]):
-        d = deg[v]
-        if mask[v] and d > 0:
+    for v in range(mask.shape[0]):
+        if not mask[v]:
+            continue
+        d = deg_at(deg, diff, v)
+        if d > 0:
             c += list_cost(d, w, cols, block)
     return c
 
@@ -77,12 +91,12 @@ class Model:
         self.cap = sum(p.adj_bytes for p in parts)           # every list read once
         self.cols = max(1, len(parts) // max(1, graph.num_rows))
 
-    def lists(self, deg, queue, capped: bool = True) -> int:
-        c = int(cost_of(deg, queue, self.w, self.cols, self.block))
+    def lists(self, deg, queue, capped: bool = True, diff: bool = False) -> int:
+        c = int(cost_of(deg, queue, self.w, self.cols, self.block, diff))
         return min(c, self.cap) if capped else c
 
-    def all(self, deg) -> int:
-        return int(cost_all(deg, self.w, self.cols, self.block))
+    def all(self, deg, diff: bool = False) -> int:
+        return int(cost_all(deg, self.w, self.cols, self.block, diff))
 
-    def where(self, mask, deg) -> int:
-        return int(cost_where(mask, deg, self.w, self.cols, self.block))
+    def where(self, mask, deg, diff: bool = False) -> int:
+        return int(cost_where(mask, deg, self.w, self.cols, self.block, diff))

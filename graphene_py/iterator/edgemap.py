@@ -172,12 +172,26 @@ class EdgeMap:
                                               self.graph.id_width, direction)
         return self.kept[direction]
 
+    def degree_view(self, direction: str = "out"):
+        """(array, diff) for the cost model's kernels (iterator/cost.py deg_at): a degree array
+        already made, or the offsets themselves when the direction is one partition (a 1x1
+        grid: no degree array at all), else a new degree array."""
+        if direction not in self.deg:
+            it = self.its.get(direction)
+            parts = getattr(it, "parts", None)
+            if parts is not None and len(parts) == 1 and parts[0].row_lo == 0 and \
+                    parts[0].row_hi == self.n and getattr(it, "offs", None) is not None:
+                return it.offs, True
+        return self.degree(direction), False
+
     def push_cost(self, ids) -> int:
-        return self.models["out"].lists(self.degree("out"), ids)
+        deg, diff = self.degree_view("out")
+        return self.models["out"].lists(deg, ids, diff=diff)
 
     def pull_cost(self, mask) -> int:
         d = self.pull_dir
-        return self.models[d].where(mask, self.degree(d))
+        deg, diff = self.degree_view(d)
+        return self.models[d].where(mask, deg, diff=diff)
 
     def edge_map(self, state, frontier_ids, push: Update, pull: Update = None, pull_mask=None,
                  pull_cost=None, force=None) -> dict:
