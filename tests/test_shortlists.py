@@ -10,6 +10,7 @@ from numba import njit
 from graphene_py.iterator.edgemap import EdgeMap, Update
 from graphene_py.partition import partition_arrays
 from tests import graphs
+from tests.test_cache import _disks
 
 SSD = {"engine": "uring", "buffer_mb": 2, "threads": 3}
 
@@ -29,15 +30,6 @@ def _sum(v, nbrs, wts, tid, state):
 
 
 SUM = Update(_always, _sum, combine="sum", writes=(0, 1))
-
-
-def _disks(tmp_path, k):
-    out = []
-    for i in range(k):
-        d = tmp_path / f"disk{i}"
-        d.mkdir()
-        out.append(str(d))
-    return out
 
 
 @pytest.fixture(scope="module", params=[(1, 1), (3, 2)], ids=["1x1", "3x2"])

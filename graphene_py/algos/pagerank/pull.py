@@ -10,12 +10,21 @@ from ...iterator.offsetdeg import RowGroups, row_degree
 from .steps import PULL, PUSH, _normalized, _note, _out_degrees
 
 
+@njit(inline="always")
+def _new_score(acc, v, base, alpha):
+    """base + alpha * (v's sums over acc's rows), zeroing them."""
+    s = 0.0
+    for t in range(acc.shape[0]):
+        s += acc[t, v]
+        acc[t, v] = 0.0
+    return base + alpha * s
+
+
 @njit(cache=True, nogil=True)
 def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
     """p <- (1-alpha)/n + alpha * (sum of acc's rows + dangling mass / n), in place; returns the
     L1 change; zeroes acc; contrib <- p / outdeg (0 for dangling vertices)."""
     n = p.shape[0]
-    T = acc.shape[0]
     dsum = 0.0
     for v in range(n):
         if dangling[v]:
@@ -23,11 +32,7 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
     base = (1.0 - alpha) / n + alpha * dsum / n
     err = 0.0
     for v in range(n):
-        s = 0.0
-        for t in range(T):
-            s += acc[t, v]
-            acc[t, v] = 0.0
-        x = base + alpha * s
+        x = _new_score(acc, v, base, alpha)
         err += abs(x - p[v])
         p[v] = x
         contrib[v] = x * inv_deg[v]
@@ -42,7 +47,6 @@ def _finish_from_offsets(acc, p, contrib, alpha, start, dmass, offs, part_base, 
     (dmass[0]: that of p on entry, of the new p on return). start: only contrib <- p / outdeg
     and the dangling mass (the first iteration's input)."""
     n = p.shape[0]
-    T = acc.shape[0]
     base = (1.0 - alpha) / n + alpha * dmass[0] / n
     err = 0.0
     dsum = 0.0
@@ -58,11 +62,7 @@ def _finish_from_offsets(acc, p, contrib, alpha, start, dmass, offs, part_base, 
                 d = row_degree(offs, part_base, pidx, j0, j1, v - lo)
             x = p[v]
             if not start:
-                s = 0.0
-                for t in range(T):
-                    s += acc[t, v]
-                    acc[t, v] = 0.0
-                x = base + alpha * s
+                x = _new_score(acc, v, base, alpha)
                 err += abs(x - p[v])
                 p[v] = x
             if d > 0:
