@@ -131,7 +131,8 @@ class IoIterator(IoSession, TableApi):
         self.page_blocks = (_ig.PAGE // self.block_size
                             if self.check and has_pages and self.block_size < _ig.PAGE else 1)
         self._assign_workers(io_workers or config.IO_WORKERS)
-        self.mask = track(f"iterator mask ({direction})", np.zeros(self.n, dtype=np.uint8))
+        self._mask = None          # flags of a queue frontier's vertices: made on first use
+        self._nomask = np.zeros(1, dtype=np.uint8)     # what dense supersteps pass instead
         self.planner = None
         self.engine = None
         self.pool = None
@@ -160,13 +161,23 @@ class IoIterator(IoSession, TableApi):
             raise
         self.open_seconds = time.perf_counter() - t_open
 
+    @property
+    def mask(self):
+        """One flag per vertex for queue frontiers (the kernel and the scan read flags), made on
+        the first queue superstep: dense-only algorithms (PageRank, SpMV) never hold it."""
+        if self._mask is None:
+            self._mask = track(f"iterator mask ({self.direction})",
+                               np.zeros(self.n, dtype=np.uint8))
+        return self._mask
+
     # -- planning --------------------------------------------------------------------------------
     def _plan(self, frontier):
         """frontier -> (file ids, offsets, lengths, blocks marked, useful bytes, mode)."""
         if frontier.n != self.n:
             raise ValueError(f"frontier is over {frontier.n} vertices, graph has {self.n}")
         # queue frontiers: the caller set self.mask for their vertices (the scan reads flags)
-        active = frontier.mask if frontier.kind == "mask" else self.mask
+        active = (frontier.mask if frontier.kind == "mask" else
+                  self.mask if frontier.kind == "queue" else self._nomask)
         return self.planner.plan(frontier.kind, self.n, active, frontier.ids, len(frontier),
                                  self._helpers.run if self._helpers is not None else None)
 
@@ -201,7 +212,8 @@ class IoIterator(IoSession, TableApi):
             else:
                 woff = offs
                 wlen = None
-            mask = frontier.mask if frontier.kind == "mask" else self.mask
+            mask = (frontier.mask if frontier.kind == "mask" else
+                    self.mask if queue else self._nomask)
             use_mask = 0 if frontier.kind == "all" else 1
             args = (fids, offs, lens, woff, mask, use_mask, keep)
             nthreads = self.threads
