@@ -79,6 +79,10 @@ def _human(b: float) -> str:
               help="Bytes per vertex ID on disk (default 4 when every ID fits).")
 @click.option("--relabel", is_flag=True,
               help="Compact IDs to 0..n-1 (sorted order); originals kept in relabel.npy.")
+@click.option("--labels", is_flag=True,
+              help="The vertices are names (alice, URLs; no blanks or commas inside): vertex i is "
+                   "the i-th distinct name in file order; the names are kept in labels.txt and "
+                   "work in --src, --sources and saved results.")
 @click.option("--in-edges", is_flag=True, help="Also write the transposed graph (pull algorithms).")
 @click.option("--memory-limit", default=None, metavar="SIZE",
               help="Peak memory of the whole run, e.g. 4G, 512M (default 25% of RAM); edges that "
@@ -95,7 +99,7 @@ def _human(b: float) -> str:
                    "({node} in a path: the node's label); the staging copy is deleted. Rows "
                    "default to the number of nodes.")
 def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_width, relabel,
-                  in_edges, memory_limit, work_memory, force, quiet, keep_self_loops,
+                  labels, in_edges, memory_limit, work_memory, force, quiet, keep_self_loops,
                   keep_duplicates, cluster):
     """Partition an edge list INPUT into a row-column balanced 2D dataset on the --disks folders.
 
@@ -114,7 +118,12 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
     if rows is not None and rows * cols > PARTITIONS_MAX:
         raise GrapheneError(f"--rows {rows} x --cols {cols} = {rows * cols:,} partitions; at most "
                             f"{PARTITIONS_MAX:,}")
+    if labels and relabel:
+        raise click.UsageError("give --labels (vertex names) or --relabel (integer IDs), not both")
     if cluster is not None:
+        if labels:
+            raise click.UsageError("--labels is not available with --cluster yet: partition here, "
+                                   "then use the dataset on one machine")
         return _partition_onto_cluster(cluster, input, list(disks), name, rows, cols, force, quiet,
                                        dict(fmt=fmt, symmetrize=symmetrize, weighted=weighted,
                                             id_width=int(id_width) if id_width else None,
@@ -124,7 +133,7 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
                                             drop_duplicates=not keep_duplicates))
     g = partition(input, list(disks), name=name, fmt=fmt, symmetrize=symmetrize, weighted=weighted,
                   id_width=int(id_width) if id_width else None, relabel=relabel, rows=rows, cols=cols,
-                  in_edges=in_edges, memory_limit=memory_limit, work_memory=work_memory,
+                  labels=labels, in_edges=in_edges, memory_limit=memory_limit, work_memory=work_memory,
                   force=force, quiet=quiet,
                   drop_self_loops=not keep_self_loops, drop_duplicates=not keep_duplicates)
     if not quiet:
@@ -144,6 +153,9 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
             + (f", {g.manifest['options'].get('spilled_runs')} sorted runs spilled"
                if g.manifest["options"].get("spilled_runs") else ""),
         ]
+        if g.manifest.get("labels"):
+            lines.insert(1, f"  vertex names kept in {g.manifest['labels']} "
+                            f"({_human(g.manifest['labels_bytes'])}); --src and --sources take them")
         click.echo("\n".join(lines), err=True)
 
 

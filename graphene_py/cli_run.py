@@ -6,7 +6,7 @@ built on demand from the shared runtime options below plus the algorithm module'
 style; --quiet silences them), results to stdout: per-trial and average times, the result's scalars
 and peak memory; --json prints one object at the end instead, --nl one JSON object per superstep.
 -v verifies every trial (`Verification: PASS`; a failure exits 3), --output saves the result (.npy
-main array, .npz every array, .csv vertex table). Every option is range-checked (click types, then
+main array, .npz every array, .csv/.parquet vertex table). Every option is range-checked (click types, then
 common.check_options against the dataset) before any work.
 """
 from __future__ import annotations
@@ -38,9 +38,11 @@ _RUNTIME = [
     click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON object with the results at the end."),
     click.Option(["--nl"], is_flag=True, help="Print one JSON object per superstep on stdout."),
     click.Option(["--output", "-o"], type=click.Path(dir_okay=False), default=None,
-                 metavar="FILE.npy|.npz|.csv",
+                 metavar="FILE.npy|.npz|.csv|.parquet",
                  help="Save the result: .npy the main array, .npz every array by name, .csv a "
-                      "vertex,<array>... table. The folder must exist; written atomically."),
+                      "vertex,<array>... table (with the vertex names of a --labels/--relabel "
+                      "dataset), .parquet the same table (needs pyarrow). The folder must exist; "
+                      "written atomically."),
     click.Option(["--threads", "-t"], type=click.IntRange(1, common.THREADS_MAX), default=None,
                  help=f"Compute threads, 1..{common.THREADS_MAX} (default: all cores)."),
     click.Option(["--io-engine"], type=click.Choice(["auto", "uring", "liburing", "pread"]), default="auto",
@@ -205,6 +207,8 @@ def _run(name, mod, kw):
         graph = open_graph(graph_name, cluster)
     else:
         graph = Graph.open(graph_name)
+    from .names import resolve_options
+    algo_opts = resolve_options(graph, algo_opts, cli=True)    # --src/--sources by name -> IDs
     common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
     # an algorithm that can write its main array straight to a .npy (MS-BFS's depths: 4 bytes per
     # vertex per source) streams into a temporary file beside the output, renamed at the end

@@ -12,6 +12,7 @@ the partition files assigned to that disk (format 1, still read, kept them in `D
     in_r{r}_c{c}.*      the same for the transposed graph (in-edges), when made with --in-edges
     *.adj.pcrc, *.wgt.pcrc  one CRC32C (uint32 LE) per 4 KB page of the data file (format 2)
     relabel.npy         (disk 0 only, with --relabel) original ID of every new vertex ID, int64
+    labels.txt          (disk 0 only, with --labels) the name of vertex i on line i (UTF-8, LF)
 
 Row-column balanced 2D partition (Graphene §4.5.1): `rows` has R+1 vertex bounds splitting the
 vertices into R ranges of (about) equal edge counts; `cols[r]` has C+1 bounds splitting row r's edges
@@ -44,6 +45,8 @@ MANIFEST_KEYS = (
     "weighted", "block_size", "disks", "out", "in", "stats", "options", "input", "relabel", "created",
     "tool", "manifest_crc",
 )
+#: the label table of a dataset partitioned with --labels (disk 0)
+LABELS_FILE = "labels.txt"
 
 
 def id_dtype(width: int):
@@ -296,6 +299,12 @@ class Graph:
         src = np.repeat(np.arange(self.num_vertices, dtype=np.int64), np.diff(indptr))
         return src, indices
 
+    def vertex_names(self):
+        """The names users know the vertices by (graphene_py/names.py: VertexNames): the labels of
+        a --labels dataset, the original IDs of a --relabel one; None when IDs are the names."""
+        from .names import vertex_names
+        return vertex_names(self)
+
     def relabel_map(self) -> Optional[np.ndarray]:
         """original ID of every vertex (when made with --relabel), else None."""
         rel = self.manifest.get("relabel")
@@ -326,6 +335,15 @@ class Graph:
                 want = _padded(p.num_edges * 4)
             if size != want:
                 raise DatasetError(f"{self.name}: {path} has {size} bytes, manifest says {want} "
+                                   f"(truncated or replaced?)")
+        lab = self.manifest.get("labels")
+        if lab:
+            path = os.path.join(self.dirs[0], lab)
+            if not os.path.exists(path):
+                raise DatasetError(f"{self.name}: missing file {path} (the vertex names)")
+            if os.path.getsize(path) != self.manifest.get("labels_bytes"):
+                raise DatasetError(f"{self.name}: {path} has {os.path.getsize(path)} bytes, "
+                                   f"manifest says {self.manifest.get('labels_bytes')} "
                                    f"(truncated or replaced?)")
 
     def verify(self, deep: bool = True, progress=None) -> list:
@@ -358,12 +376,14 @@ class Graph:
                     problems += verify_pages(p, kind)
             if progress is not None:
                 progress("verify", total, total)
-            rel = self.manifest.get("relabel")
-            want = self.manifest.get("relabel_crc")
-            if rel and want:
-                got = crc32_file(os.path.join(self.dirs[0], rel))
-                if got != want:
-                    problems.append(f"{os.path.join(self.dirs[0], rel)}: checksum {got} != manifest {want}")
+            for key in ("relabel", "labels"):
+                rel = self.manifest.get(key)
+                want = self.manifest.get(key + "_crc")
+                if rel and want:
+                    got = crc32_file(os.path.join(self.dirs[0], rel))
+                    if got != want:
+                        problems.append(f"{os.path.join(self.dirs[0], rel)}: checksum {got} != "
+                                        f"manifest {want}")
         return problems
 
     def summary(self) -> dict:

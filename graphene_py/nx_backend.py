@@ -34,6 +34,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .errors import GrapheneError
 from .graph import Graph
 
 #: Graphs of fewer edges than this run faster in NetworkX itself than converted (should_run).
@@ -52,7 +53,8 @@ FUNCTIONS = (
 # -- the backend's graph type ----------------------------------------------------------------------
 class NxGraph:
     """A graph this backend works on: a graphene dataset plus the NetworkX node labels of its
-    vertex IDs (None: the IDs themselves, or the dataset's --relabel map)."""
+    vertex IDs (None: the dataset's own names, graphene_py/names.py: its --labels names, its
+    --relabel original IDs, or else the IDs themselves)."""
 
     __networkx_backend__ = "graphene"
 
@@ -66,6 +68,7 @@ class NxGraph:
         self.in_memory = in_memory
         self.scratch = scratch
         self._index = None
+        self._names = False
         self._reversed = None
 
     # the bits of nx.Graph's interface that dispatch and users look at
@@ -85,28 +88,35 @@ class NxGraph:
         m = self.graph.num_edges
         return m if self.directed else m // 2
 
+    def names(self):
+        """The dataset's own vertex names (None: IDs), when no NetworkX labels were given."""
+        if self._names is False:
+            self._names = self.graph.vertex_names()
+        return self._names
+
     def label(self, v: int):
         if self.labels is None:
-            rel = self.graph.relabel_map()
-            return int(v) if rel is None else int(rel[v])
+            return int(v) if self.names() is None else self.names().name_of(int(v))
         return self.labels[v]
 
     def id_of(self, node) -> int:
         """The vertex ID of a NetworkX node (KeyError-like nx.NodeNotFound when absent)."""
         import networkx as nx
-        if self._index is None:
-            if self.labels is not None:
+        if self.labels is not None:
+            if self._index is None:
                 self._index = {x: i for i, x in enumerate(self.labels)}
-            else:
-                rel = self.graph.relabel_map()
-                self._index = (None if rel is None else
-                               {int(x): i for i, x in enumerate(np.asarray(rel))})
-        if self._index is None:
-            if isinstance(node, (int, np.integer)) and not isinstance(node, bool) and \
-                    0 <= int(node) < self.graph.num_vertices:
-                return int(node)
-        elif node in self._index:
-            return self._index[node]
+            if node in self._index:
+                return self._index[node]
+        elif self.names() is not None:
+            if self.names().kind == "label" and isinstance(node, str) or \
+                    self.names().kind != "label" and isinstance(node, (int, np.integer)):
+                try:
+                    return self.names().id_of(node)
+                except GrapheneError:
+                    pass
+        elif isinstance(node, (int, np.integer)) and not isinstance(node, bool) and \
+                0 <= int(node) < self.graph.num_vertices:
+            return int(node)
         raise nx.NodeNotFound(f"Node {node} not in G")
 
     def keyed(self, values, keep=None, cast=float):
@@ -440,13 +450,13 @@ def _components(g: NxGraph):
     labels = np.asarray(registry.dispatch("wcc", g.graph, **_runtime(g)).labels)
     order = np.argsort(labels, kind="stable")
     cuts = np.flatnonzero(np.diff(labels[order])) + 1
-    names = g.labels
-    if names is None:
-        rel = g.graph.relabel_map()
-        names = None if rel is None else np.asarray(rel)
     for part in np.split(order, cuts):
-        ids = part.tolist()
-        yield set(ids) if names is None else {names[i] for i in ids}
+        if g.labels is not None:
+            yield {g.labels[i] for i in part.tolist()}
+        elif g.names() is not None:
+            yield set(g.names().take(part))
+        else:
+            yield set(part.tolist())
 
 
 def connected_components(G, *, backend=None, **kw):

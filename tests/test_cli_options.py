@@ -103,7 +103,6 @@ BAD_USAGE = [   # click range errors: exit 2, the option named
     (["apsp", "--num-sources", "0"], "--num-sources"),
     (["apsp", "--num-sources", "-3"], "--num-sources"),
     (["apsp", "--sources", ","], "--sources"),
-    (["apsp", "--sources", "1,x"], "--sources"),
     (["apsp", "--sources", "1", "--num-sources", "3"], "not both"),
     (["sssp", "--delta", "0"], "--delta"),
     (["sssp", "--delta", "-2"], "--delta"),
@@ -127,6 +126,13 @@ BAD_VALUE = [   # graph-dependent checks: `Error: ...` naming the value, exit 1
      "Error: --sources 12 is not a vertex (the graph has 10 vertices: 0..9)\n"),
     (["apsp", "--sources", "-4"],
      "Error: --sources -4 is not a vertex (the graph has 10 vertices: 0..9)\n"),
+    # names are for datasets that have them (--labels): on this one, a name is a bad value
+    (["apsp", "--sources", "1,x"],
+     "Error: --sources 'x' is not a vertex ID (the vertices of dataset ten have no names: "
+     "partition with --labels to use names)\n"),
+    (["bfs", "--src", "alice"],
+     "Error: --src 'alice' is not a vertex ID (the vertices of dataset ten have no names: "
+     "partition with --labels to use names)\n"),
     (["kcore", "--membership-only"],
      "Error: --membership-only needs --k K (which core to compute)\n"),
     (["bfs", "--buffer-mb", "1e15"], None),

@@ -47,6 +47,7 @@ CLUSTER = True     # every superstep through the engine contract (graphene_py.cl
 
 class BFSResult(Result):
     MAIN = "parent"
+    VERTEX_ARRAYS = {"parent": "parent"}
 
 
 @njit(cache=True)
@@ -355,9 +356,10 @@ def verify(graph, result, **options) -> list:
 
 
 CLI_OPTIONS = [
-    click.Option(["--src", "-r"], type=int, default=None,
-                 help="Source vertex ID, 0..|V|-1 (default: a random vertex with out-edges, "
-                      "fixed seed)."),
+    click.Option(["--src", "-r"], type=str, default=None,
+                 help="Source vertex: its ID 0..|V|-1, or its name on a dataset partitioned with "
+                      "--labels (--relabel: its original ID) (default: a random vertex with "
+                      "out-edges, fixed seed)."),
     click.Option(["--top-down", "bottom_up"], flag_value=False, default=True,
                  help="Top-down steps only (no direction optimisation)."),
 ]

@@ -5,8 +5,11 @@ trials and timing, peak memory, per-superstep progress lines, and the GPU hook.
         .arrays() / .scalars()           numpy arrays / JSON-able scalars among the fields
         .main_array()                    the array `--output` writes (MAIN, else the first array)
         .to_json(per_superstep=False)    dict: scalars, totals of the superstep stats, [supersteps]
-        .save(path)                      .npy: the main array; .npz: every array by name; .csv: a
-                                         vertex,<array>... table; written atomically
+        .save(path)                      .npy: the main array; .npz: every array by name; .csv and
+                                         .parquet: a vertex,[name],<array>... table (the vertex
+                                         names of a --labels/--relabel dataset in a column);
+                                         written atomically
+        .named(array=None)               read-only Mapping {vertex name: value} (graphene_py/names.py)
         .summary_lines() / .warnings()   extra lines for `graphene run` (stdout / stderr)
     check_output(path, result_class)     refuses a bad --output before the run (suffix, folder)
     check_options(name, graph, options)  every option's range (CLI and API); the *_MAX constants say why
@@ -51,7 +54,9 @@ def _jsonable(x):
 
 
 #: the suffixes Result.save (and `graphene run --output`) writes
-SAVE_SUFFIXES = (".npy", ".npz", ".csv")
+SAVE_SUFFIXES = (".npy", ".npz", ".csv", ".parquet")
+#: the table formats (one row per vertex)
+TABLE_SUFFIXES = (".csv", ".parquet")
 
 
 class Result:
@@ -60,11 +65,41 @@ class Result:
 
     MAIN = None
     PER_VERTEX = True
+    #: arrays whose values are vertex IDs -> the prefix of their name column in a saved table
+    #: (BFS's parent: parent_label)
+    VERTEX_ARRAYS = {}
 
     def __init__(self, **fields):
         self.supersteps = []
         self.seconds = 0.0
+        self._names = None
         self.__dict__.update(fields)
+
+    def set_names(self, names) -> None:
+        """The dataset's vertex names (graphene_py/names.py; None: IDs are the names): tables
+        saved get a name column, the source gets a `src_name` scalar, named() keys by them."""
+        self._names = names
+        src = getattr(self, "src", None)
+        if names is not None and isinstance(src, (int, np.integer)) and src >= 0:
+            self.src_name = names.name_of(int(src))
+        srcs = getattr(self, "sources", None)
+        if names is not None and srcs is not None and np.ndim(srcs) == 1:
+            self.source_names = names.take(np.asarray(srcs, dtype=np.int64))
+
+    def vertex_name(self, v):
+        """The name of vertex ID v (v itself on a dataset without names)."""
+        return int(v) if self._names is None else self._names.name_of(int(v))
+
+    def named(self, array: str = None):
+        """Read-only Mapping {vertex name: value} of a per-vertex array (default the main one):
+        `r.named()["alice"]`, `dict(r.named("depth"))`."""
+        from ..names import NamedValues
+        arrs = self.arrays()
+        a = self.main_array() if array is None else arrs.get(array)
+        if a is None or a.ndim != 1:
+            raise GrapheneError(f"{type(self).__name__} has no per-vertex array {array!r} "
+                                f"(arrays: {', '.join(arrs)})")
+        return NamedValues(self._names, a)
 
     def arrays(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, np.ndarray)}
@@ -76,7 +111,7 @@ class Result:
                 continue
             if isinstance(v, (int, float, str, bool, np.integer, np.floating, np.bool_)) or v is None:
                 out[k] = _jsonable(v)
-            elif isinstance(v, (list, tuple)) and all(isinstance(y, (int, float, np.integer,
+            elif isinstance(v, (list, tuple)) and all(isinstance(y, (int, float, str, np.integer,
                                                                      np.floating)) for y in v):
                 out[k] = _jsonable(list(v))
         return out
@@ -120,27 +155,37 @@ class Result:
     def save(self, path: str) -> str:
         """Write the result to `path` by its suffix: .npy the main array (np.save), .npz every array
         by name (np.savez), .csv one row per vertex, `vertex,<array>,...` with a header line (every
-        array indexed by vertex, else GrapheneError). Written to a temporary file in the same
-        folder and renamed into place: a failure leaves nothing half-written. Returns the path."""
+        array indexed by vertex, else GrapheneError), .parquet the same table (needs pyarrow). On a
+        dataset with vertex names (--labels, --relabel) the tables get a `label` (`original_id`)
+        column after `vertex` and one after each array of vertex IDs (`parent_label`), and .npz a
+        `label` (`original_id`) array. Written to a temporary file in the same folder and renamed
+        into place: a failure leaves nothing half-written. Returns the path."""
         path = str(path)
         suffix = check_output(path, type(self))
         arrs = self.arrays()
         if not arrs:
             raise GrapheneError(f"{type(self).__name__} has no array to save")
-        if suffix == ".csv":
+        if suffix in TABLE_SUFFIXES:
             lens = {k: v.shape for k, v in arrs.items()}
             if any(len(sh) != 1 for sh in lens.values()) or len({sh[0] for sh in lens.values()}) != 1:
                 raise GrapheneError(f"{path}: {type(self).__name__} does not fit one vertex table "
                                     f"(arrays {', '.join(f'{k}{list(sh)}' for k, sh in lens.items())});"
                                     f" save it as .npz")
 
+        names = self._names
+        vcols = {k: p for k, p in self.VERTEX_ARRAYS.items() if k in arrs}
+
         def write(f):
             if suffix == ".npy":
                 np.save(f, self.main_array())
             elif suffix == ".npz":
-                np.savez(f, **arrs)
+                extra = {} if names is None or names.column in arrs else \
+                    {names.column: names.array()}
+                np.savez(f, **arrs, **extra)
+            elif suffix == ".csv":
+                _write_csv(f, arrs, names, vcols)
             else:
-                _write_csv(f, arrs)
+                _write_parquet(f, arrs, names, vcols)
         _atomic_write(path, write)
         return path
 
@@ -150,24 +195,100 @@ class Result:
         return f"{type(self).__name__}({a}; {s})"
 
 
-def _write_csv(f, arrs: dict, rows_per_chunk: int = 1 << 16):
-    """`vertex,<name>,...` header, then one row per vertex: integers and booleans (0/1) as
-    integers, floats with 17 significant digits (exact round trip; inf/nan as numpy prints them)."""
-    names = list(arrs)
-    f.write(("vertex," + ",".join(names) + "\n").encode())
-    cols, fmts = [], ["%d"]
-    for k in names:
-        a = np.asarray(arrs[k])
-        if a.dtype == np.bool_:
-            a = a.astype(np.int8)
-        cols.append(a)
-        fmts.append("%d" if a.dtype.kind in "iu" else "%.17g")
-    n = len(cols[0]) if cols else 0
-    fmt = ",".join(fmts)
-    for lo in range(0, n, rows_per_chunk):
-        hi = min(n, lo + rows_per_chunk)
-        block = [np.arange(lo, hi)] + [c[lo:hi] for c in cols]
-        f.write("".join(fmt % row + "\n" for row in zip(*block)).encode())
+def _table_columns(arrs: dict, names, vcols: dict) -> list:
+    """The columns of a saved vertex table, in order: (header, kind, source), kind "id" (the
+    vertex IDs), "array" (arrs[source]), "names" (every vertex's name) or "vnames" (the names of
+    the IDs in arrs[source])."""
+    cols = [("vertex", "id", None)]
+    if names is not None:
+        cols.append((names.column, "names", None))
+    for k in arrs:
+        cols.append((k, "array", k))
+        if names is not None and k in vcols:
+            cols.append((f"{vcols[k]}_{names.column}", "vnames", k))
+    return cols
+
+
+def _table_chunks(arrs: dict, names, vcols: dict, rows: int):
+    """Per block of `rows` vertices: {header: values} of the table's columns."""
+    cols = _table_columns(arrs, names, vcols)
+    n = len(next(iter(arrs.values())))
+    named = names.chunks(rows) if names is not None else None
+    for lo in range(0, n, rows):
+        hi = min(n, lo + rows)
+        out = {}
+        for head, kind, src in cols:
+            if kind == "id":
+                out[head] = np.arange(lo, hi, dtype=np.int64)
+            elif kind == "names":
+                out[head] = next(named)
+            elif kind == "array":
+                out[head] = np.asarray(arrs[src][lo:hi])
+            else:
+                out[head] = names.take(arrs[src][lo:hi])
+        yield out
+
+
+def _csv_field(x) -> str:
+    if x is None:
+        return ""
+    s = str(x)
+    return '"' + s.replace('"', '""') + '"' if any(c in s for c in '",\r\n') else s
+
+
+def _write_csv(f, arrs: dict, names=None, vcols=None, rows_per_chunk: int = 1 << 16):
+    """`vertex,[name],<array>,...` header, then one row per vertex: integers and booleans (0/1) as
+    integers, floats with 17 significant digits (exact round trip; inf/nan as numpy prints them),
+    names as they are (quoted as RFC 4180 says where they hold a quote); no name: empty."""
+    heads = [h for h, _, _ in _table_columns(arrs, names, vcols or {})]
+    f.write((",".join(heads) + "\n").encode())
+    for block in _table_chunks(arrs, names, vcols or {}, rows_per_chunk):
+        cols = []
+        for h in heads:
+            c = block[h]
+            if isinstance(c, list):
+                cols.append([_csv_field(x) for x in c])
+            elif c.dtype == np.bool_:
+                cols.append(c.astype(np.int8).tolist())
+            elif c.dtype.kind in "iu":
+                cols.append(c.tolist())
+            else:
+                cols.append(["%.17g" % x for x in c])
+        f.write("".join(",".join(map(str, row)) + "\n" for row in zip(*cols)).encode())
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401
+        return pyarrow
+    except ImportError:
+        raise GrapheneError("writing .parquet needs pyarrow (pip install 'graphene_py[parquet]'"
+                            " or pip install pyarrow); .csv and .npz need nothing") from None
+
+
+def _write_parquet(f, arrs: dict, names=None, vcols=None, rows_per_chunk: int = 1 << 20):
+    """The .csv table as Parquet: one row group per `rows_per_chunk` vertices (streamed: never
+    the whole table in memory), columns in their own types (names: string or int64)."""
+    pa = _pyarrow()
+    writer = None
+    for block in _table_chunks(arrs, names, vcols or {}, rows_per_chunk):
+        cols = {}
+        for h, c in block.items():
+            if isinstance(c, list):
+                kind = pa.string() if names is not None and names.kind == "label" else pa.int64()
+                cols[h] = pa.array(c, type=kind)
+            else:
+                cols[h] = pa.array(c)
+        table = pa.table(cols)
+        if writer is None:
+            writer = pa.parquet.ParquetWriter(f, table.schema)
+        writer.write_table(table)
+    if writer is None:      # no vertices: the empty table with its columns
+        heads = _table_columns(arrs, names, vcols or {})
+        table = pa.table({h: pa.array([], type=pa.int64()) for h, _, _ in heads})
+        writer = pa.parquet.ParquetWriter(f, table.schema)
+    writer.close()
 
 
 def _atomic_write(path: str, write):
@@ -198,8 +319,10 @@ def check_output(path: str, result_class=None) -> str:
     if suffix not in SAVE_SUFFIXES:
         raise GrapheneError(f"{path}: unknown output suffix {suffix or '(none)'!r}; use "
                             f"{', '.join(SAVE_SUFFIXES)} (.npy: the main array, .npz: every array "
-                            f"by name, .csv: a vertex table)")
-    if suffix == ".csv" and result_class is not None and not result_class.PER_VERTEX:
+                            f"by name, .csv/.parquet: a vertex table)")
+    if suffix == ".parquet":
+        _pyarrow()
+    if suffix in TABLE_SUFFIXES and result_class is not None and not result_class.PER_VERTEX:
         raise GrapheneError(f"{path}: {result_class.__name__} does not fit a vertex,value table "
                             f"(its arrays are not all indexed by vertex); use .npz or .npy")
     if os.path.isdir(path):

@@ -128,9 +128,11 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     """Run algorithm `name` on `graph` with `options` (algorithm options and runtime options of
     `graphene run`, as keywords). Returns the module's Result."""
     from . import common
+    from ..names import resolve_options, vertex_names
     e = entry(name)
     opts = dict(e.fixed)
     opts.update(options)
+    opts = resolve_options(graph, opts)          # sources given by name -> vertex IDs
     common.check_options(name, graph, opts)      # the same ranges for every front end
     mod = module(name)
     if getattr(graph, "cluster", None) is not None:
@@ -145,11 +147,15 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
         device = "cpu"
     where = choose_device(name, device)
     if where == "gpu":
-        return mod.run_gpu(graph, progress=progress, **opts)
-    gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
-    if where == "hybrid":
-        return mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
-    return mod.run(graph, device="cpu", progress=progress, **opts)
+        res = mod.run_gpu(graph, progress=progress, **opts)
+    else:
+        gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
+        if where == "hybrid":
+            res = mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
+        else:
+            res = mod.run(graph, device="cpu", progress=progress, **opts)
+    res.set_names(vertex_names(graph))
+    return res
 
 
 #: What the interpreter, numpy, numba and the loaded kernels hold before any graph state (RSS

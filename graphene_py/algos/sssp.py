@@ -241,9 +241,10 @@ def _dijkstra(indptr, indices, w, s, n):
 
 
 CLI_OPTIONS = [
-    click.Option(["--src"], type=int, default=None,
-                 help="Source vertex ID, 0..|V|-1 (default: a random vertex of non-zero degree "
-                      "from the seed)."),
+    click.Option(["--src"], type=str, default=None,
+                 help="Source vertex: its ID 0..|V|-1, or its name on a dataset partitioned with "
+                      "--labels (--relabel: its original ID) (default: a random vertex of "
+                      "non-zero degree from the seed)."),
     click.Option(["--delta"], type=real_range(0.0, min_open=True), default=DEFAULT_DELTA,
                  show_default=True, help="Bucket width of delta-stepping (> 0)."),
 ]

@@ -37,6 +37,7 @@ CLUSTER = True     # runs on a cluster (every superstep through the engine contr
 
 class WCCResult(Result):
     MAIN = "labels"
+    VERTEX_ARRAYS = {"labels": "component"}
 
 
 # ---------------------------------------------------------------------------------------------

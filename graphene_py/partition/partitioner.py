@@ -32,7 +32,7 @@ from numba import njit
 
 from .. import config
 from ..errors import GrapheneError, InputFormatError
-from ..graph import Graph, id_dtype
+from ..graph import LABELS_FILE, Graph, id_dtype
 from . import extsort
 from .extsort import MemoryCSR, sort_to_csr, vertex_blocks
 from .writer import DatasetWriter, check_disks, check_name
@@ -257,7 +257,7 @@ def _check_grid(rows, cols, num_disks):
 
 def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, directed, R, C, in_edges,
                   budget, stats, options, input_info, relabel=None, in_store_fn=None, progress=None,
-                  t0=None):
+                  t0=None, names=None):
     """Write both directions from CSR stores and commit. Returns the dataset folder on disk 0."""
     loads = [0] * len(writer.disks)
     out_sec = _write_direction(writer, out_store, "out", R, C, id_width, weighted, budget, loads,
@@ -278,7 +278,7 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
         "num_vertices": int(num_vertices), "num_edges": int(out_store.m), "id_width": int(id_width),
         "directed": bool(directed), "weighted": bool(weighted), "block_size": config.BLOCK_SIZE,
         "out": out_sec, "in": in_sec, "stats": stats, "options": options, "input": input_info,
-        "relabel": rel, "relabel_crc": rel_crc, "tool": TOOL,
+        "relabel": rel, "relabel_crc": rel_crc, "tool": TOOL, **(names or {}),
     }
     return writer.commit(manifest)
 
@@ -492,13 +492,15 @@ def _close(reader):
 def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None, id_width=None,
               relabel=False, rows=None, cols=None, in_edges=False, memory_limit=None, force=False,
               quiet=False, progress=None, drop_self_loops=True, drop_duplicates=True,
-              register=True, work_memory=None) -> Graph:
+              register=True, work_memory=None, labels=False) -> Graph:
     """Edge-list file -> dataset on `disks` (one or more folders). Returns Graph.open of it.
 
     name: default the input file's stem (`twitter.el.gz` -> `twitter`). id_width: 4 or 8, default 4
     when every ID fits in uint32. relabel: IDs replaced by their rank among the distinct IDs used
     (sorted order; isolated IDs that no edge uses, e.g. an MTX header's, are dropped), original IDs
-    kept in relabel.npy on disk 0. memory_limit: bytes or '4G', the whole process's memory (peak
+    kept in relabel.npy on disk 0. labels: the vertices are names (any token without blanks or
+    commas, text edge lists only; graphene_py/partition/labels.py): vertex i is the i-th distinct
+    name in file order, and labels.txt on disk 0 holds the names, one per line. memory_limit: bytes or '4G', the whole process's memory (peak
     RSS); default config.MEMORY_LIMIT_FRACTION of RAM. What the process already holds (interpreter,
     numpy, numba; measured at the call) plus KERNEL_MARGIN for kernels loaded during the run is
     taken off it; the rest is the working memory for per-vertex arrays and edge buffers, and edges
@@ -516,6 +518,9 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
         name = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base
     check_name(name)
     R, C = _check_grid(rows, cols, len(disks))
+    if labels and relabel:
+        raise GrapheneError("--labels already numbers the names 0..n-1 in file order; "
+                            "--relabel is for integer IDs (give one of them)")
     if id_width is not None and int(id_width) not in (4, 8):
         raise GrapheneError(f"--id-width must be 4 or 8 (got {id_width})")
     if not os.path.exists(input):
@@ -535,7 +540,7 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     try:
         path = _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                                in_edges, limit, force, progress, drop_self_loops, drop_duplicates,
-                               chunk_bytes, t0, vertex_bytes, register)
+                               chunk_bytes, t0, vertex_bytes, register, labels)
     finally:
         if own_progress:
             own_progress.done()
@@ -544,9 +549,10 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
 
 def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                     in_edges, limit, force, progress, drop_self_loops, drop_duplicates, chunk_bytes,
-                    t0, vertex_bytes=BYTES_PER_VERTEX, register=True):
+                    t0, vertex_bytes=BYTES_PER_VERTEX, register=True, labels=False):
     from .readers import open_edges
     with DatasetWriter(disks, name, force=force, register=register) as writer:
+        names = writer.open(0, LABELS_FILE, pad=False) if labels else None
         uniq = table = None
         if relabel:
             uniq, table = _collect_ids(input, fmt, weighted, chunk_bytes, limit, progress)
@@ -554,8 +560,13 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
         if id_width is not None and int(id_width) == 4 and not relabel:
             max_id = (1 << 32) - 1
         try:
-            reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes,
-                                max_id=max_id)
+            if labels:
+                from .labels import open_labeled
+                reader = open_labeled(input, names, fmt=fmt, weighted=weighted,
+                                      chunk_bytes=chunk_bytes)
+            else:
+                reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes,
+                                    max_id=max_id)
         except ValueError as e:
             raise GrapheneError(f"{input}: {e}") from None
         w_on = bool(reader.weighted)
@@ -590,12 +601,20 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
             # (runs of fewer than |V|/2 edges would cost more in O(|V|) work per run than they
             # save: a limit below ~64 B per vertex is exceeded rather than crawled through)
             nv = max(n_known, batch.maxid + 1, mx + 1)
+            held = reader.table_bytes() if labels else 0      # the name table, while it reads
             batch.cap = max(1 << 14, nv // 2,
-                            (free - BYTES_PER_VERTEX * (nv - n_known)) // per_edge)
+                            (free - held - BYTES_PER_VERTEX * (nv - n_known)) // per_edge)
             batch.add(s, d, ch.weight if w_on else None, maxid=mx)
             if progress:
                 progress("read", reader.bytes_read, reader.total_bytes)
         _close(reader)
+        names_entry = None
+        if labels:
+            reader.release()
+            if reader.num_labels > batch.maxid + 1:
+                batch.maxid = reader.num_labels - 1
+            names_entry = {"labels": LABELS_FILE, "labels_crc": names.close(),
+                           "labels_bytes": int(names.size)}
         if batch.input_edges == 0 and not getattr(reader, "header_vertices", None):
             # checked before the dataset is written (the writer's temporary folders are dropped),
             # so --force never replaces a good dataset with an empty one
@@ -634,7 +653,8 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
 
         options = {"symmetrize": bool(symmetrize), "drop_self_loops": bool(drop_self_loops),
                    "drop_duplicates": bool(drop_duplicates), "in_edges": bool(in_edges),
-                   "relabel": bool(relabel), "rows": R, "cols": C, "memory_limit": int(limit),
+                   "relabel": bool(relabel), "labels": bool(labels), "rows": R, "cols": C,
+                   "memory_limit": int(limit),
                    "spilled_runs": batch.spilled_runs, "seconds": None}
         input_info = {"path": os.path.abspath(input), "format": getattr(reader, "fmt", fmt),
                       "bytes": int(getattr(reader, "total_bytes", 0) or 0),
@@ -647,6 +667,6 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                              directed=not sym, R=R, C=C, in_edges=in_edges, budget=wbudget,
                              stats=stats, options=options, input_info=input_info,
                              relabel=uniq, in_store_fn=in_store if in_edges else None,
-                             progress=prog, t0=t0)
+                             progress=prog, t0=t0, names=names_entry)
         store.close()
     return path

@@ -849,46 +849,7 @@ class EdgeReader:
             if limit <= 0:
                 self.bytes_read = pos
                 continue
-            ecap = limit // 4 + 1  # a data line takes >= 4 bytes ("0 0\n")
-            remaining = self.header_entries - self.edges_read if mtx else -1
-            nseg = self._threads if limit >= PARALLEL_MIN_BYTES else 1
-            out = []
-            if nseg > 1 and self._ncols != 0 and (not mtx or ecap <= remaining):
-                # several threads, each on a run of whole lines; the first error in file order wins
-                starts = _segment_starts(buf, limit, nseg)
-                caps = np.diff(starts) // 4 + 1
-                offs = np.zeros(nseg + 1, np.int64)
-                np.cumsum(caps, out=offs[1:])
-                src = np.empty(offs[-1], np.int64)
-                dst = np.empty(offs[-1], np.int64)
-                w = np.empty(offs[-1] if self._ncols == 3 else 0, np.float32)
-                resm = np.zeros((nseg, 9), np.int64)
-                _parse_text_par(buf, starts, offs, self._ncols, base, max_src, max_dst, src, dst, w,
-                                resm)
-                nl_before = 0
-                for j in range(nseg):
-                    if resm[j, 3]:
-                        a = int(starts[j])
-                        self._raise_text(buf[a:], int(starts[j + 1]) - a, resm[j],
-                                         self.lines_read + nl_before + int(resm[j, 1]) + 1)
-                    nl_before += int(resm[j, 1])
-                    k = int(resm[j, 0])
-                    o = int(offs[j])
-                    out.append((src[o:o + k], dst[o:o + k], w[o:o + k] if len(w) else w))
-                nl = nl_before
-            else:
-                if mtx:
-                    ecap = min(ecap, remaining + 1)
-                src = np.empty(ecap, np.int64)
-                dst = np.empty(ecap, np.int64)
-                w = np.empty(ecap if self._ncols != 2 else 0, np.float32)  # virtual until touched
-                _parse_text(buf, limit, self._ncols, base, max_src, max_dst, remaining, src, dst, w,
-                            res)
-                k, nl, ncols, err = int(res[0]), int(res[1]), int(res[2]), int(res[3])
-                if err:
-                    self._raise_text(buf, limit, res, self.lines_read + nl + 1)
-                self._ncols = ncols
-                out.append((src[:k], dst[:k], w[:k] if len(w) else w))
+            out, nl = self._parse_block(buf, limit, res, mtx, base, max_src, max_dst)
             self.lines_read += nl + (1 if eof and limit > 0 and buf[limit - 1] != 10 else 0)
             self.bytes_read = pos
             rest = have - limit
@@ -909,6 +870,51 @@ class EdgeReader:
         self.bytes_read = self.total_bytes
         self.close()
 
+    def _parse_block(self, buf, limit, res, mtx, base, max_src, max_dst):
+        """The complete lines in buf[:limit] -> ([(src, dst, weight) per run], newlines
+        consumed); raises InputFormatError (the exact line) on the first bad line."""
+        ecap = limit // 4 + 1  # a data line takes >= 4 bytes ("0 0\n")
+        remaining = self.header_entries - self.edges_read if mtx else -1
+        nseg = self._threads if limit >= PARALLEL_MIN_BYTES else 1
+        out = []
+        if nseg > 1 and self._ncols != 0 and (not mtx or ecap <= remaining):
+            # several threads, each on a run of whole lines; the first error in file order wins
+            starts = _segment_starts(buf, limit, nseg)
+            caps = np.diff(starts) // 4 + 1
+            offs = np.zeros(nseg + 1, np.int64)
+            np.cumsum(caps, out=offs[1:])
+            src = np.empty(offs[-1], np.int64)
+            dst = np.empty(offs[-1], np.int64)
+            w = np.empty(offs[-1] if self._ncols == 3 else 0, np.float32)
+            resm = np.zeros((nseg, 9), np.int64)
+            _parse_text_par(buf, starts, offs, self._ncols, base, max_src, max_dst, src, dst, w,
+                            resm)
+            nl_before = 0
+            for j in range(nseg):
+                if resm[j, 3]:
+                    a = int(starts[j])
+                    self._raise_text(buf[a:], int(starts[j + 1]) - a, resm[j],
+                                     self.lines_read + nl_before + int(resm[j, 1]) + 1)
+                nl_before += int(resm[j, 1])
+                k = int(resm[j, 0])
+                o = int(offs[j])
+                out.append((src[o:o + k], dst[o:o + k], w[o:o + k] if len(w) else w))
+            nl = nl_before
+        else:
+            if mtx:
+                ecap = min(ecap, remaining + 1)
+            src = np.empty(ecap, np.int64)
+            dst = np.empty(ecap, np.int64)
+            w = np.empty(ecap if self._ncols != 2 else 0, np.float32)  # virtual until touched
+            _parse_text(buf, limit, self._ncols, base, max_src, max_dst, remaining, src, dst, w,
+                        res)
+            k, nl, ncols, err = int(res[0]), int(res[1]), int(res[2]), int(res[3])
+            if err:
+                self._raise_text(buf, limit, res, self.lines_read + nl + 1)
+            self._ncols = ncols
+            out.append((src[:k], dst[:k], w[:k] if len(w) else w))
+        return out, nl
+
     def _raise_text(self, buf, limit, res, line_no):
         err, err_pos, ls, col, found = (int(res[i]) for i in (3, 4, 5, 6, 7))
         le = ls
@@ -924,7 +930,9 @@ class EdgeReader:
         if err == _E_NONNUM:
             what = f"{what_id} {tok!r} is not a non-negative integer"
             if self.edges_read == 0 and int(res[0]) == 0 and not mtx and tok[:1].isalpha():
-                what += " (a header line? comment it out with '#')"
+                what += " (a header line? comment it out with '#'; vertex names: --labels)"
+            elif not mtx:
+                what += " (vertices with names: partition with --labels)"
         elif err == _E_NEG:
             what = f"negative {what_id} {tok}"
         elif err == _E_HUGE:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from ...errors import GrapheneError
-from ..common import Result, parse_sources
+from ..common import Result
 
 DEFAULT_SOURCES = 32
 
@@ -38,7 +37,7 @@ class MSBFSResult(Result):
         clo = np.asarray(clo)
         src = np.asarray(self.sources)
         order = np.argsort(-clo, kind="stable")[:top]
-        best = ", ".join(f"{int(src[i])} {clo[i]:.6g}" for i in order)
+        best = ", ".join(f"{self.vertex_name(src[i])} {clo[i]:.6g}" for i in order)
         return [f"closeness over {len(clo)} source(s): mean {float(clo.mean()):.6g}, "
                 f"min {float(clo.min()):.6g}, max {float(clo.max()):.6g}",
                 f"top {len(order)} (vertex closeness): {best}"]
@@ -55,20 +54,20 @@ def closeness_of(reached, sums, n):
 
 
 def _sources_option(ctx, param, value):
+    """The comma-separated sources as strings: IDs, or names on a dataset that has them
+    (graphene_py/names.py resolves them once the dataset is open)."""
     if value is None:
         return None
-    try:
-        out = parse_sources(value)
-    except GrapheneError:
-        raise click.BadParameter(f"expected comma-separated vertex IDs, got {value!r}") from None
+    out = [x.strip() for x in value.split(",") if x.strip()]
     if not out:
-        raise click.BadParameter(f"expected at least one vertex ID, got {value!r}")
+        raise click.BadParameter(f"expected at least one vertex, got {value!r}")
     return out
 
 
 CLI_OPTIONS = [
     click.Option(["--sources"], type=str, default=None, callback=_sources_option, metavar="ID,ID,...",
-                 help="The source vertices themselves, by ID, comma-separated: --sources 0,5,17. "
+                 help="The source vertices themselves, by ID (or by name on a dataset with names), "
+                      "comma-separated: --sources 0,5,17. "
                       "--sources 32 is the one vertex 32; for 32 random sources use --num-sources "
                       "32."),
     click.Option(["--num-sources"], type=click.IntRange(min=1), default=None, metavar="COUNT",
