@@ -185,6 +185,22 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     assert all("exchange_bytes" in s and len(s["node_seconds"]) == NODES for s in st)
 
 
+def test_labeled_dataset_distributes(cluster, tmp_path_factory, home_kept):
+    """A --labels dataset runs on the cluster by vertex ID (its label table stays on this machine:
+    the shards must not ask for it)."""
+    tmp = tmp_path_factory.mktemp("lab")
+    g = graphs.by_name("powerlaw")
+    with open(tmp / "names.el", "w") as f:
+        f.writelines(f"n{a} n{b}\n" for a, b in zip(g.src.tolist(), g.dst.tolist()))
+    local = gp.partition(str(tmp / "names.el"), [str(tmp)], name="c-labels", labels=True,
+                         rows=NODES, cols=2, symmetrize=True, register=False, quiet=True)
+    cluster.distribute(local, [str(cluster.root / "{node}" / "d0")], force=True)
+    cg = cluster.open(local.name)
+    src = local.vertex_names().id_of("n0")
+    a, b = gp.bfs(local, src=src, **RT), gp.bfs(cg, src=src, **RT)
+    assert np.array_equal(a.depth, b.depth)
+
+
 def test_sssp_weighted(cluster, tmp_path_factory, home_kept):
     g = graphs.by_name("powerlaw")
     w = np.random.default_rng(5).integers(1, 256, len(g.src)).astype(np.float32)

@@ -182,7 +182,7 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
                 raise GrapheneError(f"node {lb}: {err}")
             m = copy.deepcopy(graph.manifest)
             for key in ("format", "version", "uuid", "name", "disks", "created", "manifest_crc",
-                        "relabel"):
+                        "relabel", "labels", "labels_crc", "labels_bytes"):
                 m.pop(key, None)
             rows, load, calls = {}, [0] * len(nd), []
             for d in dirs:
@@ -224,7 +224,8 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
                 pass
         raise
     dataset = copy.deepcopy(graph.manifest)
-    dataset.pop("relabel", None)
+    for key in ("relabel", "labels", "labels_crc", "labels_bytes"):   # names stay on this machine
+        dataset.pop(key, None)
     cm = {"format": "graphene_py-cluster", "version": 1, "name": name, "dataset": dataset,
           "placement": placement,
           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -173,7 +173,14 @@ def _parse_labeled(buf, end, ncols, k1, k2, vals, state, grow_at, src, dst, w, n
             if commas > 1:
                 err, err_pos = _E_EMPTY, t1
                 break
-            if pos < end and buf[pos] != 10:
+            if pos < end and buf[pos] != 10 and ncols == 2:
+                found = 3                      # a third column where the first line had two
+                while pos < end and not _is_term(buf[pos]):
+                    pos += 1
+                pos, commas = _skip_sep(buf, pos, end)
+                if pos < end and buf[pos] != 10:
+                    found = 4
+            elif pos < end and buf[pos] != 10:
                 t2 = pos
                 pos, wv, e = _parse_float(buf, pos, end)
                 if e != 0:
