@@ -226,6 +226,9 @@ def test_output_npz_npy_csv(ten, tmp_path):
     assert sorted(z.files) == ["depth", "parent"]
     assert np.array_equal(z["depth"], ref.depth) and z["depth"].dtype == np.int32
     assert bfs.verify(ten, bfs.BFSResult(**{**ref.__dict__, "parent": z["parent"]})) == []
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert os.stat(tmp_path / "b.npz").st_mode & 0o777 == 0o666 & ~mask   # not mkstemp's 0600
     r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-q", "-o", tmp_path / "b.npy")
     assert r.exit_code == 0, r.output
     assert np.array_equal(np.load(tmp_path / "b.npy"), z["parent"])       # the main array

@@ -291,12 +291,19 @@ def _write_parquet(f, arrs: dict, names=None, vcols=None, rows_per_chunk: int = 
     writer.close()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: str, write):
     """write(binary file) into a temporary file beside `path`, fsync, rename over `path`; the
     temporary file is removed if anything fails (including Ctrl-C)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())     # a user's file, as open() makes it (mkstemp: 0600)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
