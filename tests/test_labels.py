@@ -279,6 +279,9 @@ def test_nx_backend_keys_by_the_names(people):
     assert [set(x) for x in layers] == [set(x) for x in nx.bfs_layers(H, src)]
     comps = sorted(map(sorted, nx.connected_components(ng)))
     assert comps == sorted(map(sorted, nx.connected_components(H)))
+    pr = nx.pagerank(G)                    # the on-disk dataset itself dispatches to graphene
+    ref = nx.pagerank(H, backend="networkx")
+    assert set(pr) == set(ref) and max(abs(pr[x] - ref[x]) for x in ref) < 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
