@@ -148,7 +148,7 @@ class Labels(VertexNames):
     def _indexed(self, key):
         """Binary search among the names' 64-bit hashes (built once: 16 bytes per vertex beside
         the offsets), the name itself compared to rule out a collision."""
-        from .partition.labels import hash_lines, hash_name
+        from .namehash import hash_lines, hash_name
         off = self.offsets()
         mm = self._map()
         if self._index is None:

@@ -84,6 +84,31 @@ def test_reader_numbers_names_by_first_appearance(tmp_path, chunk_bytes, sep, eo
     assert r.lines_read == len(pairs) + 1
 
 
+@pytest.mark.parametrize("threads", [2, 5])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_reader_runs_in_parallel_keep_file_order(tmp_path, monkeypatch, threads, weighted):
+    """Chunks cut into runs of lines probed in parallel: the IDs are still first-appearance
+    order (names new to a chunk met in several runs are added serially, in file order)."""
+    from graphene_py.partition import labels
+    monkeypatch.setattr(labels, "PARALLEL_MIN_BYTES", 64)
+    pairs = _pairs(n_names=900, m=4000, seed=threads)
+    wts = [i % 7 + 0.5 for i in range(len(pairs))] if weighted else None
+    path = write_names(tmp_path / "p.el", pairs, weights=wts)
+    ref = first_appearance(pairs)
+    for chunk in (300, 5000, 1 << 20):
+        sink = io.BytesIO()
+        r = open_labeled(path, sink, chunk_bytes=chunk, threads=threads)
+        r._alloc(2)
+        chunks = list(r)
+        assert len(chunks) > (1 if chunk < 1 << 20 else 0) + len(pairs) * 25 // chunk // 2
+        assert sink.getvalue().decode().split("\n")[:-1] == list(ref)
+        assert np.concatenate([c.src for c in chunks]).tolist() == [ref[a] for a, _ in pairs]
+        assert np.concatenate([c.dst for c in chunks]).tolist() == [ref[b] for _, b in pairs]
+        if weighted:
+            np.testing.assert_array_equal(np.concatenate([c.weight for c in chunks]),
+                                          np.float32(wts))
+
+
 def test_reader_weights_comments_and_blank_lines(tmp_path):
     p = tmp_path / "w.el"
     p.write_text("% hdr\nalice bob 0.5\n\n  # note\nbob carol 2\ncarol alice 1e-3\n")

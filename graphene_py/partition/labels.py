@@ -14,6 +14,11 @@ bytes per distinct name, never the names themselves (those go to `sink` as they 
 different names would have to agree on all 96 bits to be confused: about n²/2^97, 1e-11 for a
 billion names.
 
+A chunk of the file is cut into runs of whole lines, one per numba thread, parsed and looked up in
+parallel against the table as it stands (read only); the names it lacks are listed (12 bytes each)
+and then added by one serial pass in file order, so the IDs do not depend on the runs. Once most
+names are known, nearly all of the work is the parallel part.
+
 The text rules are the reader's (graphene_py/partition/readers.py): `#`/`%` comment lines, blank
 lines, spaces/tabs or a comma between columns, an optional third column of float weights decided by
 the first data line, and every error names the file and line. Only text edge lists (el, wel) have
@@ -24,99 +29,74 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .readers import (_E_COLS, _E_EMPTY, EdgeReader, _is_term, _parse_float, _skip_sep)
+from ..namehash import _mix
+from .readers import (_E_COLS, _E_EMPTY, PARALLEL_MIN_BYTES, EdgeReader, _is_term, _parse_float,
+                      _segment_starts, _skip_sep)
 
 #: empty slot of the name table (so at most 2^32 - 1 names)
 _EMPTY = np.uint32(0xFFFFFFFF)
 MAX_LABELS = (1 << 32) - 1
 #: the table grows (doubles) when this share of its slots is taken
 _LOAD = 0.7
-_NEED_ROOM = 11      # the kernel's "grow the table, then call me again from res[8]" code
 
 
 @nb.njit(nogil=True, cache=True, inline="always")
-def _mix(h):
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xC4CEB9FE1A85EC53)
-    h ^= h >> np.uint64(33)
-    return h
-
-
-@nb.njit(nogil=True, cache=True)
-def hash_name(buf):
-    """The 64-bit hash _lookup keys a name by (FNV-1a 64, mixed)."""
+def _keys(buf, a, b):
+    """The two keys of the name buf[a:b]: FNV-1a 64, and FNV-1a 32 (own prime) with the length."""
     h = np.uint64(0xCBF29CE484222325)
-    for i in range(buf.shape[0]):
-        h = (h ^ np.uint64(buf[i])) * np.uint64(0x100000001B3)
-    return _mix(h)
-
-
-@nb.njit(nogil=True, cache=True)
-def hash_lines(buf, off):
-    """hash_name of every line buf[off[i]:off[i+1]-1] of a label table."""
-    n = off.shape[0] - 1
-    out = np.empty(n, np.uint64)
-    for i in range(n):
-        out[i] = hash_name(buf[off[i]:off[i + 1] - 1])
-    return out
-
-
-@nb.njit(nogil=True, cache=True)
-def _lookup(buf, a, b, k1, k2, vals, state, names):
-    """The ID of the name buf[a:b]; a new name gets ID state[0] and is appended to `names` at
-    state[1] followed by a newline."""
-    h = np.uint64(0xCBF29CE484222325)           # FNV-1a 64
-    g = np.uint64(0x811C9DC5)                   # FNV-1a 32: the second key
+    g = np.uint64(0x811C9DC5)
     m32 = np.uint64(0xFFFFFFFF)
     for i in range(a, b):
         c = np.uint64(buf[i])
         h = (h ^ c) * np.uint64(0x100000001B3)
         g = ((g ^ c) * np.uint64(0x01000193)) & m32
-    g ^= np.uint64(b - a) & m32
+    return h, g ^ (np.uint64(b - a) & m32)
+
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _probe(h, g, k1, k2, vals):
+    """(slot, ID) of the name with keys (h, g); ID -1 and the empty slot where it would go."""
     mask = np.uint64(vals.shape[0] - 1)
     i = _mix(h) & mask
     while True:
         v = vals[i]
         if v == _EMPTY:
-            nid = state[0]
-            vals[i] = np.uint32(nid)
-            k1[i] = h
-            k2[i] = g
-            state[0] = nid + 1
-            o = state[1]
-            for j in range(a, b):
-                names[o] = buf[j]
-                o += 1
-            names[o] = 10
-            state[1] = o + 1
-            return nid
+            return i, np.int64(-1)
         if k1[i] == h and np.uint64(k2[i]) == g:
-            return np.int64(v)
+            return i, np.int64(v)
         i = (i + np.uint64(1)) & mask
 
 
 @nb.njit(nogil=True, cache=True)
 def _rehash(k1, k2, vals, n1, n2, nvals):
-    mask = np.uint64(nvals.shape[0] - 1)
     for s in range(vals.shape[0]):
-        v = vals[s]
-        if v == _EMPTY:
-            continue
-        i = _mix(k1[s]) & mask
-        while nvals[i] != _EMPTY:
-            i = (i + np.uint64(1)) & mask
-        nvals[i] = v
-        n1[i] = k1[s]
-        n2[i] = k2[s]
+        if vals[s] != _EMPTY:
+            i, _ = _probe(k1[s], k2[s], n1, n2, nvals)
+            nvals[i] = vals[s]
+            n1[i] = k1[s]
+            n2[i] = k2[s]
+
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _name_id(buf, a, b, base, k1, k2, vals, ids, k, side, miss, mcount):
+    """ids[k] <- the ID of the name buf[a:b] when the table has it; else -1 and the name joins the
+    misses (position in the chunk, length, 2k + side: int32, 12 bytes) for the serial pass."""
+    h, g = _keys(buf, a, b)
+    _, v = _probe(h, g, k1, k2, vals)
+    ids[k] = v
+    if v < 0:
+        m = mcount[0]
+        miss[m, 0] = base + a
+        miss[m, 1] = b - a
+        miss[m, 2] = 2 * k + side
+        mcount[0] = m + 1
 
 
 @nb.njit(nogil=True, cache=True)
-def _parse_labeled(buf, end, ncols, k1, k2, vals, state, grow_at, src, dst, w, names, res):
-    """The complete lines of buf[:end] -> src/dst IDs (and weights), like readers._parse_text with
-    names instead of integers. Stops before a line when the table may pass grow_at entries
-    (res[3] = _NEED_ROOM, res[8] = that line's position). res as _parse_text's."""
+def _parse_labeled(buf, end, base, ncols, k1, k2, vals, src, dst, w, miss, res):
+    """The complete lines of buf[:end] -> src/dst IDs (and weights), like readers._parse_text
+    with names instead of integers. The table is only read: names it lacks get ID -1 and are
+    listed in `miss` (res[9] of them) for _add_names. res as _parse_text's, plus res[9]."""
     pos = 0
     k = 0
     nl = 0
@@ -125,6 +105,8 @@ def _parse_labeled(buf, end, ncols, k1, k2, vals, state, grow_at, src, dst, w, n
     err_col = 0
     found = 0
     line_start = 0
+    mcount = res[9:10]
+    mcount[0] = 0
     while pos < end:
         line_start = pos
         c = buf[pos]
@@ -146,10 +128,6 @@ def _parse_labeled(buf, end, ncols, k1, k2, vals, state, grow_at, src, dst, w, n
                 nl += 1
                 pos += 1
             continue
-        if state[0] + 2 > grow_at:
-            err = _NEED_ROOM
-            pos = line_start
-            break
         if c == 44:
             err, err_pos = _E_EMPTY, pos
             break
@@ -198,8 +176,8 @@ def _parse_labeled(buf, end, ncols, k1, k2, vals, state, grow_at, src, dst, w, n
         if found != ncols:
             err, err_pos = _E_COLS, t0
             break
-        src[k] = _lookup(buf, t0, e0, k1, k2, vals, state, names)
-        dst[k] = _lookup(buf, t1, e1, k1, k2, vals, state, names)
+        _name_id(buf, t0, e0, base, k1, k2, vals, src, k, 0, miss, mcount)
+        _name_id(buf, t1, e1, base, k1, k2, vals, dst, k, 1, miss, mcount)
         if found == 3:
             w[k] = wv
         k += 1
@@ -217,13 +195,57 @@ def _parse_labeled(buf, end, ncols, k1, k2, vals, state, grow_at, src, dst, w, n
     res[8] = pos
 
 
+@nb.njit(nogil=True, cache=True, parallel=True)
+def _parse_labeled_par(buf, starts, offs, ncols, k1, k2, vals, src, dst, w, miss, resm):
+    """_parse_labeled on len(starts)-1 runs of whole lines at once (the table only read); run j's
+    edges go to offs[j]:, its misses to miss[2 offs[j]:]."""
+    for j in nb.prange(starts.shape[0] - 1):
+        a = starts[j]
+        o = offs[j]
+        e = offs[j + 1]
+        ww = w[o:e] if w.shape[0] > 0 else w
+        _parse_labeled(buf[a:starts[j + 1]], starts[j + 1] - a, a, ncols, k1, k2, vals, src[o:e],
+                       dst[o:e], ww, miss[2 * o:2 * e], resm[j])
+
+
+@nb.njit(nogil=True, cache=True)
+def _add_names(buf, offs, resm, miss, src, dst, k1, k2, vals, state, names):
+    """The serial pass, in file order: each missed name is looked up again (an earlier miss may
+    have added it) or gets the next ID, its bytes and a newline appended to `names`."""
+    for j in range(resm.shape[0]):
+        o = offs[j]
+        for m in range(2 * o, 2 * o + resm[j, 9]):
+            a = np.int64(miss[m, 0])
+            b = a + miss[m, 1]
+            h, g = _keys(buf, a, b)
+            i, v = _probe(h, g, k1, k2, vals)
+            if v < 0:
+                v = state[0]
+                vals[i] = np.uint32(v)
+                k1[i] = h
+                k2[i] = g
+                state[0] = v + 1
+                p = state[1]
+                for q in range(a, b):
+                    names[p] = buf[q]
+                    p += 1
+                names[p] = 10
+                state[1] = p + 1
+            e = o + (miss[m, 2] >> 1)
+            if miss[m, 2] & 1:
+                dst[e] = v
+            else:
+                src[e] = v
+
+
 class LabeledReader(EdgeReader):
     """An EdgeReader of text edge lists whose vertices are names: yields EdgeChunks of the IDs the
     names get (first appearance order) and writes the label table to `sink` as it goes."""
 
-    def __init__(self, path, sink, fmt=None, weighted=None, chunk_bytes=None, slots=1 << 16):
+    def __init__(self, path, sink, fmt=None, weighted=None, chunk_bytes=None, slots=1 << 16,
+                 threads=None):
         kw = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
-        super().__init__(path, fmt=fmt, weighted=weighted, threads=1, **kw)
+        super().__init__(path, fmt=fmt, weighted=weighted, threads=threads, **kw)
         if self.kind != "text":
             self.close()
             raise ValueError(f"--labels reads text edge lists (el, wel); {self.fmt} files number "
@@ -257,30 +279,49 @@ class LabeledReader(EdgeReader):
         self._k1 = self._k2 = self._vals = None
 
     def _parse_block(self, buf, limit, res, mtx, base, max_src, max_dst):
-        ecap = limit // 4 + 1             # a data line takes >= 4 bytes ("a b\n")
-        src = np.empty(ecap, np.int64)
-        dst = np.empty(ecap, np.int64)
-        w = np.empty(ecap if self._ncols != 2 else 0, np.float32)
-        names = np.empty(limit + 1, np.uint8)  # each name met is followed by >= 1 byte in buf
-        a = k = nl = 0
-        while True:
-            self._state[1] = 0
-            _parse_labeled(buf[a:limit], limit - a, self._ncols, self._k1, self._k2, self._vals,
-                           self._state, self._grow_at, src[k:], dst[k:], w[k:] if len(w) else w,
-                           names, res)
-            self.sink.write(names[:self._state[1]])
-            k += int(res[0])
-            nl += int(res[1])
-            self._ncols = int(res[2])
-            if int(res[3]) != _NEED_ROOM:
-                break
+        """Runs of whole lines parsed in parallel against the name table as it was (read only),
+        then the names it lacked added in file order (_add_names), so IDs stay in first-appearance
+        order whatever the runs."""
+        # in parallel once the column count is known (the first data line decides it)
+        nseg = self._threads if limit >= PARALLEL_MIN_BYTES and self._ncols else 1
+        starts = _segment_starts(buf, limit, nseg)
+        caps = np.diff(starts) // 4 + 1          # a data line takes >= 4 bytes ("a b\n")
+        offs = np.zeros(nseg + 1, np.int64)
+        np.cumsum(caps, out=offs[1:])
+        src = np.empty(offs[-1], np.int64)
+        dst = np.empty(offs[-1], np.int64)
+        w = np.empty(offs[-1] if self._ncols != 2 else 0, np.float32)
+        miss = np.empty((2 * offs[-1], 3), np.int32)   # virtual: only the misses are touched
+        resm = np.zeros((nseg, 10), np.int64)
+        _parse_labeled_par(buf, starts, offs, self._ncols, self._k1, self._k2, self._vals, src,
+                           dst, w, miss, resm)
+        nl = 0
+        for j in range(nseg):
+            if resm[j, 3]:
+                a = int(starts[j])
+                self._raise_text(buf[a:], int(starts[j + 1]) - a, resm[j],
+                                 self.lines_read + nl + int(resm[j, 1]) + 1)
+            nl += int(resm[j, 1])
+            if resm[j, 2]:
+                self._ncols = int(resm[j, 2])
+        # room for every miss, though names missed twice are added once
+        while self.num_labels + int(resm[:, 9].sum()) > self._grow_at:
             self._grow()
-            a += int(res[8])
-        if res[3]:
-            self._raise_text(buf[a:], limit - a, res, self.lines_read + nl + 1)
-        return [(src[:k], dst[:k], w[:k] if len(w) else w)], nl
+        names = np.empty(limit + 1, np.uint8)      # each name is followed by >= 1 byte in buf
+        self._state[1] = 0
+        _add_names(buf, offs, resm, miss, src, dst, self._k1, self._k2, self._vals, self._state,
+                   names)
+        self.sink.write(names[:self._state[1]])
+        out = []
+        for j in range(nseg):
+            o, k = int(offs[j]), int(resm[j, 0])
+            out.append((src[o:o + k], dst[o:o + k], w[o:o + k] if len(w) else w))
+        return out, nl
 
 
-def open_labeled(path, sink, fmt=None, weighted=None, chunk_bytes=None) -> LabeledReader:
-    """Open a text edge list of vertex names; see the module docstring."""
-    return LabeledReader(path, sink, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes)
+def open_labeled(path, sink, fmt=None, weighted=None, chunk_bytes=None,
+                 threads=None) -> LabeledReader:
+    """Open a text edge list of vertex names; see the module docstring. threads: runs of lines
+    a chunk of at least PARALLEL_MIN_BYTES is cut into (default numba's thread count)."""
+    return LabeledReader(path, sink, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes,
+                         threads=threads)
