@@ -209,17 +209,23 @@ def _parse_labeled_par(buf, starts, offs, ncols, k1, k2, vals, src, dst, w, miss
 
 
 @nb.njit(nogil=True, cache=True)
-def _add_names(buf, offs, resm, miss, src, dst, k1, k2, vals, state, names):
+def _add_names(buf, offs, resm, miss, src, dst, k1, k2, vals, state, names, grow_at, cur):
     """The serial pass, in file order: each missed name is looked up again (an earlier miss may
-    have added it) or gets the next ID, its bytes and a newline appended to `names`."""
-    for j in range(resm.shape[0]):
+    have added it) or gets the next ID, its bytes and a newline appended to `names`. Returns
+    False, with cur = [run, miss] where it stopped, when a new name would pass grow_at entries
+    (grow the table and call again); True when done."""
+    for j in range(cur[0], resm.shape[0]):
         o = offs[j]
-        for m in range(2 * o, 2 * o + resm[j, 9]):
+        for m in range(max(2 * o, cur[1]), 2 * o + resm[j, 9]):
             a = np.int64(miss[m, 0])
             b = a + miss[m, 1]
             h, g = _keys(buf, a, b)
             i, v = _probe(h, g, k1, k2, vals)
             if v < 0:
+                if state[0] + 1 > grow_at:
+                    cur[0] = j
+                    cur[1] = m
+                    return False
                 v = state[0]
                 vals[i] = np.uint32(v)
                 k1[i] = h
@@ -236,6 +242,7 @@ def _add_names(buf, offs, resm, miss, src, dst, k1, k2, vals, state, names):
                 dst[e] = v
             else:
                 src[e] = v
+    return True
 
 
 class LabeledReader(EdgeReader):
@@ -304,13 +311,12 @@ class LabeledReader(EdgeReader):
             nl += int(resm[j, 1])
             if resm[j, 2]:
                 self._ncols = int(resm[j, 2])
-        # room for every miss, though names missed twice are added once
-        while self.num_labels + int(resm[:, 9].sum()) > self._grow_at:
-            self._grow()
         names = np.empty(limit + 1, np.uint8)      # each name is followed by >= 1 byte in buf
         self._state[1] = 0
-        _add_names(buf, offs, resm, miss, src, dst, self._k1, self._k2, self._vals, self._state,
-                   names)
+        cur = np.zeros(2, np.int64)
+        while not _add_names(buf, offs, resm, miss, src, dst, self._k1, self._k2, self._vals,
+                             self._state, names, self._grow_at, cur):
+            self._grow()
         self.sink.write(names[:self._state[1]])
         out = []
         for j in range(nseg):
