@@ -30,8 +30,8 @@ import numba as nb
 import numpy as np
 
 from ..namehash import _mix
-from .readers import (_E_COLS, _E_EMPTY, PARALLEL_MIN_BYTES, EdgeReader, _is_term, _parse_float,
-                      _segment_starts, _skip_sep)
+from .readers import (_E_COLS, _E_EMPTY, PARALLEL_MIN_BYTES, EdgeReader, _is_term,
+                      _segment_starts, _skip_nondata, _skip_sep, _store_res, _weight_col)
 
 #: empty slot of the name table (so at most 2^32 - 1 names)
 _EMPTY = np.uint32(0xFFFFFFFF)
@@ -109,26 +109,11 @@ def _parse_labeled(buf, end, base, ncols, k1, k2, vals, src, dst, w, miss, res):
     mcount[0] = 0
     while pos < end:
         line_start = pos
-        c = buf[pos]
-        while c == 32 or c == 9 or c == 13:
-            pos += 1
-            if pos == end:
-                break
-            c = buf[pos]
-        if pos == end:
-            break
-        if c == 10:
-            nl += 1
-            pos += 1
+        pos, dn, data = _skip_nondata(buf, pos, end)
+        nl += dn
+        if not data:
             continue
-        if c == 35 or c == 37:  # '#' or '%' comment
-            while pos < end and buf[pos] != 10:
-                pos += 1
-            if pos < end:
-                nl += 1
-                pos += 1
-            continue
-        if c == 44:
+        if buf[pos] == 44:
             err, err_pos = _E_EMPTY, pos
             break
         t0 = pos
@@ -159,18 +144,11 @@ def _parse_labeled(buf, end, base, ncols, k1, k2, vals, src, dst, w, miss, res):
                 if pos < end and buf[pos] != 10:
                     found = 4
             elif pos < end and buf[pos] != 10:
-                t2 = pos
-                pos, wv, e = _parse_float(buf, pos, end)
+                pos, wv, f, e, t2 = _weight_col(buf, pos, end)
                 if e != 0:
                     err, err_pos, err_col = e, t2, 2
                     break
-                found = 3
-                pos, commas = _skip_sep(buf, pos, end)
-                if commas > 1:
-                    err, err_pos = _E_EMPTY, t2
-                    break
-                if pos < end and buf[pos] != 10:
-                    found = 4
+                found = f
         if ncols == 0 and (found == 2 or found == 3):
             ncols = found
         if found != ncols:
@@ -184,15 +162,7 @@ def _parse_labeled(buf, end, base, ncols, k1, k2, vals, src, dst, w, miss, res):
         if pos < end:  # at '\n'
             nl += 1
             pos += 1
-    res[0] = k
-    res[1] = nl
-    res[2] = ncols
-    res[3] = err
-    res[4] = err_pos
-    res[5] = line_start
-    res[6] = err_col
-    res[7] = found
-    res[8] = pos
+    _store_res(res, k, nl, ncols, err, err_pos, line_start, err_col, found, pos)
 
 
 @nb.njit(nogil=True, cache=True, parallel=True)

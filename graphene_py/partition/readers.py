@@ -250,6 +250,54 @@ def _skip_sep(buf, pos, end):
     return pos, commas
 
 
+@nb.njit(nogil=True, cache=True, inline="always")
+def _skip_nondata(buf, pos, end):
+    """Past the blanks at pos, then past a blank or comment line (`#`, `%`): -> (pos, newlines
+    passed, True when pos is at the first character of a data line)."""
+    c = buf[pos]
+    while c == 32 or c == 9 or c == 13:
+        pos += 1
+        if pos == end:
+            return pos, 0, False
+        c = buf[pos]
+    if c == 10:
+        return pos + 1, 1, False
+    if c == 35 or c == 37:
+        while pos < end and buf[pos] != 10:
+            pos += 1
+        if pos < end:
+            return pos + 1, 1, False
+        return pos, 0, False
+    return pos, 0, True
+
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _weight_col(buf, pos, end):
+    """The third column at pos, a weight, and its separator: -> (pos, weight, columns found: 3, or
+    4 when more follows, error code, error position)."""
+    t2 = pos
+    pos, wv, e = _parse_float(buf, pos, end)
+    if e != 0:
+        return pos, wv, 3, e, t2
+    pos, commas = _skip_sep(buf, pos, end)
+    if commas > 1:
+        return pos, wv, 3, _E_EMPTY, t2
+    return pos, wv, 4 if pos < end and buf[pos] != 10 else 3, 0, t2
+
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _store_res(res, k, nl, ncols, err, err_pos, line_start, err_col, found, pos):
+    res[0] = k
+    res[1] = nl
+    res[2] = ncols
+    res[3] = err
+    res[4] = err_pos
+    res[5] = line_start
+    res[6] = err_col
+    res[7] = found
+    res[8] = pos
+
+
 @nb.njit(nogil=True, cache=True)
 def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w, res):
     """Parse the complete lines in buf[:end] into src/dst/w.
@@ -339,24 +387,9 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
                         nl += 1
                         pos = p + 1
                         continue
-        c = buf[pos]
-        while c == 32 or c == 9 or c == 13:
-            pos += 1
-            if pos == end:
-                break
-            c = buf[pos]
-        if pos == end:
-            break
-        if c == 10:
-            nl += 1
-            pos += 1
-            continue
-        if c == 35 or c == 37:  # '#' or '%' comment
-            while pos < end and buf[pos] != 10:
-                pos += 1
-            if pos < end:
-                nl += 1
-                pos += 1
+        pos, dn, data = _skip_nondata(buf, pos, end)
+        nl += dn
+        if not data:
             continue
         if k == max_edges:
             err = _E_MANY
@@ -387,18 +420,11 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
                 err, err_pos = _E_EMPTY, t1
                 break
             if pos < end and buf[pos] != 10:
-                t2 = pos
-                pos, wv, e = _parse_float(buf, pos, end)
+                pos, wv, f, e, t2 = _weight_col(buf, pos, end)
                 if e != 0:
                     err, err_pos, err_col = e, t2, 2
                     break
-                found = 3
-                pos, commas = _skip_sep(buf, pos, end)
-                if commas > 1:
-                    err, err_pos = _E_EMPTY, t2
-                    break
-                if pos < end and buf[pos] != 10:
-                    found = 4
+                found = f
         if ncols == 0 and (found == 2 or found == 3):
             ncols = found
         if found != ncols:
@@ -427,15 +453,7 @@ def _parse_text(buf, end, ncols, base, max_src, max_dst, max_edges, src, dst, w,
         if pos < end:  # at '\n'
             nl += 1
             pos += 1
-    res[0] = k
-    res[1] = nl
-    res[2] = ncols
-    res[3] = err
-    res[4] = err_pos
-    res[5] = line_start
-    res[6] = err_col
-    res[7] = found
-    res[8] = pos
+    _store_res(res, k, nl, ncols, err, err_pos, line_start, err_col, found, pos)
 
 
 @nb.njit(nogil=True, cache=True, parallel=True)
