@@ -86,11 +86,14 @@ def test_reader_numbers_names_by_first_appearance(tmp_path, chunk_bytes, sep, eo
 
 @pytest.mark.parametrize("threads", [2, 5])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_reader_runs_in_parallel_keep_file_order(tmp_path, monkeypatch, threads, weighted):
-    """Chunks cut into runs of lines probed in parallel: the IDs are still first-appearance
-    order (names new to a chunk met in several runs are added serially, in file order)."""
+@pytest.mark.parametrize("piece", [4 << 20, 200])
+def test_reader_runs_in_parallel_keep_file_order(tmp_path, monkeypatch, threads, weighted, piece):
+    """Chunks cut into pieces and runs of lines probed in parallel: the IDs are still
+    first-appearance order (names new to a piece met in several runs are added serially, in file
+    order)."""
     from graphene_py.partition import labels
     monkeypatch.setattr(labels, "PARALLEL_MIN_BYTES", 64)
+    monkeypatch.setattr(labels, "SUB_BYTES", piece)
     pairs = _pairs(n_names=900, m=4000, seed=threads)
     wts = [i % 7 + 0.5 for i in range(len(pairs))] if weighted else None
     path = write_names(tmp_path / "p.el", pairs, weights=wts)
@@ -132,6 +135,17 @@ def test_reader_errors_name_the_line(tmp_path, text, line, what):
     with pytest.raises(InputFormatError) as ei:
         read_all(str(p))
     assert f"bad.el:{line}:" in str(ei.value) and what in str(ei.value)
+
+
+@pytest.mark.parametrize("piece,par", [(4 << 20, 1 << 20), (50, 64)])
+def test_reader_error_line_in_a_later_piece(tmp_path, monkeypatch, piece, par):
+    from graphene_py.partition import labels
+    monkeypatch.setattr(labels, "SUB_BYTES", piece)
+    monkeypatch.setattr(labels, "PARALLEL_MIN_BYTES", par)
+    p = tmp_path / "late.el"
+    p.write_text("# head\n" + "".join(f"a{i} b{i}\n" for i in range(300)) + "x y z w\n")
+    with pytest.raises(InputFormatError, match=r"late.el:302: expected 2 columns"):
+        read_all(str(p), chunk_bytes=1000, threads=3)
 
 
 def test_reader_refuses_numbered_formats(tmp_path):

@@ -38,6 +38,9 @@ _EMPTY = np.uint32(0xFFFFFFFF)
 MAX_LABELS = (1 << 32) - 1
 #: the table grows (doubles) when this share of its slots is taken
 _LOAD = 0.7
+#: a chunk is parsed in pieces of this many bytes: at most 2 missed names per 4 bytes, 12 bytes
+#: each, i.e. 24 MiB of miss list at worst (a piece of 4-byte lines, all of them new names)
+SUB_BYTES = 4 << 20
 
 
 @nb.njit(nogil=True, cache=True, inline="always")
@@ -256,6 +259,18 @@ class LabeledReader(EdgeReader):
         self._k1 = self._k2 = self._vals = None
 
     def _parse_block(self, buf, limit, res, mtx, base, max_src, max_dst):
+        """Pieces of at most SUB_BYTES (whole lines), each parsed in runs (_parse_piece): the list
+        of names missed in a piece stays small even where every name is new (an empty table)."""
+        cuts = _segment_starts(buf, limit, max(1, -(-limit // SUB_BYTES)))
+        out, nl = [], 0
+        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            if b > a:
+                got, dn = self._parse_piece(buf[a:b], b - a, nl)
+                out += got
+                nl += dn
+        return out, nl
+
+    def _parse_piece(self, buf, limit, nl_before):
         """Runs of whole lines parsed in parallel against the name table as it was (read only),
         then the names it lacked added in file order (_add_names), so IDs stay in first-appearance
         order whatever the runs."""
@@ -272,7 +287,7 @@ class LabeledReader(EdgeReader):
         resm = np.zeros((nseg, 10), np.int64)
         _parse_labeled_par(buf, starts, offs, self._ncols, self._k1, self._k2, self._vals, src,
                            dst, w, miss, resm)
-        nl = 0
+        nl = nl_before
         for j in range(nseg):
             if resm[j, 3]:
                 a = int(starts[j])
@@ -292,7 +307,7 @@ class LabeledReader(EdgeReader):
         for j in range(nseg):
             o, k = int(offs[j]), int(resm[j, 0])
             out.append((src[o:o + k], dst[o:o + k], w[o:o + k] if len(w) else w))
-        return out, nl
+        return out, nl - nl_before
 
 
 def open_labeled(path, sink, fmt=None, weighted=None, chunk_bytes=None,
