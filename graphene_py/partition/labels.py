@@ -259,31 +259,47 @@ class LabeledReader(EdgeReader):
         self._k1 = self._k2 = self._vals = None
 
     def _parse_block(self, buf, limit, res, mtx, base, max_src, max_dst):
-        """Pieces of at most SUB_BYTES (whole lines), each parsed in runs (_parse_piece): the list
-        of names missed in a piece stays small even where every name is new (an empty table)."""
+        """Pieces of at most about SUB_BYTES (whole lines), each parsed in runs (_parse_piece):
+        the list of names missed in a piece stays small even where every name is new (an empty
+        table). The edge rows, the miss list and the names buffer are made once per chunk (the
+        pieces take their turns in them: no allocator churn), and each piece's runs are packed
+        together after it, so the rows touched are the rows used (a run's unused reservation
+        would otherwise hold a 2 MiB huge page each: +420 MiB on kron22's names)."""
         cuts = _segment_starts(buf, limit, max(1, -(-limit // SUB_BYTES)))
-        out, nl = [], 0
+        lens = np.diff(cuts)
+        T = self._threads
+        cap = limit // 4 + len(lens) * (T + 1)      # >= every run's rows: its bytes // 4 + 1
+        src = np.empty(cap, np.int64)
+        dst = np.empty(cap, np.int64)
+        w = np.empty(cap if self._ncols != 2 else 0, np.float32)
+        longest = int(lens.max())
+        miss = np.empty((2 * (longest // 4 + T + 1), 3), np.int32)  # touched: the misses only
+        names = np.empty(longest + 1, np.uint8)     # each name is followed by >= 1 byte in buf
+        nl, o = 0, 0
         for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
             if b > a:
-                got, dn = self._parse_piece(buf[a:b], b - a, nl)
-                out += got
+                runs, dn = self._parse_piece(buf[a:b], b - a, nl, src[o:], dst[o:],
+                                             w[o:] if len(w) else w, miss, names)
                 nl += dn
-        return out, nl
+                for j, k in runs:              # packed: this piece's edges follow the last one's
+                    if j:
+                        src[o:o + k] = src[o + j:o + j + k]
+                        dst[o:o + k] = dst[o + j:o + j + k]
+                        if len(w):
+                            w[o:o + k] = w[o + j:o + j + k]
+                    o += k
+        return [(src[:o], dst[:o], w[:o] if len(w) else w)], nl
 
-    def _parse_piece(self, buf, limit, nl_before):
+    def _parse_piece(self, buf, limit, nl_before, src, dst, w, miss, names):
         """Runs of whole lines parsed in parallel against the name table as it was (read only),
         then the names it lacked added in file order (_add_names), so IDs stay in first-appearance
-        order whatever the runs."""
+        order whatever the runs. -> ([(first row, edges) per run, relative to the first row after
+        the previous run's edges], newlines)."""
         # in parallel once the column count is known (the first data line decides it)
         nseg = self._threads if limit >= PARALLEL_MIN_BYTES and self._ncols else 1
         starts = _segment_starts(buf, limit, nseg)
-        caps = np.diff(starts) // 4 + 1          # a data line takes >= 4 bytes ("a b\n")
         offs = np.zeros(nseg + 1, np.int64)
-        np.cumsum(caps, out=offs[1:])
-        src = np.empty(offs[-1], np.int64)
-        dst = np.empty(offs[-1], np.int64)
-        w = np.empty(offs[-1] if self._ncols != 2 else 0, np.float32)
-        miss = np.empty((2 * offs[-1], 3), np.int32)   # virtual: only the misses are touched
+        np.cumsum(np.diff(starts) // 4 + 1, out=offs[1:])  # a data line takes >= 4 bytes
         resm = np.zeros((nseg, 10), np.int64)
         _parse_labeled_par(buf, starts, offs, self._ncols, self._k1, self._k2, self._vals, src,
                            dst, w, miss, resm)
@@ -296,18 +312,18 @@ class LabeledReader(EdgeReader):
             nl += int(resm[j, 1])
             if resm[j, 2]:
                 self._ncols = int(resm[j, 2])
-        names = np.empty(limit + 1, np.uint8)      # each name is followed by >= 1 byte in buf
         self._state[1] = 0
         cur = np.zeros(2, np.int64)
         while not _add_names(buf, offs, resm, miss, src, dst, self._k1, self._k2, self._vals,
                              self._state, names, self._grow_at, cur):
             self._grow()
         self.sink.write(names[:self._state[1]])
-        out = []
+        runs, done = [], 0
         for j in range(nseg):
-            o, k = int(offs[j]), int(resm[j, 0])
-            out.append((src[o:o + k], dst[o:o + k], w[o:o + k] if len(w) else w))
-        return out, nl - nl_before
+            k = int(resm[j, 0])
+            runs.append((int(offs[j]) - done, k))
+            done += k
+        return runs, nl - nl_before
 
 
 def open_labeled(path, sink, fmt=None, weighted=None, chunk_bytes=None,
