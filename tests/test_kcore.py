@@ -468,6 +468,18 @@ def test_thread_counts(threads, root):
             assert np.array_equal(kcore.run(g, keep_edges=keep, **kw).core_number, naive_core(c))
 
 
+@pytest.mark.parametrize("gname", ["one_edge", "duplicates", "disconnected", "isolated_ends"])
+def test_full_decomposition_more_threads_than_bitmap_slots(gname, root):
+    """The threads' touched-vertex bitmaps share rows (n // words-per-bitmap of them per row):
+    on a tiny graph 7 threads need several rows; a wrong slot or row loses decrements."""
+    c = case_of(gname, "sym")
+    g = make_dataset(root, c.tg, "sym", (1, 1))
+    for keep in (0, None):
+        r = kcore.run(g, keep_edges=keep, **dict(SSD, threads=7))
+        assert np.array_equal(r.core_number, naive_core(c)), keep
+        assert r.core_number.dtype == np.int32
+
+
 # ---------------------------------------------------------------------------------------------
 # 6. full decomposition, directed 3x2: lists assembled from many chunks on several threads
 def _ranges(starts, lens):
@@ -514,8 +526,8 @@ def test_full_decomposition_directed_3x2_stress(root, monkeypatch):
         seen["store"] = store
         return real_select(deg, state, alive, hist, kslot, store, *rest)
 
-    def after(deg, state, A, T, sh, kslot, pending, loading, queue, cc):
-        bad = real_after(deg, state, A, T, sh, kslot, pending, loading, queue, cc)
+    def after(deg, state, A, T, sh, P, nw, kslot, pending, loading, queue, cc):
+        bad = real_after(deg, state, A, T, sh, P, nw, kslot, pending, loading, queue, cc)
         L = np.asarray(loading, dtype=np.int64)
         if len(L):
             lens = ptr[L + 1] - ptr[L]

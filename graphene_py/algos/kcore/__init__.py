@@ -57,6 +57,7 @@ import click
 import numpy as np
 
 from ...errors import GrapheneError
+from ..common import vertex_dtype
 from .base import KEEP_PER_VERTEX, KCoreResult, _peel_serial  # noqa: F401  (KCoreResult: the API)
 from .full import _run_full
 from .membership import _run_membership
@@ -75,7 +76,7 @@ def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreR
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
     st: dict = {}
-    core = A.kcore(dg, stats=st)
+    core = A.kcore(dg, stats=st).astype(vertex_dtype(dg.num_vertices), copy=False)
     return KCoreResult(core_number=core, max_core=int(core.max()) if len(core) else 0,
                        k=None if k is None else int(k),
                        in_k_core=None if k is None else core >= int(k),

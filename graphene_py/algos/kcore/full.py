@@ -9,6 +9,7 @@ from ...errors import GrapheneError
 from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2
 from ...iterator.memory import track
+from ..common import vertex_dtype
 from .base import _always, _record, _result
 
 
@@ -18,22 +19,33 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
     steps = []
     rounds = 0
     kept = 0
-    core = np.zeros(n, dtype=np.int64)
+    idt = vertex_dtype(n)                             # vertex IDs, and core numbers (< n)
+    core = np.zeros(n, dtype=idt)
     em = EdgeMap(graph, pull="in" in dirs, in_memory=in_memory, **runtime) if n else None
     try:
         T = em.threads if em is not None else 1
-        wide = graph.num_edges >= (1 << 30) or n >= (1 << 31)
+        # int32 rows while the degrees (summed over the directions read) stay below 2^30, so a
+        # removed vertex's `gone` (-2^30) minus its stale decrements stays negative and in range
+        degs = [em.degree(d) for d in dirs] if n else []
+        dmax = sum(int(x.max()) for x in degs)
+        wide = dmax >= (1 << 30) - 1 or n >= (1 << 31) - 1
         dt = np.int64 if wide else np.int32          # degrees, decrements, bitmap words
         sh = 6 if wide else 5                          # log2(bits per bitmap word)
-        idt = np.int64 if n >= (1 << 31) else np.int32   # vertex IDs
         deg = np.zeros(n, dtype=dt)
-        for d in dirs if n else []:
-            deg += em.degree(d)         # from the offsets the iterators loaded
+        for d, x in zip(dirs, degs):
+            deg += x                    # from the offsets the iterators loaded
+            em.deg.pop(d, None)         # deg holds them now
+        degs = None
         # kept lists live in this process's RAM: none where the lists are read elsewhere
         local = em is None or em.local
         cap = max(0, min(int(budget), int(deg.sum(dtype=np.int64)))) if local else 0
         state = np.zeros(n, dtype=np.uint8)     # _FREE .. _DONE
-        A = np.zeros((2 * T, n), dtype=dt)      # rows 0..T-1 decrements, T..2T-1 touched bitmaps
+        # rows 0..T-1: each thread's decrements; then the threads' touched-vertex bitmaps, nw
+        # words each, P of them side by side in a row (one row for up to 32 threads)
+        nw = max(1, -(-n // (1 << sh)))
+        P = max(1, n // nw)
+        brows = -(-T // P)
+        A = np.zeros((T + brows, n), dtype=dt)
         kdt = np.int64 if cap >= (1 << 31) else np.int32
         kslot = np.zeros((2, n), dtype=kdt)     # kept vertex: start of its slice, entries stored
         store = np.empty(cap, dtype=idt)
@@ -52,11 +64,11 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
         track("kept lists", kslot, store, korder)
         track("peel queues", alive, queue, pending)
         gone = dt(-(1 << 62) if wide else -(1 << 30))   # degree of a removed vertex (stays < 0)
-        kstate = (state, A, np.int64(T), np.int64(sh), kslot, store)
+        kstate = (state, A, np.int64(T), np.int64(sh), kslot, store, np.int64(P), np.int64(nw))
         # a round's decrements add up and the touched bitmaps or together (rows of A); the store
         # is written only by loading vertices, which a cluster run has none of (cap 0)
         read = Update(_always, _read_round, combine="sum",
-                      writes=((1, "sum", (0, T)), (1, "or", (T, 2 * T))))
+                      writes=((1, "sum", (0, T)), (1, "or", (T, T + brows))))
         while True:
             if c[3] == c[4] and not _next_level_k(deg, alive, queue, c):
                 break
@@ -75,7 +87,7 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
                     got.append(kslot[1, loading].astype(np.int64))
             rounds += 1
             kept += len(loading)
-            bad = _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c)
+            bad = _after_read(deg, state, A, T, sh, P, nw, kslot, pending, loading, queue, c)
             if bad >= 0:
                 raise GrapheneError(_disagree(graph, dirs, state, kslot, deg, loading, got, bad))
     finally:
@@ -284,16 +296,18 @@ def _read_round(v, nbrs, wts, tid, st):
     """One chunk of a list read in a superstep: a pending vertex decrements its alive neighbours
     (this thread's row + touched bitmap); a loading vertex appends its alive neighbours to its
     slice of the store (chunks come in any order, on any thread: one fetch-and-add per chunk)."""
-    state, A, T, sh, kslot, store = st
+    state, A, T, sh, kslot, store, P, nw = st
     s = state[v]
     if s == _PENDING:
         one = A.dtype.type(1)
         mask = (1 << sh) - 1
+        brow = T + tid // P                 # this thread's bitmap: words boff.. of row brow
+        boff = (tid % P) * nw
         for i in range(nbrs.shape[0]):
             u = np.int64(nbrs[i])
             if state[u] < _PENDING:
                 if A[tid, u] == 0:
-                    A[T + tid, u >> sh] |= one << (u & mask)
+                    A[brow, boff + (u >> sh)] |= one << (u & mask)
                 A[tid, u] += 1
     elif s == _LOADING:
         cnt = 0
@@ -311,7 +325,7 @@ def _read_round(v, nbrs, wts, tid, st):
 
 
 @njit(cache=True)
-def _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c):
+def _after_read(deg, state, A, T, sh, P, nw, kslot, pending, loading, queue, c):
     """Apply the superstep's decrements (serially: a vertex whose degree falls from above the level
     to it or below joins the queue once); pending vertices are done, loading ones kept. Returns a
     loaded vertex whose stored count is not its degree (lists and degrees disagree), else -1."""
@@ -319,11 +333,13 @@ def _after_read(deg, state, A, T, sh, kslot, pending, loading, queue, c):
     B = 1 << sh
     wmask = np.uint64((1 << B) - 1) if B < 64 else ~np.uint64(0)
     for t in range(T):
-        for w in range((A.shape[1] + B - 1) >> sh):
-            x = np.uint64(A[T + t, w]) & wmask
+        brow = T + t // P
+        boff = (t % P) * nw
+        for w in range(nw):
+            x = np.uint64(A[brow, boff + w]) & wmask
             if x == 0:
                 continue
-            A[T + t, w] = 0
+            A[brow, boff + w] = 0
             base = w << sh
             while x != 0:
                 low = x & (~x + np.uint64(1))

@@ -8,6 +8,7 @@ from numba import njit
 from ...errors import GrapheneError
 from ...iterator.atomics import atomic_add as _add
 from ...iterator.edgemap import EdgeMap, Update
+from ..common import vertex_dtype
 from .base import _always, _peel_serial, _record, _result
 
 
@@ -17,7 +18,7 @@ def _run_scan(graph, budget, in_memory, runtime, progress, t0, k):
     n = graph.num_vertices
     steps = []
     deg = graph.degrees("out") + _in_degrees(graph, in_memory, runtime, steps, progress)
-    core = np.zeros(n, dtype=np.int64)
+    core = np.zeros(n, dtype=vertex_dtype(n))      # core numbers < n: 4 bytes while IDs are
     status = np.zeros(n, dtype=np.uint8)     # 0 alive, 1 being removed this round, 2 removed
     rounds = 0
     em = EdgeMap(graph, in_memory=in_memory, **runtime) if n else None
