@@ -243,6 +243,12 @@ def info_cmd(graph, as_json, verify):
             "checksums   " + ("CRC32 per file, CRC32C per 4 KB page" if s["checksums"] == "pages"
                                else "CRC32 per file (no page checksums: made by an older graphene_py)"),
         ]
+        nm = s.get("names")
+        if nm:
+            out.append("names       " + (
+                f"vertex names in {nm['file']} ({_human(nm['bytes'] or 0)}); --src and --sources "
+                f"take them" if nm["kind"] == "label" else
+                f"original IDs in {nm['file']} (--relabel); --src and --sources take them"))
         # what recovery did (this open, or an earlier command's: recovery.log), newest last
         log = s.get("recovery_log") or []
         for line in log[-5:]:

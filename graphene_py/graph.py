@@ -405,7 +405,17 @@ class Graph:
             "created": self.manifest.get("created"),
             "checksums": "pages" if any(p.pages for p in parts) else "files",
             "recovery_log": store.read_log(self.path) if self.path else [],
+            "names": self._names_summary(),
         }
+
+    def _names_summary(self):
+        """What the vertices are called besides their IDs (graphene_py/names.py), or None."""
+        m = self.manifest
+        if m.get("labels"):
+            return {"kind": "label", "file": m["labels"], "bytes": m.get("labels_bytes")}
+        if m.get("relabel"):
+            return {"kind": "original_id", "file": m["relabel"]}
+        return None
 
     def __repr__(self):
         return (f"Graph({self.name!r}, |V|={self.num_vertices}, |E|={self.num_edges}, "

@@ -226,6 +226,10 @@ def test_partition_labels_cli_and_usage_errors(tmp_path):
     assert "vertex names kept in labels.txt" in r.stderr
     m = json.load(open(os.path.join(Graph.open("p").dirs[0], "manifest.json")))
     assert m["labels"] == "labels.txt" and m["options"]["labels"] is True
+    r = cli("info", "p")
+    assert r.exit_code == 0 and "names       vertex names in labels.txt (16 B)" in r.stdout
+    assert json.loads(cli("info", "p", "--json").stdout)["names"] == {
+        "kind": "label", "file": "labels.txt", "bytes": 16}
 
 
 # ---------------------------------------------------------------------------------------------
