@@ -33,6 +33,8 @@ from .errors import DatasetError, GrapheneError
 
 #: name lookups answered by a scan of the label table before an index of it is built
 SCANS = 4
+#: bytes of the label table looked at at once by a scan
+SCAN_BLOCK = 64 << 20
 
 
 def vertex_names(graph):
@@ -164,6 +166,30 @@ class Labels(VertexNames):
                 return i
             lo += 1
         return None
+
+    def name_of(self, v: int):
+        """One name: the first few without the offsets (a pass counting newlines, no memory per
+        vertex: a run's src_name on a huge graph), then through them."""
+        v = int(v)
+        if v < 0:
+            return None
+        self._lookups += 1
+        if self._off is not None or self._lookups > SCANS:
+            return self.take([v])[0]
+        mm = self._map()
+        start, seen, blk = (0 if v == 0 else None), 0, SCAN_BLOCK
+        for lo in range(0, len(mm), blk) if v else ():
+            nl = np.flatnonzero(np.frombuffer(mm, np.uint8, count=min(blk, len(mm) - lo),
+                                              offset=lo) == 10)
+            if seen + len(nl) >= v:
+                start = lo + int(nl[v - seen - 1]) + 1
+                break
+            seen += len(nl)
+        end = mm.find(b"\n", start) if start is not None else -1
+        if end < 0:
+            raise DatasetError(f"{self.graph.name}: {self.path} has no line for vertex {v} of "
+                               f"{self.n}")
+        return mm[start:end].decode("utf-8", "replace")
 
     def take(self, ids) -> list:
         off = self.offsets()

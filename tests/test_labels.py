@@ -198,6 +198,24 @@ def test_partition_labels_equals_numbered_input(tmp_path, grid):
     assert names._index is not None
 
 
+@pytest.mark.parametrize("block", [7, 64 << 20])
+def test_name_of_without_offsets(tmp_path, monkeypatch, block):
+    """The first names asked for one at a time come from a scan (no offsets in memory), also
+    across scan blocks; later ones through the offsets; both equal the table's lines."""
+    from graphene_py import names as names_mod
+    monkeypatch.setattr(names_mod, "SCAN_BLOCK", block)
+    pairs = _pairs(n_names=60, m=200, seed=3)
+    G = partition(write_names(tmp_path / "n.el", pairs), make_disks(tmp_path, 1), name="n",
+                  labels=True, quiet=True, register=False)
+    ref = list(first_appearance(pairs))
+    nm = G.vertex_names()
+    for v in (0, len(ref) - 1, 1, 37):
+        assert nm.name_of(v) == ref[v]
+    assert nm._off is None                            # scans only, so far
+    assert [nm.name_of(v) for v in range(len(ref))] == ref
+    assert nm._off is not None and nm.name_of(-1) is None
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=120),
        st.sampled_from(["n{}", "ü{}x", "\"q{}\"", "http://a.b/{}?x=1", "{}"]))
