@@ -47,9 +47,12 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
         brows = -(-T // P)
         A = np.zeros((T + brows, n), dtype=dt)
         kdt = np.int64 if cap >= (1 << 31) else np.int32
-        kslot = np.zeros((2, n), dtype=kdt)     # kept vertex: start of its slice, entries stored
+        # kept vertex: start of its slice, entries stored; kept vertices in store order (for
+        # compaction). Without a budget no vertex is ever kept: 12 bytes per vertex saved.
+        kn = n if cap else 1
+        kslot = np.zeros((2, kn), dtype=kdt)
         store = np.empty(cap, dtype=idt)
-        korder = np.empty(n, dtype=idt)         # kept vertices in store order (for compaction)
+        korder = np.empty(kn, dtype=idt)
         alive = np.arange(n, dtype=idt)
         queue = np.empty(n, dtype=idt)
         pending = np.empty(n, dtype=idt)
