@@ -161,7 +161,9 @@ def test_cli_memory_budgets(mid):
     ref = json.loads(_cli("run", "bfs", "--src", "0", "-g", path, "--json").stdout)
     for extra, engine in ((int(fb.min()) // 2, "no adjacency file fits"),
                           (int(fb.max()) + int(fb.min()) // 2, "of adjacency cached"),
-                          (int(fb.sum()), "the whole graph cached")):
+                          # the runtime is measured in each process (it varies by ~0.1-1 MiB):
+                          # half a file of slack either way of each boundary
+                          (int(fb.sum()) + int(fb.min()) // 2, "the whole graph cached")):
         memory = f"{-(-(need + extra) // MiB)}M"
         p = _cli("run", "bfs", "--src", "0", "-g", path, "--json", "--memory", memory)
         assert p.returncode == 0, p.stderr
