@@ -279,3 +279,69 @@ def test_log_flushed_every_few_levels(bottom_up, root, monkeypatch):
     for gname in ("powerlaw", "disconnected"):
         g, n, s, d = dataset(root, gname, "sym", (3, 2))
         check(g, n, s, d, sources_of(gname, n, 70), "sym", bottom_up=bottom_up, threads=2, **SSD)
+
+
+@pytest.mark.parametrize("kind", ["sym", "in"])
+@pytest.mark.parametrize("gname", ["star", "powerlaw", "disconnected"])
+def test_keep_edges_zero(gname, kind, root):
+    # no short lists kept: every bottom-up level reads them again; the same depths
+    g, n, s, d = dataset(root, gname, kind, (3, 2))
+    for bottom_up in (True, "always"):
+        check(g, n, s, d, sources_of(gname, n, 12), kind, bottom_up=bottom_up, threads=2,
+              keep_edges=0, **SSD)
+    with pytest.raises(Exception, match="keep_edges"):
+        msbfs.run(g, sources=[0], keep_edges=-1, **SSD)
+
+
+@pytest.mark.parametrize("gname,count,max_levels",
+                         [("star", 70, 256), ("star", 33, 2), ("powerlaw", 33, 256),
+                          ("disconnected", 12, 256), ("chain", 4, 256)])
+def test_depths_written_back_to_the_file(gname, count, max_levels, root, tmp_path, monkeypatch):
+    # an on-disk depths larger than half the memory left goes back to its file span by span
+    # (sync_file_range, then its pages dropped) as the first flush writes it: small spans so
+    # every thread hands back many; later flushes (forced every 2 levels, the chain's 256-level
+    # cap, a second pass of sources) then write into pages read back from the file
+    monkeypatch.setattr(msbfs, "memory_available", lambda: 0)
+    monkeypatch.setattr(msbfs.depths, "_SPAN", 2048)    # 8 KB of a row: a whole page or two
+    monkeypatch.setattr(msbfs.depths, "_TILE", 256)
+    monkeypatch.setattr(msbfs.depths, "_MAX_LOG_LEVELS", max_levels)
+    from graphene_py.iterator import memory as mem
+    used = []
+    real = mem.WriteBack.finish
+
+    def finish(self, token):
+        used.append(token is not None)
+        return real(self, token)
+    monkeypatch.setattr(mem.WriteBack, "finish", finish)
+    g, n, s, d = dataset(root, gname, "sym", (3, 2))
+    out = str(tmp_path / "depths.npy")
+    srcs = sources_of(gname, n, count)
+    r = check(g, n, s, d, srcs, "sym", threads=2, output=out, **SSD)
+    assert isinstance(r.depths, np.memmap)
+    assert any(used) or n < 3000          # rows of a few pages: spans hold no whole page
+    assert np.array_equal(np.load(out), ref_depths(n, s, d, srcs, True))
+
+
+def test_log_room_bound_saves_a_flush(root, tmp_path, monkeypatch):
+    # the log makes room only for what the next level can find (vertices still missing a live
+    # source's bit), not n per level: a power-law graph's levels all fit in one flush
+    flushes = []
+    real = msbfs.depths.Log.flush
+
+    def flush(self, background=False):
+        flushes.append(self.init)
+        return real(self, background)
+    monkeypatch.setattr(msbfs.depths.Log, "flush", flush)
+    monkeypatch.setattr(msbfs, "memory_available", lambda: 0)    # written back: no early flush
+    g, n, s, d = dataset(root, "powerlaw", "sym", (1, 1))
+    check(g, n, s, d, sources_of("powerlaw", n, 32), "sym", threads=2,
+          output=str(tmp_path / "d.npy"), **SSD)
+    assert flushes == [True]
+
+
+def test_memory_available_is_bounded_by_a_cgroup_or_ram():
+    from graphene_py.iterator.memory import memory_available
+    avail = memory_available()
+    with open("/proc/meminfo") as f:
+        info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f}
+    assert 0 < avail <= info["MemAvailable"] * 1.1 + (64 << 20)

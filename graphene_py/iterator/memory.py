@@ -16,6 +16,8 @@ And the ledger behind `graphene run --json`'s `memory` block: what a run holds, 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import config
 
 _MADV_NOHUGEPAGE = 15
@@ -40,6 +42,118 @@ def _pages(arr):
     """(address, length) of the whole pages inside arr's buffer."""
     lo = (arr.ctypes.data + 4095) & ~4095
     return lo, max(0, ((arr.ctypes.data + arr.nbytes) & ~4095) - lo)
+
+
+_MADV_DONTNEED = 4
+_MADV_RANDOM = 1
+
+
+def _libc_fn(name, argtypes):
+    import ctypes
+    fn = getattr(ctypes.CDLL(None, use_errno=True), name)
+    fn.argtypes = argtypes
+    return fn
+
+
+class WriteBack:
+    """Pages of a file mapping (an np.memmap written once, front to back) handed back soon after
+    they are written, so a result larger than the memory a run may use (MS-BFS depths: 4 bytes
+    per vertex per source) never piles up dirty in RAM, where a memory cgroup would throttle it
+    and evict the code pages instead. `start(view)` (a slice just written) starts its writeback
+    (sync_file_range) and returns a token; `finish(token)` waits for it, then drops the pages
+    (MADV_DONTNEED, POSIX_FADV_DONTNEED). Keep a few tokens in flight: the disk writes while the
+    caller computes. Linux only; elsewhere a no-op."""
+
+    def __init__(self, mm):
+        import ctypes
+        import os
+        import sys
+        self.ok = sys.platform.startswith("linux") and isinstance(mm, np.memmap) and mm.size > 0
+        if not self.ok:
+            return
+        try:
+            self.sfr = _libc_fn("sync_file_range", [ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
+                                                    ctypes.c_uint])
+            self.madvise = _libc_fn("madvise", [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int])
+        except (OSError, AttributeError):
+            self.ok = False
+            return
+        self.base = mm.ctypes.data                  # data start in memory ...
+        self.foff = int(mm.offset)                  # ... and in the file (the same page phase)
+        self.fd = os.open(mm.filename, os.O_RDONLY)
+        # no read-around on its write faults: each would pull in read_ahead_kb of the file
+        # (8 MiB here: all of a 512 MiB depths after one touch per row)
+        lo = self.base & ~4095
+        self.madvise(lo, self.base + mm.nbytes - lo, _MADV_RANDOM)
+
+    def start(self, view):
+        """(file offset, bytes) of the whole pages inside view, their writeback started."""
+        if not self.ok or view.size == 0:
+            return None
+        a = view.ctypes.data
+        lo = (a + 4095) & ~4095
+        hi = (a + view.nbytes) & ~4095
+        if hi <= lo:
+            return None
+        off = self.foff + (lo - self.base)
+        self.sfr(self.fd, off, hi - lo, 2)                     # SYNC_FILE_RANGE_WRITE
+        return lo, off, hi - lo
+
+    def finish(self, token):
+        if token is None or not self.ok:
+            return
+        import os
+        addr, off, size = token
+        self.sfr(self.fd, off, size, 1 | 2 | 4)                # wait before, write, wait after
+        self.madvise(addr, size, _MADV_DONTNEED)
+        os.posix_fadvise(self.fd, off, size, os.POSIX_FADV_DONTNEED)
+
+    def close(self):
+        if self.ok:
+            import os
+            os.close(self.fd)
+            self.ok = False
+
+
+def memory_available() -> int:
+    """Bytes this process may still take: MemAvailable, or less where a memory cgroup (v2
+    memory.max, v1 memory.limit_in_bytes) leaves less."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    room = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                parts = line.strip().split(":", 2)
+                if len(parts) != 3:
+                    continue
+                if parts[0] == "0" and parts[1] == "":
+                    room.append(("/sys/fs/cgroup" + parts[2], "memory.max", "memory.current"))
+                elif "memory" in parts[1].split(","):
+                    room.append(("/sys/fs/cgroup/memory" + parts[2], "memory.limit_in_bytes",
+                                 "memory.usage_in_bytes"))
+    except OSError:
+        pass
+    import os
+    for d, lim, use in room:
+        try:
+            with open(os.path.join(d, lim)) as f:
+                t = f.read().strip()
+            if t == "max":
+                continue
+            with open(os.path.join(d, use)) as f:
+                u = int(f.read().strip())
+            r = max(0, int(t) - u)
+            avail = r if avail is None else min(avail, r)
+        except (OSError, ValueError):
+            continue
+    return avail if avail is not None else 1 << 62
 
 
 def small_pages(arr):

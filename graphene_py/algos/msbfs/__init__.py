@@ -33,8 +33,15 @@ their costs (kept lists cost nothing), and logs the non-zero nxt words, from whi
 the depths rows (tile by tile, in the background once the levels shrink).
 Fresh memory is slow to fault in here (up to 1 s for the 512 MiB of depths as transparent huge
 pages), so depths gets 4 KB pages (MADV_NOHUGEPAGE: it is written once, sequentially) and a helper
-thread at idle priority prefaults the log and depths (MADV_POPULATE_WRITE) while the supersteps
-wait on IO.
+thread at idle priority prefaults the first n/2 log entries and depths (MADV_POPULATE_WRITE) while
+the supersteps wait on IO. An on-disk depths (`output=`, `-o x.npy`) is not prefaulted; when it
+is larger than half the memory left (RAM, or a memory cgroup's limit), the one flush of the log
+writes it span by span and hands each span back to its file (sync_file_range, then its pages
+dropped: iterator.memory.WriteBack), and no flush runs early (a later one would fault the written
+pages in again). The log makes room only for what the next level can find (the vertices still
+missing a live source's bit), so the levels of a pass usually fit one flush. Scale 24 edge factor
+64, 32 sources, `--keep-edges 0` (no short lists kept): 16.8 M x 32 depths (2.1 GB) inside a
+800 MiB memory cgroup.
 Sources beyond 64 run in further passes. Default sources: 32 random vertices of non-zero
 out-degree from config.SEED (GAPBS's habit), distinct; `sources=[...]` picks them.
 """
@@ -50,7 +57,7 @@ from ...errors import GrapheneError
 from ...iterator.atomics import atomic_or as _or
 from ...iterator.cost import Model, list_cost, pull_direction
 from ...iterator.edgemap import EdgeMap, Update
-from ...iterator.memory import populate_async, small_pages, track
+from ...iterator.memory import WriteBack, memory_available, populate_async, small_pages, track
 
 from ..common import parse_sources
 from ..reference import serial_bfs_depth
@@ -118,9 +125,12 @@ def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in
     visited |= nxt, and every non-zero nxt word is appended to the log (logv/logw from `pos`, in
     vertex order); m_td / m_bu: who is active for a top-down / bottom-up next level (m_bu only
     when `up`), with their estimated bytes (iterator/cost.py's list_cost; nothing for a list the
-    engine keeps: kdone). Returns (#vertices discovered, top-down bytes, bottom-up bytes)."""
+    engine keeps: kdone). Returns (#vertices discovered, top-down bytes, bottom-up bytes, #vertices
+    the next level may discover: those still missing a live source's bit, and with in-edges
+    where `up` knows them)."""
     n = nxt.shape[0]
     cnt = 0
+    want = 0
     for v in range(n):        # the log in a loop of its own (the main loop vectorizes), branch-free:
         f = nxt[v]            # every word is stored, the cursor moves on over non-zero ones
         logv[pos + cnt] = v   # (pos + n <= capacity: Log.room)
@@ -142,9 +152,12 @@ def _advance(nxt, frontier, visited, live, deg_out, deg_in, w, cols_out, cols_in
             d = deg_in[v]
             b = live & ~np.uint64(vis) != np.uint64(0) and d > 0
             m_bu[v] = b
+            want += b
             if b and kdone[v] == 0:
                 c_bu += list_cost(d, w, cols_in, block)
-    return cnt, c_td, c_bu
+        else:
+            want += live & ~np.uint64(vis) != np.uint64(0)
+    return cnt, c_td, c_bu, want
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,9 +174,13 @@ def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
 
 
 def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAULT_SOURCES,
-        closeness=False, output=None, bottom_up=True, **runtime) -> MSBFSResult:
+        closeness=False, output=None, bottom_up=True, keep_edges=None, **runtime) -> MSBFSResult:
     """bottom_up: run a level bottom-up whenever the cost model says it reads no more bytes (needs
-    in-edges, or an undirected dataset); "always": every level (tests); False: top-down only."""
+    in-edges, or an undirected dataset); "always": every level (tests); False: top-down only.
+    keep_edges: the short in-lists kept in RAM, in stored neighbour IDs (default n; 0: none, and
+    no per-vertex slots for them either)."""
+    if keep_edges is not None and int(keep_edges) < 0:
+        raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -181,6 +198,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
     em = None
     depths = None
     filler = None
+    wback = None
     try:
         if n and (src is None or len(src)):
             ddt = np.int32 if graph.num_edges < (1 << 31) else np.int64
@@ -200,6 +218,10 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             depths = np.empty((S, n), dtype=np.int32)
             small_pages(depths)
         dplain = np.asarray(depths)     # a plain ndarray view (of the memmap) for the kernels
+        # an on-disk depths larger than half the memory left goes back to its file span by
+        # span as the first flush writes it (else the page cache takes it, written later)
+        if output is not None and depths.nbytes > memory_available() // 2:
+            wback = WriteBack(depths)
         sums = np.zeros(S, dtype=np.int64)
         reached = np.zeros(S, dtype=np.int64)
         if S and n:
@@ -215,8 +237,9 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             livew = np.zeros((T + 1, 8), dtype=np.uint64)
             live = np.zeros(1, dtype=np.uint64)
             track("direction masks", m_td, m_bu)
-            # short in-lists kept in RAM once read (at most n entries with their counts)
-            kept = em.keep_lists(up_dir, n) if up else None
+            # short in-lists kept in RAM once read (at most keep_edges entries with their counts)
+            budget = n if keep_edges is None else int(keep_edges)
+            kept = em.keep_lists(up_dir, budget) if up and budget > 0 else None
             kdone = kept.kdone if kept is not None else np.zeros(n, dtype=np.uint8)
             for base in range(0, S, 64):
                 chunk = src[base:base + 64]
@@ -227,15 +250,16 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 nxt = np.zeros(n, dtype=wdt)
                 track("source bitsets", frontier, visited, nxt)
                 drow = dplain[base:base + k]
-                log = Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k])
-                if base == 0:
-                    filler = populate_async([log.v, log.w] + ([] if output is not None else [dplain]))
+                log = Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k], wback)
+                if base == 0 and output is None:   # prefault (the log's pages are touched as
+                    # it fills: n/2 to n entries on most graphs, of its 2n)
+                    filler = populate_async([log.v[:n // 2], log.w[:n // 2], dplain])
                 for i, s in enumerate(chunk):
                     nxt[s] |= wdt(1) << wdt(i)
                 live[0] = (np.uint64(1) << np.uint64(k)) - np.uint64(1) if k < 64 else ~np.uint64(0)
-                cnt, c_td, c_bu = _advance(nxt, frontier, visited, live[0], deg_out, deg_in, w,
-                                           cols_out, cols_in, block, m_td, m_bu, up, log.v, log.w,
-                                           log.pos, kdone)
+                cnt, c_td, c_bu, want = _advance(nxt, frontier, visited, live[0], deg_out,
+                                                 deg_in, w, cols_out, cols_in, block, m_td, m_bu,
+                                                 up, log.v, log.w, log.pos, kdone)
                 log.add(cnt, 0)
                 prev = cnt
                 frontier, nxt = nxt, frontier
@@ -251,13 +275,16 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                     t1 = time.perf_counter()
                     live[0] = np.bitwise_or.reduce(livew[:, 0])
                     livew[:] = 0
-                    log.make_room()
-                    cnt, c_td, c_bu = _advance(nxt, frontier, visited, live[0], deg_out, deg_in,
-                                               w, cols_out, cols_in, block, m_td, m_bu, up, log.v,
-                                               log.w, log.pos, kdone)
+                    log.make_room(want)
+                    cnt, c_td, c_bu, want = _advance(nxt, frontier, visited, live[0], deg_out,
+                                                     deg_in, w, cols_out, cols_in, block, m_td,
+                                                     m_bu, up, log.v, log.w, log.pos, kdone)
                     log.add(cnt, level)
-                    if log.init and log.running is None and 0 < cnt < prev:
-                        log.flush(background=True)   # past the peak: write the dense levels now
+                    if log.init and log.running is None and 0 < cnt < prev and wback is None:
+                        # past the peak: write the dense levels now, beside the next levels
+                        # (not when depths goes back to its file as it is written: the later
+                        # levels' bits would fault its pages in again, one read each)
+                        log.flush(background=True)
                     prev = cnt
                     frontier, nxt = nxt, frontier
                     st = dict(st)
@@ -276,6 +303,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             em.close()
         if filler is not None:
             filler.join()
+        if wback is not None:
+            wback.close()
     if output is not None:
         depths.flush()
     clo = closeness_of(reached, sums, n) if closeness else None

@@ -75,6 +75,10 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
             drow[b, t0:t1] = tb[b, :m]
 
 
+#: vertices per span of an on-disk depths' first flush (x k rows x 4 bytes held dirty at once)
+_SPAN = 64 * _TILE
+_IN_FLIGHT = 3
+
 #: a flush of the level log is forced after this many levels (bounds _write_depths' cursors)
 _MAX_LOG_LEVELS = 256
 
@@ -83,11 +87,13 @@ class Log:
     """The words found per level, (vertex, word) in vertex order, until they are written into the
     pass's depths rows `drow` (_write_depths). The first flush writes every entry of the rows once
     (-1 included, so the rows need no prior fill), tile by tile on `threads` threads; later ones
-    only the logged bits. A flush runs when the log is full (2n entries, or _MAX_LOG_LEVELS
-    levels) and at the end; `flush(background=True)` lets it run on while the next supersteps
-    stream (the caller starts one once the levels shrink: the dense ones are logged by then)."""
+    only the logged bits. A flush runs when the next level might not fit (2n entries, or
+    _MAX_LOG_LEVELS levels) and at the end; `flush(background=True)` lets it run on while the next
+    supersteps stream (the caller starts one once the levels shrink: the dense ones are logged by
+    then). `writeback`: an on-disk depths goes back to its file span by span as the first flush
+    writes it (iterator.memory.WriteBack)."""
 
-    def __init__(self, n, wdt, threads, drow, reached, sums):
+    def __init__(self, n, wdt, threads, drow, reached, sums, writeback=None):
         cap = max(2 * n, 1024)
         self.v = np.empty(cap, dtype=np.int32 if n < (1 << 31) else np.int64)
         self.w = np.empty(cap, dtype=wdt)
@@ -95,6 +101,7 @@ class Log:
         self.n = n
         self.threads = max(1, int(threads))
         self.drow, self.reached, self.sums = drow, reached, sums
+        self.writeback = writeback   # iterator.memory.WriteBack of an on-disk depths, or None
         self.pos = 0            # next free entry
         self.lo = 0             # first entry not handed to a flush
         self.seg_lo = [0]       # segments [seg_lo[j], seg_lo[j+1]) not handed to a flush yet
@@ -102,8 +109,10 @@ class Log:
         self.init = True        # no flush yet: the next one writes every entry
         self.running = None     # (executor, futures, cnt, sm) of a flush in flight
 
-    def room(self):
-        return self.pos + self.n <= len(self.v) and len(self.levels) < _MAX_LOG_LEVELS
+    def room(self, entries=None):
+        """Whether a level of up to `entries` (default n) words fits the log."""
+        need = self.n if entries is None else int(entries)
+        return self.pos + need <= len(self.v) and len(self.levels) < _MAX_LOG_LEVELS
 
     def add(self, count, level):
         self.pos += int(count)
@@ -124,9 +133,30 @@ class Log:
             sm = np.zeros((T, k), dtype=np.int64)
             init = self.init
 
+            wb = self.writeback if init else None
+
             def job(t):
-                _write_depths(self.drow, self.v, self.w, seg_lo, lv, min(n, t * step),
-                              min(n, (t + 1) * step), init, cnt[t], sm[t])
+                lo, hi = min(n, t * step), min(n, (t + 1) * step)
+                if wb is None:
+                    _write_depths(self.drow, self.v, self.w, seg_lo, lv, lo, hi, init, cnt[t],
+                                  sm[t])
+                    return
+                # an on-disk depths: written in spans, each handed back to its file once the
+                # disk has it (a few spans in flight, so the writes overlap the next spans)
+                flight = []
+                try:
+                    for a in range(lo, hi, _SPAN):
+                        b = min(hi, a + _SPAN)
+                        _write_depths(self.drow, self.v, self.w, seg_lo, lv, a, b, init,
+                                      cnt[t], sm[t])
+                        flight.append([wb.start(self.drow[r, a:b]) for r in range(k)])
+                        while len(flight) > _IN_FLIGHT:
+                            for tok in flight.pop(0):
+                                wb.finish(tok)
+                finally:
+                    for toks in flight:
+                        for tok in toks:
+                            wb.finish(tok)
 
             from concurrent.futures import ThreadPoolExecutor
             ex = ThreadPoolExecutor(T)
@@ -154,6 +184,6 @@ class Log:
             self.pos = self.lo = 0
             self.seg_lo = [0]
 
-    def make_room(self):
-        if not self.room():
+    def make_room(self, entries=None):
+        if not self.room(entries):
             self.flush()

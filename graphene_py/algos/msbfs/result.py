@@ -79,4 +79,7 @@ CLI_OPTIONS = [
                       "stdout, per-source values in --json and in -o .npz."),
     click.Option(["--top-down", "bottom_up"], flag_value=False, default=True,
                  help="Top-down levels only (no bottom-up levels)."),
+    click.Option(["--keep-edges", "keep_edges"], type=click.IntRange(min=0), default=None,
+                 help="RAM budget for short in-lists kept once read, in neighbour IDs (default 1 "
+                      "per vertex; 0: keep none, read them again each bottom-up level)."),
 ]
