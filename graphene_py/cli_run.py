@@ -228,12 +228,25 @@ def _run(name, mod, kw):
         mem_plan = registry.memory_plan(name, graph, memory, runtime, algo_opts, output,
                                         runtime_bytes=config.vm_bytes("VmRSS") + (16 << 20))
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
+        from .iterator.memory import set_run_budget
+        set_run_budget(mem_plan["memory_bytes"])    # e.g. MS-BFS's on-disk depths: written back
+        # what the plan picked for the options left out
+        if not runtime.get("buffer_mb"):
+            run_rt["buffer_mb"] = mem_plan["io_buffer_bytes"] / (1 << 20)
+        if "keep_edges" in mem_plan:
+            algo_opts["keep_edges"] = mem_plan["keep_edges"]
 
     quiet_lines = quiet or as_json
     where = (f"on a Ray cluster of {len(graph.placement)} node(s)" if cluster is not None else
              f"on {len(graph.disks)} disk(s)")
     _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
          f"{graph.num_rows}x{graph.num_cols} partitions {where}", quiet_lines)
+    if mem_plan is not None:
+        picked = [f"IO buffers {mem_plan['io_buffer_bytes'] / 2**20:g} MiB"]
+        if "keep_edges" in mem_plan:
+            picked.append(f"{mem_plan['keep_edges']:,} kept neighbour IDs")
+        _say(f"--memory {memory}: " + ", ".join(picked) + f", adjacency cache "
+             f"{mem_plan['cache_bytes'] / 2**20:,.0f} MiB", quiet_lines)
     trial_rows = []
     results = []
     counter = {"i": 0, "trial": 0}

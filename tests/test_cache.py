@@ -219,3 +219,73 @@ def test_cli_msbfs_streams_depths_to_npy(mid, tmp_path):
     assert "depths" not in streamed and held["depths"]["bytes"] == 3 * 4 * 200_000
     assert np.array_equal(np.load(npy), np.load(npz)["depths"])
     assert sorted(x.name for x in tmp_path.iterdir()) == ["d.npy", "d.npz"]
+
+
+# ---------------------------------------------------------------------------------------------
+# options the memory plan picks where the user left them out
+def _plan(g, name, memory, opts=None, runtime=None, output=None):
+    from graphene_py.algos import registry
+    return registry.memory_plan(name, g, memory, {"threads": 2, **(runtime or {})}, opts or {},
+                                output, runtime_bytes=100 << 20)
+
+
+@pytest.mark.parametrize("name,default_per_vertex", [("kcore", 4), ("msbfs", 1)])
+def test_plan_picks_kept_lists_before_the_cache(mid, name, default_per_vertex):
+    from graphene_py.algos import registry
+    n = mid.num_vertices
+    opts = {"output": "x.npy"} if name == "msbfs" else {}
+    out = "x.npy" if name == "msbfs" else None
+    slots = registry.entry(name).keep[0] * n
+    big = _plan(mid, name, "4G", opts, output=out)
+    assert big["keep_edges"] == default_per_vertex * n          # the default budget, whole
+    base = big["state_bytes_estimate"] - slots - 4 * default_per_vertex * n
+    # just enough for the slots and n/2 IDs: n/2 of them kept, no cache left
+    need = big["runtime_bytes"] + big["io_buffer_bytes"] + base
+    mid_plan = _plan(mid, name, str(need + slots + 2 * n), opts, output=out)
+    assert mid_plan["keep_edges"] == n // 2 and mid_plan["cache_bytes"] == 0
+    # below the slots and n/4 IDs: none kept (not even slots), the rest is cache
+    small = _plan(mid, name, str(need + slots), opts, output=out)
+    assert small["keep_edges"] == 0 and small["cache_bytes"] == slots
+    assert small["state_bytes_estimate"] == base
+    # the user's budget is kept and counted, never replaced
+    given = _plan(mid, name, "4G", {**opts, "keep_edges": 7 * n}, output=out)
+    assert "keep_edges" not in given
+    assert given["state_bytes_estimate"] == base + slots + 4 * 7 * n
+    assert given["memory_bytes"] - given["cache_bytes"] > big["memory_bytes"] - big["cache_bytes"]
+
+
+def test_plan_membership_keeps_no_lists(mid):
+    p = _plan(mid, "kcore", "4G", {"k": 5, "membership_only": True})
+    assert "keep_edges" not in p
+
+
+def test_plan_shrinks_the_io_buffers_before_refusing(mid):
+    from graphene_py.errors import GrapheneError
+    MiB = 1 << 20
+    big = _plan(mid, "bfs", "4G")
+    assert big["io_buffer_bytes"] == 64 * MiB
+    state = big["state_bytes_estimate"]
+    p = _plan(mid, "bfs", str(big["runtime_bytes"] + state + 20 * MiB))
+    assert p["io_buffer_bytes"] == 16 * MiB and p["cache_bytes"] == 4 * MiB
+    p = _plan(mid, "bfs", str(big["runtime_bytes"] + state + 40 * MiB))
+    assert p["io_buffer_bytes"] == 32 * MiB
+    with pytest.raises(GrapheneError, match="less than this run needs"):
+        _plan(mid, "bfs", str(big["runtime_bytes"] + state + 8 * MiB))
+    with pytest.raises(GrapheneError, match="IO buffers 64 MiB"):       # the user's, kept
+        _plan(mid, "bfs", str(big["runtime_bytes"] + state + 40 * MiB), runtime={"buffer_mb": 64})
+
+
+def test_cli_memory_picks_kept_lists(mid):
+    """The plan's picks reach the run: its result reports the kept-list budget the plan chose,
+    and its IO pool is the plan's."""
+    p = _cli("run", "kcore", "-g", mid.path, "--json", "--memory", "2G")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    plan = d["memory"]["plan"]
+    assert plan["keep_edges"] == 4 * mid.num_vertices
+    assert d["result"]["keep_edges"] == plan["keep_edges"]
+    assert plan["io_buffer_bytes"] == 64 << 20
+    ref = json.loads(_cli("run", "kcore", "-g", mid.path, "--json", "--keep-edges", "0").stdout)
+    assert d["result"]["max_core"] == ref["result"]["max_core"]
+    p = _cli("run", "kcore", "-g", mid.path, "--memory", "2G")
+    assert "--memory 2G: IO buffers 64 MiB, 800,000 kept neighbour IDs" in p.stderr

@@ -38,6 +38,21 @@ class Entry:
     #: with tools/bench_memory.py (the `memory` block's state on kron22, 2 threads), rounded up.
     #: `graphene run --memory` plans with it.
     state: tuple = (64, 8)
+    #: adjacency lists kept in RAM (`--keep-edges`): (bytes per vertex of slots once any list is
+    #: kept, default budget in neighbour IDs per vertex); each kept ID costs the ID width on top.
+    #: Not counted in `state`; `--memory` picks the budget that fits when the user gives none.
+    keep: tuple = None
+    #: numpy temporaries between supersteps, per vertex (TEMP_BYTES_PER_VERTEX, or 0 where the
+    #: measured trial growth stays below the allocated state: k-core, MS-BFS)
+    temp: int = None
+    #: {option: state} where an option, when set, changes the state (kcore --membership-only)
+    state_if: dict = field(default_factory=dict)
+
+    def state_for(self, opts: dict) -> tuple:
+        for opt, st in self.state_if.items():
+            if opts.get(opt):
+                return st
+        return self.state
 
 
 ENTRIES = {e.name: e for e in (
@@ -51,10 +66,11 @@ ENTRIES = {e.name: e for e in (
     Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation).",
           state=(21, 0)),
     Entry("kcore", "kcore", "k-core decomposition: core numbers, or one K-core with --k.",
-          state=(55, 8)),
+          state=(27, 8), keep=(12, 4), state_if={"membership_only": (42, 4)}, temp=0),
     Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS).",
-          state=(41, 0)),
-    Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(41, 0)),
+          state=(34, 0), keep=(6, 1), temp=0),
+    Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(34, 0),
+          keep=(6, 1), temp=0),
     Entry("spmv", "spmv", "Sparse matrix-vector product y = A x.", state=(17, 0)),
     Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets).",
           state=(36, 0)),
@@ -169,14 +185,17 @@ TEMP_BYTES_PER_VERTEX = 16
 def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=None) -> dict:
     """`graphene run --memory SIZE`: the budget split into the runtime, the IO buffers, the
     algorithm's O(|V|) state (offsets of each edge direction plus the registry's per-vertex
-    estimate) and what is left: the adjacency cache. A budget below the first three is an error
-    naming both sizes."""
+    estimate), kept adjacency lists and what is left: the adjacency cache. A budget below the
+    first three is an error naming both sizes. Options the user left out are picked to fit:
+    `buffer_mb` (the default, halved down to 16 MiB while short) and `keep_edges` (as many kept
+    neighbour IDs as fit, up to the algorithm's default; none below one per 4 vertices):
+    the plan's `keep_edges` and `io_buffer_bytes` are then what the run must use."""
     from ..partition.partitioner import parse_size
     from .. import config as _config
     budget = parse_size(memory)
     n = graph.num_vertices
     threads = int(runtime.get("threads") or _config.default_threads())
-    fixed, per_thread = entry(name).state
+    fixed, per_thread = entry(name).state_for(opts)
     per_vertex = fixed + per_thread * threads
     if name in ("apsp", "msbfs") and output is None:    # the depths rows, kept in RAM
         src = opts.get("sources")
@@ -191,13 +210,29 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
     per_vertex += sum(k * np.dtype(offsets_dtype(graph.parts(d))).itemsize for d, k in dirs)
     # + temporaries: numpy expressions over n-sized arrays between supersteps (cost estimates,
     # masks, sums) hold up to two 8-byte arrays at once (kron22 4x4 BFS: 45 MiB above its state)
-    per_vertex += TEMP_BYTES_PER_VERTEX
-    state = n * per_vertex
-    io = int(float(runtime.get("buffer_mb") or _config.BUFFER_MB) * (1 << 20))
+    # (k-core and MS-BFS: their trial growth stays below their allocated state; scale 24 edge
+    # factor 64 without kept lists: 29 and 31 B/vertex against 38 and 34 allocated)
+    per_vertex += TEMP_BYTES_PER_VERTEX if entry(name).temp is None else entry(name).temp
+    # kept adjacency lists: the user's budget, else (picked below) what fits, up to the default
+    e = entry(name)
+    given_keep = opts.get("keep_edges")
+    keep_slot = keep_id = 0
+    if e.keep is not None and not (name == "kcore" and opts.get("membership_only")):
+        keep_slot, keep_id = e.keep[0] * n, graph.id_width
+        if given_keep is not None:
+            per_vertex += e.keep[0] if int(given_keep) > 0 else 0
+    state = n * per_vertex + (int(given_keep) * keep_id if keep_id and given_keep else 0)
     # the runtime: what this process holds now (imports, numba's target: pass it from the run's
     # own process, where shared libraries may sit in 2 MiB file pages) plus a margin, or the
     # measured constant
     rt = max(RUNTIME_BYTES, int(runtime_bytes or 0))
+    # the IO buffers: the user's, else the default, halved down to 16 MiB where the budget is short
+    if runtime.get("buffer_mb"):
+        io = int(float(runtime["buffer_mb"]) * (1 << 20))
+    else:
+        io = int(_config.BUFFER_MB) << 20
+        while io > (16 << 20) and budget < rt + io + state:
+            io //= 2
     need = rt + io + state
     mib = (lambda b: f"{b / 2**20:,.0f} MiB")
     if budget < need:
@@ -205,5 +240,18 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
             f"--memory {memory} ({mib(budget)}) is less than this run needs before any adjacency "
             f"is cached: {mib(need)} (runtime ~{mib(rt)} + IO buffers {mib(io)} + "
             f"O(|V|) state ~{mib(state)}: {n:,} vertices x {per_vertex} B)")
-    return {"memory_bytes": budget, "runtime_bytes": rt, "io_buffer_bytes": io,
-            "state_bytes_estimate": state, "cache_bytes": budget - need}
+    plan = {"memory_bytes": budget, "runtime_bytes": rt, "io_buffer_bytes": io}
+    if keep_id and given_keep is None:
+        # kept lists come before the adjacency cache (each spares a re-read of a list the
+        # algorithm reads again), up to the algorithm's default budget; none when not even the
+        # slots and one ID per 4 vertices fit (kron22 k-core: 13.0 s with none, 9.8 s with n/4,
+        # 5.1 s with n, 2.5 s with the default 4n)
+        room = budget - need - keep_slot
+        ids = int(min(e.keep[1] * n, max(0, room) // keep_id))
+        if ids < n // 4:
+            ids = 0
+        plan["keep_edges"] = ids
+        if ids:
+            state += keep_slot + ids * keep_id
+    plan.update(state_bytes_estimate=state, cache_bytes=budget - rt - io - state)
+    return plan

@@ -115,15 +115,28 @@ class WriteBack:
             self.ok = False
 
 
+#: what this run may use in all (`graphene run --memory`), or None: see memory_available()
+RUN_BUDGET = {"bytes": None}
+
+
+def set_run_budget(nbytes):
+    """The memory this process's run may use in all (None: no budget of its own)."""
+    RUN_BUDGET["bytes"] = None if nbytes is None else int(nbytes)
+
+
 def memory_available() -> int:
     """Bytes this process may still take: MemAvailable, or less where a memory cgroup (v2
-    memory.max, v1 memory.limit_in_bytes) leaves less."""
+    memory.max, v1 memory.limit_in_bytes) or the run's own budget (set_run_budget, less the RSS
+    now) leaves less."""
     avail = None
+    if RUN_BUDGET["bytes"] is not None:
+        avail = max(0, RUN_BUDGET["bytes"] - rss_bytes())
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
+                    m = int(line.split()[1]) * 1024
+                    avail = m if avail is None else min(avail, m)
     except OSError:
         pass
     room = []
