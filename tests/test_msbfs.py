@@ -333,10 +333,38 @@ def test_log_room_bound_saves_a_flush(root, tmp_path, monkeypatch):
         return real(self, background)
     monkeypatch.setattr(msbfs.depths.Log, "flush", flush)
     monkeypatch.setattr(msbfs, "memory_available", lambda: 0)    # written back: no early flush
+    real_init = msbfs.depths.Log.__init__
+
+    def init(self, *args, entries=None, **kw):          # the default log of 2n entries
+        real_init(self, *args, **kw)
+    monkeypatch.setattr(msbfs.depths.Log, "__init__", init)
     g, n, s, d = dataset(root, "powerlaw", "sym", (1, 1))
     check(g, n, s, d, sources_of("powerlaw", n, 32), "sym", threads=2,
           output=str(tmp_path / "d.npy"), **SSD)
     assert flushes == [True]
+
+
+def test_written_back_log_holds_n_entries(root, tmp_path, monkeypatch):
+    # depths written back: a log of n entries (what the memory plan counts), flushed as often as
+    # the levels need; on this graph the levels log more than n words, so some flushes write into
+    # pages read back from the file, and the depths stay exact
+    sizes, flushes = [], []
+    real_init, real_flush = msbfs.depths.Log.__init__, msbfs.depths.Log.flush
+
+    def init(self, *args, **kw):
+        real_init(self, *args, **kw)
+        sizes.append(len(self.v))
+
+    def flush(self, background=False):
+        flushes.append(self.init)
+        return real_flush(self, background)
+    monkeypatch.setattr(msbfs.depths.Log, "__init__", init)
+    monkeypatch.setattr(msbfs.depths.Log, "flush", flush)
+    monkeypatch.setattr(msbfs, "memory_available", lambda: 0)
+    g, n, s, d = dataset(root, "powerlaw", "sym", (1, 1))
+    check(g, n, s, d, sources_of("powerlaw", n, 32), "sym", threads=2,
+          output=str(tmp_path / "d.npy"), **SSD)
+    assert sizes == [max(n, 1024)] and flushes[0] and len(flushes) >= 2 and not any(flushes[1:])
 
 
 def test_memory_available_is_bounded_by_a_cgroup_or_ram():

@@ -68,8 +68,8 @@ ENTRIES = {e.name: e for e in (
     Entry("kcore", "kcore", "k-core decomposition: core numbers, or one K-core with --k.",
           state=(27, 8), keep=(12, 4), state_if={"membership_only": (42, 4)}, temp=0),
     Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS).",
-          state=(34, 0), keep=(6, 1), temp=0),
-    Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(34, 0),
+          state=(26, 0), keep=(6, 1), temp=0),
+    Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(26, 0),
           keep=(6, 1), temp=0),
     Entry("spmv", "spmv", "Sparse matrix-vector product y = A x.", state=(17, 0)),
     Entry("sssp", "sssp", "Single-source shortest paths by delta-stepping (weighted datasets).",
@@ -197,11 +197,11 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
     threads = int(runtime.get("threads") or _config.default_threads())
     fixed, per_thread = entry(name).state_for(opts)
     per_vertex = fixed + per_thread * threads
-    if name in ("apsp", "msbfs") and output is None:    # the depths rows, kept in RAM
-        src = opts.get("sources")
+    if name in ("apsp", "msbfs") and output is None:    # the depths rows, kept in RAM, and
+        src = opts.get("sources")                        # the log's second n entries (an
         count = (len(str(src).split(",")) if isinstance(src, str) else len(src)) if src is not None \
-            else int(opts.get("num_sources") or 32)
-        per_vertex += 4 * count
+            else int(opts.get("num_sources") or 32)      # on-disk depths: a log of n entries)
+        per_vertex += 4 * count + 8
     # offsets: every partition keeps 4 bytes (8 when a partition has >= 2^31 edges) per row of
     # its row range, so each edge direction holds cols (out-lists) or rows (in-lists) x that
     from ..iterator.session import offsets_dtype

@@ -250,7 +250,10 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 nxt = np.zeros(n, dtype=wdt)
                 track("source bitsets", frontier, visited, nxt)
                 drow = dplain[base:base + k]
-                log = Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k], wback)
+                # a log of n entries where memory is short (depths written back): a graph whose
+                # levels log more flushes more often, into pages read back from the file
+                log = Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k], wback,
+                          entries=n if wback is not None else None)
                 if base == 0 and output is None:   # prefault (the log's pages are touched as
                     # it fills: n/2 to n entries on most graphs, of its 2n)
                     filler = populate_async([log.v[:n // 2], log.w[:n // 2], dplain])

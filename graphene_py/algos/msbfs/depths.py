@@ -91,10 +91,11 @@ class Log:
     _MAX_LOG_LEVELS levels) and at the end; `flush(background=True)` lets it run on while the next
     supersteps stream (the caller starts one once the levels shrink: the dense ones are logged by
     then). `writeback`: an on-disk depths goes back to its file span by span as the first flush
-    writes it (iterator.memory.WriteBack)."""
+    writes it (iterator.memory.WriteBack). `entries`: the log's size (default 2n; at least n, what
+    one level may log)."""
 
-    def __init__(self, n, wdt, threads, drow, reached, sums, writeback=None):
-        cap = max(2 * n, 1024)
+    def __init__(self, n, wdt, threads, drow, reached, sums, writeback=None, entries=None):
+        cap = max(2 * n if entries is None else int(entries), n, 1024)
         self.v = np.empty(cap, dtype=np.int32 if n < (1 << 31) else np.int64)
         self.w = np.empty(cap, dtype=wdt)
         track("depth log", self.v, self.w)
