@@ -128,13 +128,12 @@ class Log:
             k = self.drow.shape[0]
             seg_lo = np.array(self.seg_lo, dtype=np.int64)
             lv = np.array(self.levels, dtype=np.int32)
-            T = self.threads if self.init and n >= 4 * _TILE else 1
+            wb = self.writeback
+            T = self.threads if (self.init or wb is not None) and n >= 4 * _TILE else 1
             step = -(-n // T // _TILE) * _TILE if T > 1 else n
             cnt = np.zeros((T, k), dtype=np.int64)
             sm = np.zeros((T, k), dtype=np.int64)
             init = self.init
-
-            wb = self.writeback if init else None
 
             def job(t):
                 lo, hi = min(n, t * step), min(n, (t + 1) * step)
@@ -143,11 +142,20 @@ class Log:
                                   sm[t])
                     return
                 # an on-disk depths: written in spans, each handed back to its file once the
-                # disk has it (a few spans in flight, so the writes overlap the next spans)
+                # disk has it (a few spans in flight, so the writes overlap the next spans); a
+                # later flush first asks for the next span's pages back (read ahead, in large
+                # requests: no read-around on the mapping)
                 flight = []
                 try:
                     for a in range(lo, hi, _SPAN):
                         b = min(hi, a + _SPAN)
+                        if not init:
+                            if a == lo:
+                                for r in range(k):
+                                    wb.prefetch(self.drow[r, a:b])
+                            if b < hi:
+                                for r in range(k):
+                                    wb.prefetch(self.drow[r, b:min(hi, b + _SPAN)])
                         _write_depths(self.drow, self.v, self.w, seg_lo, lv, a, b, init,
                                       cnt[t], sm[t])
                         flight.append([wb.start(self.drow[r, a:b]) for r in range(k)])
