@@ -431,8 +431,9 @@ def test_disk_full_is_clean(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [True, False])
 @pytest.mark.parametrize("seed", range(6))
-def test_batcher_runs_merge_equals_in_memory(tmp_path, seed):
+def test_batcher_runs_merge_equals_in_memory(tmp_path, seed, weighted):
     """Many tiny runs (cap 1024 edges) whose vertex ranges grow run by run (later runs see larger
     IDs) merge to exactly the in-memory CSR, with weights, symmetrize, loops and duplicates."""
     from graphene_py.partition import extsort
@@ -444,28 +445,33 @@ def test_batcher_runs_merge_equals_in_memory(tmp_path, seed):
     dup = rng.integers(0, m, m // 5)
     src = np.concatenate([src, src[dup]])
     dst = np.concatenate([dst, dst[dup]])
-    w = rng.integers(1, 9, len(src)).astype(np.float32)
+    w = rng.integers(1, 9, len(src)).astype(np.float32) if weighted else None
     sym, loops, dedupe = bool(seed % 2), seed % 3 == 0, seed != 4
     ref = extsort.sort_to_csr(src, dst, w, n, symmetrize=sym, drop_self_loops=not loops,
                               dedupe=dedupe)
     spill = tmp_path / "spill"
     spill.mkdir()
-    b = extsort.Batcher(1024, True, lambda: [str(spill)], symmetrize=sym,
+    b = extsort.Batcher(1024, weighted, lambda: [str(spill)], symmetrize=sym,
                         drop_self_loops=not loops, dedupe=dedupe, merge_budget=700)
     for i in range(0, len(src), 333):
-        b.add(src[i:i + 333], dst[i:i + 333], w[i:i + 333])
+        b.add(src[i:i + 333], dst[i:i + 333], w[i:i + 333] if weighted else None)
     store = b.finish(n)
     assert b.spilled_runs >= 2 and isinstance(store, extsort.SpilledCSR)
     np.testing.assert_array_equal(store.indptr, ref[0])
     idx, ww = store.get(0, n)
     np.testing.assert_array_equal(idx, ref[1])
-    np.testing.assert_array_equal(ww, ref[2])
+    if weighted:
+        np.testing.assert_array_equal(ww, ref[2])
+    else:
+        assert ww is None and ref[2] is None
     assert b.loops == ref[3]
-    rs, rd, rw = reference(src, dst, w, symmetrize=sym, drop_self_loops=not loops,
+    wr = w if weighted else np.ones(len(src), dtype=np.float32)
+    rs, rd, rw = reference(src, dst, wr, symmetrize=sym, drop_self_loops=not loops,
                            drop_duplicates=dedupe)
     np.testing.assert_array_equal(np.repeat(np.arange(n), np.diff(ref[0])), rs)
     np.testing.assert_array_equal(ref[1], rd)
-    np.testing.assert_array_equal(ref[2], rw)
+    if weighted:
+        np.testing.assert_array_equal(ref[2], rw)
     store.close()
     assert os.listdir(spill) == []
 

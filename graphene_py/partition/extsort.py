@@ -9,7 +9,7 @@ result does not depend on how the input was split into runs, and symmetric for -
 `ExternalSorter` is used when the edges do not fit in the memory limit: each batch is sorted into a
 CSR *run* spilled to disk (indptr, indices, weights files). Because a run is CSR, the edges of a
 vertex block [v0, v1) are one contiguous range in every run; the merge reads that range from every
-run, concatenates and sorts/dedups it per vertex (the same kernel), i.e. a k-way merge done one
+run, gathers it into the block's CSR slots and sorts/dedups it per vertex (the same kernel), i.e. a k-way merge done one
 vertex block at a time, with block sizes chosen so the block's edges over all runs fit the budget.
 The merged result is a `SpilledCSR` (indices/weights files + an in-memory indptr), read back in
 vertex blocks by the partition writer.
@@ -236,6 +236,22 @@ def _compact(indptr, newptr, idx, w, has_w):
                 w[o + j] = w[a + j]
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _scatter_run(lp, ridx, rw, has_w, pos, out_idx, out_w):
+    """One sorted run's lists of a vertex block (local indptr lp, its indices/weights from lp[0])
+    appended to each vertex's slots at pos[v] (advanced): the merge's gather, no source array."""
+    base = lp[0]
+    for v in prange(lp.shape[0] - 1):
+        a = lp[v] - base
+        b = lp[v + 1] - base
+        p = pos[v]
+        for e in range(a, b):
+            out_idx[p + e - a] = ridx[e]
+            if has_w:
+                out_w[p + e - a] = rw[e]
+        pos[v] = p + b - a
+
+
 def idx_dtype(n: int):
     """Indices dtype while sorting: uint32 when every vertex ID fits (half the memory traffic)."""
     return np.dtype(np.uint32) if n <= (1 << 32) else np.dtype(np.int64)
@@ -405,9 +421,21 @@ class ExternalSorter:
         idx_path = os.path.join(out_dir, f"{self.tag}_merged.idx")
         w_path = os.path.join(out_dir, f"{self.tag}_merged.w") if self.weighted else None
         final_deg = np.zeros(n, dtype=np.int64)
+        blocks = list(vertex_blocks(cum, 0, n, self.budget))
+        # one buffer for every block (the largest block's edges): the same pages each time
+        biggest = max([int(cum[v1] - cum[v0]) for v0, v1 in blocks] or [0])
+        buf_i = np.empty(biggest, dtype=idx_dtype(n))
+        buf_w = np.empty(biggest if w_path else 0, dtype=np.float32)
+        has_w = w_path is not None
         with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
-            for v0, v1 in vertex_blocks(cum, 0, n, self.budget):
-                parts_i, parts_w, parts_s = [], [], []
+            for v0, v1 in blocks:
+                m = int(cum[v1] - cum[v0])
+                if m == 0:
+                    continue
+                # every run's lists of [v0, v1) gathered straight into the block's CSR slots
+                indptr = cum[v0:v1 + 1] - cum[v0]
+                idx, ow = buf_i[:m], (buf_w[:m] if has_w else _EMPTY_W)
+                pos = indptr[:-1].copy()
                 for ptr_p, idx_p, w_p, n_run, rdt in self.runs:
                     if v0 >= n_run:
                         continue
@@ -415,24 +443,22 @@ class ExternalSorter:
                     a, b = int(lp[0]), int(lp[-1])
                     if b == a:
                         continue
-                    parts_s.append(np.repeat(np.arange(v0, v1, dtype=np.int64), np.diff(lp)))
-                    parts_i.append(np.fromfile(idx_p, dtype=rdt, count=b - a,
-                                               offset=a * rdt.itemsize).astype(np.int64))
-                    if w_p:
-                        parts_w.append(np.fromfile(w_p, dtype=np.float32, count=b - a, offset=a * 4))
-                if not parts_i:
-                    continue
-                s = np.concatenate(parts_s)
-                d = np.concatenate(parts_i)
-                ww = np.concatenate(parts_w) if w_path else None
-                del parts_s, parts_i, parts_w
-                ptr, idx, w, _ = sort_to_csr(s, d, ww, v1 - v0, symmetrize=False,
-                                             drop_self_loops=False, dedupe=self.dedupe, base=v0)
-                del s, d, ww
-                final_deg[v0:v1] = np.diff(ptr)
-                idx.astype(idx_dtype(n), copy=False).tofile(fi)
+                    ridx = np.fromfile(idx_p, dtype=rdt, count=b - a, offset=a * rdt.itemsize)
+                    rw = (np.fromfile(w_p, dtype=np.float32, count=b - a, offset=a * 4) if w_p
+                          else _EMPTY_W)
+                    _scatter_run(lp, ridx, rw, has_w, pos, idx, ow)
+                    del ridx, rw
+                newdeg = np.empty(v1 - v0, dtype=np.int64)
+                _sort_lists(indptr, idx, ow, has_w, self.dedupe, newdeg)
+                m2 = int(newdeg.sum())
+                if m2 != m:
+                    newptr = np.zeros(v1 - v0 + 1, dtype=np.int64)
+                    np.cumsum(newdeg, out=newptr[1:])
+                    _compact(indptr, newptr, idx, ow, has_w)
+                final_deg[v0:v1] = newdeg
+                idx[:m2].tofile(fi)
                 if w_path:
-                    w.tofile(fw)
+                    ow[:m2].tofile(fw)
                 if progress:
                     progress("merge", int(cum[v1]), int(cum[-1]))
         for r in self.runs:
