@@ -547,7 +547,7 @@ def test_memory_limit_counts_the_process_and_refuses_too_small(tmp_path):
     with pytest.raises(GrapheneError, match="too small: this process itself needs"):
         partition(str(p), [str(disk)], name="tiny", quiet=True, memory_limit="2M", register=False)
     big = tmp_path / "big.el"
-    n = 400_000                                   # 400k vertices x 64 B = 25.6 MB of arrays
+    n = 600_000                                   # 600k vertices x 48 B = 28.8 MB of arrays
     big.write_text(f"0 {n - 1}\n")
     limit = rss_bytes() + (64 << 20) + (20 << 20)     # leaves 20 MiB of working memory
     with pytest.raises(GrapheneError, match="per-vertex arrays while sorting"):

@@ -30,6 +30,9 @@ BYTES_PER_EDGE_SORT = 40
 
 # ----------------------------------------------------------------------------------------------
 # kernels
+#: Edges per batch at most: symmetrized, under 2^31 slots, so the counting sort's rows are int32.
+MAX_BATCH_EDGES = (1 << 30) - 1
+
 #: Most edge-list parts count and scatter in parallel: each part has its own count row, so its
 #: (random) writes need no atomics. T rows of |V|+1 int64 are part of the per-vertex memory
 #: (partitioner.BYTES_PER_VERTEX assumes at most 4).
@@ -283,6 +286,8 @@ def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True,
         chunks.append((s, np.ascontiguousarray(dst[i], dtype=np.int64),
                        np.ascontiguousarray(weights[i], dtype=np.float32) if has_w else _EMPTY_W))
     parts = max(1, min(numba.get_num_threads(), MAX_SCATTER_PARTS))
+    # (MAX_BATCH_EDGES keeps a partitioner's batches below 2^31 slots: int32 counts, in its
+    # BYTES_PER_VERTEX)
     # 4-byte counters (then positions) while the batch's slots fit: half the cache footprint of
     # the random increments and scatters (n+1 per part)
     m_max = sum(len(c[0]) for c in chunks) * (2 if symmetrize else 1)
@@ -398,7 +403,7 @@ class ExternalSorter:
         d = self.dirs[k % len(self.dirs)]
         p = os.path.join(d, f"{self.tag}_run{k:05d}")
         n_run = len(indptr) - 1
-        indptr.astype(np.int64).tofile(p + ".ptr")
+        np.asarray(indptr, dtype=np.int64).tofile(p + ".ptr")
         idx.tofile(p + ".idx")
         if w is not None:
             w.tofile(p + ".w")
@@ -442,9 +447,11 @@ class ExternalSorter:
                 if m == 0:
                     continue
                 # every run's lists of [v0, v1) gathered straight into the block's CSR slots
+                # block arrays: indptr and pos (later the new indptr), the degrees written
+                # straight into final_deg: 16 B per vertex of the block beside cum and final_deg
                 indptr = cum[v0:v1 + 1] - cum[v0]
                 idx, ow = buf_i[:m], (buf_w[:m] if has_w else _EMPTY_W)
-                pos = indptr[:-1].copy()
+                pos = indptr.copy()
                 for ptr_p, idx_p, w_p, n_run, rdt in self.runs:
                     if v0 >= n_run:
                         continue
@@ -455,16 +462,16 @@ class ExternalSorter:
                     ridx = np.fromfile(idx_p, dtype=rdt, count=b - a, offset=a * rdt.itemsize)
                     rw = (np.fromfile(w_p, dtype=np.float32, count=b - a, offset=a * 4) if w_p
                           else _EMPTY_W)
-                    _scatter_run(lp, ridx, rw, has_w, pos, idx, ow)
-                    del ridx, rw
-                newdeg = np.empty(v1 - v0, dtype=np.int64)
+                    _scatter_run(lp, ridx, rw, has_w, pos[:-1], idx, ow)
+                    del lp, ridx, rw
+                newdeg = final_deg[v0:v1]
                 _sort_lists(indptr, idx, ow, has_w, self.dedupe, newdeg)
                 m2 = int(newdeg.sum())
                 if m2 != m:
-                    newptr = np.zeros(v1 - v0 + 1, dtype=np.int64)
+                    newptr = pos
+                    newptr[0] = 0
                     np.cumsum(newdeg, out=newptr[1:])
                     _compact(indptr, newptr, idx, ow, has_w)
-                final_deg[v0:v1] = newdeg
                 idx[:m2].tofile(fi)
                 if w_path:
                     ow[:m2].tofile(fw)
@@ -490,7 +497,7 @@ class Batcher:
 
     def __init__(self, budget_edges, weighted, spill_dirs_fn, *, symmetrize, drop_self_loops,
                  dedupe, merge_budget=None, progress=None):
-        self.cap = max(1024, int(budget_edges))
+        self.cap = min(MAX_BATCH_EDGES, max(1024, int(budget_edges)))
         self.weighted = weighted
         self.spill_dirs_fn = spill_dirs_fn
         self.sym, self.drop_self, self.dedupe = symmetrize, drop_self_loops, dedupe
@@ -505,6 +512,7 @@ class Batcher:
         self.spilled_runs = 0
 
     def add(self, src, dst, w=None, maxid=None):
+        self.cap = min(self.cap, MAX_BATCH_EDGES)
         m = len(src)
         self.input_edges += m
         if m:

@@ -420,11 +420,14 @@ def default_memory_limit() -> int:
     return int(total * config.MEMORY_LIMIT_FRACTION)
 
 
-#: Bytes per vertex of the O(|V|) arrays alive at once (count rows that become the scatter
-#: positions, one per parallel part, at most extsort.MAX_SCATTER_PARTS = 4; indptr; new degrees and
-#: indptr; run degrees; later a histogram, its prefix sums and bincount's result):
-#: taken off the memory limit before edge buffers.
-BYTES_PER_VERTEX = 64
+#: Bytes per vertex of the O(|V|) arrays alive at once, taken off the memory limit before edge
+#: buffers. The most of them: an in-memory batch's int32 count rows (one per parallel part, at
+#: most extsort.MAX_SCATTER_PARTS = 4: 16 B; batches stay under 2^31 slots) + indptr, new degrees
+#: and new indptr (24); a spilled batch's count rows + indptr + run degrees + their diff (40); the
+#: merge's cumulative and final degrees + a block's indptr and positions (32); the writer's
+#: indptr, histogram, prefix sums and bincount's result (32); the transposed batch (40) beside
+#: the stored indptr (8).
+BYTES_PER_VERTEX = 48
 
 
 def StderrProgress():
@@ -531,7 +534,7 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     limit = working_memory(memory_limit, work_memory)
     # --memory-limit is a promise about peak memory: IDs whose per-vertex arrays do not fit fail;
     # an explicit work_memory (tests, experts) only sizes the batches, and a budget below the
-    # arrays' 64 B per vertex is exceeded rather than crawled through (16 B per vertex still fail)
+    # arrays' 48 B per vertex is exceeded rather than crawled through (16 B per vertex still fail)
     vertex_bytes = BYTES_PER_VERTEX if work_memory is None else 16
     own_progress = None
     if progress is None and not quiet:
@@ -599,7 +602,7 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                     f"or use --relabel if the IDs are sparse")
             # the O(|V|) arrays grow with the IDs seen: shrink the edge batch to stay in the limit
             # (runs of fewer than |V|/2 edges would cost more in O(|V|) work per run than they
-            # save: a limit below ~64 B per vertex is exceeded rather than crawled through)
+            # save: a limit below ~48 B per vertex is exceeded rather than crawled through)
             nv = max(n_known, batch.maxid + 1, mx + 1)
             held = reader.table_bytes() if labels else 0      # the name table, while it reads
             batch.cap = max(1 << 14, nv // 2,
