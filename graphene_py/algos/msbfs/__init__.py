@@ -35,13 +35,14 @@ Fresh memory is slow to fault in here (up to 1 s for the 512 MiB of depths as tr
 pages), so depths gets 4 KB pages (MADV_NOHUGEPAGE: it is written once, sequentially) and a helper
 thread at idle priority prefaults the first n/2 log entries and depths (MADV_POPULATE_WRITE) while
 the supersteps wait on IO. An on-disk depths (`output=`, `-o x.npy`) is not prefaulted; when it
-is larger than half the memory left (RAM, or a memory cgroup's limit), the one flush of the log
-writes it span by span and hands each span back to its file (sync_file_range, then its pages
-dropped: iterator.memory.WriteBack), and no flush runs early (a later one would fault the written
-pages in again). The log makes room only for what the next level can find (the vertices still
-missing a live source's bit), so the levels of a pass usually fit one flush. Scale 24 edge factor
-64, 32 sources, `--keep-edges 0` (no short lists kept): 16.8 M x 32 depths (2.1 GB) inside a
-800 MiB memory cgroup.
+is larger than half the memory left (RAM, a memory cgroup's limit, or `--memory`), the log holds
+n entries (what `--memory` plans for) and each flush writes the depths span by span, handing every
+span back to its file (sync_file_range, then its pages dropped: iterator.memory.WriteBack); no
+flush runs early, and a later flush first reads its next span's pages back ahead
+(POSIX_FADV_WILLNEED). The log makes room only for what the next level can find (the vertices
+still missing a live source's bit), so the levels of a pass usually fit one or two flushes. Scale
+24 edge factor 64, 32 sources: 16.8 M x 32 depths (2.1 GB) inside an 800 MiB memory cgroup, with
+`--memory 800M` (no short lists kept) in 24 s.
 Sources beyond 64 run in further passes. Default sources: 32 random vertices of non-zero
 out-degree from config.SEED (GAPBS's habit), distinct; `sources=[...]` picks them.
 """
