@@ -60,7 +60,7 @@ ENTRIES = {e.name: e for e in (
           state=(24, 0)),
     Entry("pagerank", "pagerank",
           "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
-          {"variant": "delta"}, state=(60, 8)),
+          {"variant": "delta"}, state=(25, 0), temp=0),
     Entry("pagerank-pull", "pagerank", "Classic pull PageRank (power iteration, GAPBS stop rule).",
           {"variant": "pull"}, state=(34, 8)),
     Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation).",
@@ -202,6 +202,9 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
         count = (len(str(src).split(",")) if isinstance(src, str) else len(src)) if src is not None \
             else int(opts.get("num_sources") or 32)      # on-disk depths: a log of n entries)
         per_vertex += 4 * count + 8
+    if name == "pagerank":      # delta: degrees and piece counts in 8 bytes from 2^31 edges on,
+        w = 8 if graph.num_edges >= (1 << 31) else 4    # and in- and out-degrees when directed
+        per_vertex += 2 * (w - 4) + (w if graph.directed else 0)
     # offsets: every partition keeps 4 bytes (8 when a partition has >= 2^31 edges) per row of
     # its row range, so each edge direction holds cols (out-lists) or rows (in-lists) x that
     from ..iterator.session import offsets_dtype

@@ -22,14 +22,15 @@ Variants (`variant=`; the CLI name `pagerank` selects "delta", `pagerank-pull` s
      finalises v. `base` = (1-alpha)/n + alpha*D/n uses the dangling mass D at the start of the
      sweep; vertices without in-edges are set after the sweep from the same base. After each
      sweep the scores are rescaled to sum 1 (Gauss-Seidel does not conserve mass, and that mode
-     would otherwise converge only at rate alpha), and the sweeps start from `_lumped_start`,
+     would otherwise converge only at rate alpha), and the sweeps start from `delta._start`,
      which puts the fixed point's share of mass on the vertices without in-edges at once.
   2. Sparse phase, delta pushes: once a sweep changes only vertices whose out-lists hold at most
      PULL_FRACTION of |E| (|change| > threshold * mean |change|), the phase ends: one exact pull
      step computes the pending change r = (one power iteration of x) - x, and from then on only
-     vertices with |r[v]| > threshold * mean|r| are active: each pushes alpha * r[v] / outdeg(v)
-     to its out-neighbours into per-thread accumulators (no atomics; indexed by the compute thread
-     id), then moves r[v] into p[v]; inactive vertices keep their pending r[v] for a later
+     vertices with |r[v]| > threshold * mean|r| are active: each moves its share
+     sh = r[v] / outdeg(v), rounded to float32, times outdeg(v) from r[v] into p[v] (the rounding
+     stays pending in r, so no mass is lost), then adds alpha * sh to r[u] of every out-neighbour
+     u (atomic adds: no per-thread rows); inactive vertices keep their pending r[v] for a later
      superstep. Dangling vertices push their r uniformly as one scalar (no IO). Dense supersteps of
      this phase (active out-edges > PULL_FRACTION of |E|) pull the same sums over the in-lists.
      Held-back residuals make sum(p + r) drift from 1 (by alpha/(1-alpha) * |sum r|); the result

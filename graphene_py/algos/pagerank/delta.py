@@ -1,6 +1,20 @@
 """Delta PageRank (Graphene §4.7, Blaze SC'22): Gauss-Seidel sweeps while the changes are dense,
 then pushes of the large pending changes (see the package's text for the definitions and the stop
-rule)."""
+rule).
+
+State, per vertex (the offsets and IO buffers apart): 16 bytes of float64 rows F, the degrees in
+4 bytes while they fit (8 for a directed dataset: in- and out-degrees), and
+- during the sweeps, a 4-byte count of a split list's pieces: 24 bytes (28 directed);
+- during the pushes, each active vertex's share in float32 and its flag: 25 bytes (29 directed),
+  and 8 per compute thread where memory has room for per-thread rows of pushed sums (else the
+  pushes add into the pending changes atomically).
+Every pass between supersteps is one numba loop: no n-sized numpy temporaries.
+
+The sweeps hold y = x / outdeg (x where the out-degree is 0: such a vertex is in no in-list, so
+its y is never summed) instead of a score and a contribution row, and one row holding first the
+pieces' partial sums of a split list, then each vertex's change; the pushes hold the scores p and
+the pending changes r in the same two rows.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +22,8 @@ from numba import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
 from ...iterator.edgemap import EdgeMap, Update
-from ...iterator.memory import track
-from .steps import PULL, PUSH, PUSH_ACTIVE, _always, _normalized, _note, _out_degrees
+from ...iterator.memory import memory_available, track
+from .steps import _always, _note
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
@@ -23,38 +37,39 @@ DELTA_THRESHOLD = 0.1
 PULL_FRACTION = 0.5
 
 
+#: rows of the float state F: sweeps (Y: x / outdeg; PC: a split list's partial sums, then the
+#: vertex's change), then pushes (P: scores moved so far; R: pending changes)
+Y, PC = 0, 1
+P, R = 0, 1
 
-#: rows of the Gauss-Seidel sweep's float state F and integer state I. One 2-D array per type
-#: instead of seven 1-D ones: with a branch in the kernel, numba keeps per-call reference counting
-#: for every array in the state tuple (measured: 1.05 s -> 0.87 s per kron22 sweep, 1 thread)
-X, CONTRIB, OUTDEG, CHANGE, PSUM = range(5)
-INDEG, SEEN = range(2)
+
+@njit(inline="always")
+def _score(y, od, v):
+    d = od[v]
+    return y[v] * d if d > 0 else y[v]
 
 
 @njit(cache=True)
 def _sweep(v, nbrs, wts, tid, state):
-    """Gauss-Seidel: x[v] = base + alpha * sum(contrib[u] over v's in-list), published at once."""
-    F, I, consts = state
-    contrib = F[CONTRIB]
+    """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once."""
+    F, seen, indeg, outdeg, consts = state
+    y = F[Y]
     s = 0.0
     for i in range(len(nbrs)):
-        s += contrib[np.int64(nbrs[i])]
+        s += y[np.int64(nbrs[i])]
     k = np.int64(nbrs.shape[0])
-    if k != I[INDEG, v]:
+    d = np.int64(indeg[v])
+    if k != d:
         # one piece of a list split over chunks: add it; the piece completing the count finishes v
-        psum = F[PSUM]
-        _fadd(psum, v, s)
-        seen = I[SEEN]
-        if _add_ar(seen, v, k) + k != I[INDEG, v]:
+        _fadd(F[PC], v, s)
+        if np.int64(_add_ar(seen, v, k)) + k != d:
             return
-        s = F[PSUM, v]
-        F[PSUM, v] = 0.0
-        I[SEEN, v] = 0
+        s = F[PC, v]
+        seen[v] = 0
     new = consts[0] + consts[1] * s
-    F[CHANGE, v] = abs(new - F[X, v])
-    F[X, v] = new
-    if F[OUTDEG, v] > 0.0:
-        F[CONTRIB, v] = new / F[OUTDEG, v]
+    F[PC, v] = abs(new - _score(y, outdeg, v))
+    od = outdeg[v]
+    y[v] = new / od if od > 0 else new
 
 
 #: a sweep updates one shared score array in place, in list order: no declared writes (it runs
@@ -63,152 +78,287 @@ SWEEP = Update(_always, _sweep, combine="sum")
 
 
 @njit(cache=True)
-def _sweep_tail(x, contrib, change, outdeg, no_in, dangling, base, c, thr_per_delta):
-    """After a sweep, in one pass: set the vertices without in-lists to `base`, then rescale x and
-    contrib to sum 1. Returns (error, out-edges of the vertices whose change exceeds
-    thr_per_delta * delta and how many they are, dangling mass of the rescaled x)."""
-    n = x.shape[0]
+def _sweep_tail(F, indeg, outdeg, base, c, thr_per_delta):
+    """After a sweep: set the vertices without in-lists to `base`, rescale to sum 1 and zero the
+    changes (the next sweep's partial sums), in two passes. Returns (error, out-edges of the
+    vertices whose change exceeds thr_per_delta * delta and how many they are, dangling mass)."""
+    y, ch = F[Y], F[PC]
+    n = y.shape[0]
     delta = 0.0
-    for v in range(n):
-        if no_in[v]:
-            d = abs(base - x[v])
-            change[v] = d
-            x[v] = base
-            if not dangling[v]:
-                contrib[v] = base / outdeg[v]
-        delta += change[v]
     sigma = 0.0
     for v in range(n):
-        sigma += x[v]
+        od = outdeg[v]
+        if indeg[v] == 0:
+            ch[v] = abs(base - _score(y, outdeg, v))
+            y[v] = base / od if od > 0 else base
+        delta += ch[v]
+        sigma += _score(y, outdeg, v)
     inv = 1.0 / sigma
     cut = thr_per_delta * delta
     act_edges = 0.0
     act = 0
     dmass = 0.0
     for v in range(n):
-        x[v] *= inv
-        contrib[v] *= inv
-        if change[v] > cut:
+        y[v] *= inv
+        if ch[v] > cut:
             act_edges += outdeg[v]
             act += 1
-        if dangling[v]:
-            dmass += x[v]
+        ch[v] = 0.0
+        if outdeg[v] == 0:
+            dmass += y[v]
     return (delta + c * abs(sigma - 1.0)) / sigma, act_edges, act, dmass
 
 
+@njit(cache=True)
+def _start(y, indeg, outdeg, alpha, lumped):
+    """y of a start vector summing to 1: uniform, or (lumped) one that already holds the fixed
+    point's split of mass between the vertices without in-edges and the rest. Every vertex
+    without in-edges has the same exact score b = (1-alpha)/n + alpha*D/n (D: total dangling
+    mass); guessing the rest's dangling share s as uniform gives
+    b = ((1-alpha) + alpha*s) / (n - alpha*|Z & dangling| + alpha*s*|Z|), and the rest start
+    uniform. Starting at 1/n instead leaves that split to converge at about rate alpha: on
+    Kronecker scale 22 (43% isolated vertices) 1e-4 takes 5 sweeps from here, 9 from 1/n.
+    Returns the dangling mass."""
+    n = y.shape[0]
+    nz = 0
+    dz = 0
+    dnz = 0
+    for v in range(n):
+        if indeg[v] == 0:
+            nz += 1
+            if outdeg[v] == 0:
+                dz += 1
+        elif outdeg[v] == 0:
+            dnz += 1
+    b = rest = 1.0 / n
+    if lumped and nz < n:
+        s = dnz / (n - nz)
+        b = ((1.0 - alpha) + alpha * s) / (n - alpha * dz + alpha * s * nz)
+        rest = (1.0 - nz * b) / (n - nz)
+    dmass = 0.0
+    for v in range(n):
+        x = b if indeg[v] == 0 else rest
+        od = outdeg[v]
+        if od > 0:
+            y[v] = x / od
+        else:
+            y[v] = x
+            dmass += x
+    return dmass
+
+
+@njit(cache=True)
+def _pull_share(v, nbrs, wts, tid, state):
+    """r[v] += alpha * sum of sh[u] over this chunk of v's in-list (one atomic add per chunk)."""
+    sh, r, consts = state
+    s = 0.0
+    for i in range(len(nbrs)):
+        s += sh[np.int64(nbrs[i])]
+    _fadd(r, v, consts[0] * s)
+
+
+@njit(cache=True)
+def _sharing(v, state):
+    return state[0][v] != 0.0
+
+
+@njit(cache=True)
+def _push_share(v, nbrs, wts, tid, state):
+    """r[u] += alpha * sh[v] for every out-neighbour u (atomic: no per-thread rows)."""
+    sh, r, consts = state
+    x = consts[0] * np.float64(sh[v])
+    for i in range(len(nbrs)):
+        _fadd(r, np.int64(nbrs[i]), x)
+
+
+@njit(cache=True)
+def _push_rows(v, nbrs, wts, tid, state):
+    """acc[tid, u] += alpha * sh[v] for every out-neighbour u (per-thread rows, where memory
+    allows them: an atomic add per edge costs ~4 ns more here)."""
+    sh, acc, consts = state
+    x = consts[0] * np.float64(sh[v])
+    row = acc[tid]
+    for i in range(len(nbrs)):
+        row[np.int64(nbrs[i])] += x
+
+
+#: a delta superstep: the shares sh (x / outdeg of what moves) added to r (or to per-thread rows
+#: of sums), pulled or pushed; the pieces' increments add up (a cluster merges them as sums)
+PULL_SHARE = Update(_always, _pull_share, combine="sum", writes=(1,))
+PUSH_SHARE = Update(_sharing, _push_share, combine="sum", writes=(1,))
+PUSH_ROWS = Update(_sharing, _push_rows, combine="sum", writes=(1,))
+
+
+@njit(cache=True)
+def _scores_from_y(F, outdeg):
+    """y -> x in place (row P); returns the dangling mass."""
+    y = F[Y]
+    dmass = 0.0
+    for v in range(y.shape[0]):
+        d = outdeg[v]
+        if d > 0:
+            y[v] *= d
+        else:
+            dmass += y[v]
+    return dmass
+
+
+@njit(cache=True)
+def _settle(F, acc, add, first):
+    """r += add (the uniform share of what dangling vertices moved; on the first step also the
+    base minus p) and the rows of acc (zeroed); returns (||r||_1, sum(p + r))."""
+    p, r = F[P], F[R]
+    rabs = 0.0
+    total = 0.0
+    for v in range(p.shape[0]):
+        x = r[v] + add
+        for t in range(acc.shape[0]):
+            x += acc[t, v]
+            acc[t, v] = 0.0
+        if first:
+            x -= p[v]
+        r[v] = x
+        rabs += abs(x)
+        total += p[v] + x
+    return rabs, total
+
+
+@njit(cache=True)
+def _select(F, sh, mask, outdeg, cut):
+    """Move the pending change of every vertex with |r| > cut into p: sh = r / outdeg in float32
+    (what its out-neighbours get; exactly sh * outdeg moves, the rounding stays in r), or for a
+    dangling vertex all of r (spread uniformly by the caller). Returns (active, their out-edges,
+    dangling mass moved)."""
+    p, r = F[P], F[R]
+    act = 0
+    act_edges = 0.0
+    dmove = 0.0
+    for v in range(p.shape[0]):
+        rv = r[v]
+        sh[v] = 0.0
+        mask[v] = 0
+        if abs(rv) <= cut:
+            continue
+        act += 1
+        d = outdeg[v]
+        if d > 0:
+            sh[v] = rv / d
+            m = np.float64(sh[v]) * d
+            if sh[v] != 0.0:
+                mask[v] = 1
+            act_edges += d
+        else:
+            m = rv
+            dmove += m
+        p[v] += m
+        r[v] -= m
+    return act, act_edges, dmove
+
+
 def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps, progress):
-    outdeg, dangling = _out_degrees(graph)
     # datasets that can pull: undirected (in-lists == out-lists: no second copy to load), or
     # in-edge partitions
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
     m = max(1, graph.num_edges)
-    iters = 0
     with EdgeMap(graph, pull=pull_dir == "in", in_memory=in_memory, **runtime) as em:
-        T = em.threads
-        p = None
+        outdeg = em.degree("out")
+        indeg = em.degree(pull_dir) if pull_dir is not None else outdeg
+        F = track("scores and changes (2 float64)", np.zeros((2, n)))
+        iters, done = 0, False
         if pull_dir is not None and em.local:
             # phase 1: Gauss-Seidel sweeps while the changes are dense (a sweep updates one
             # shared score array in place, in list order: not a superstep a cluster can split)
-            p, iters, err, done = _gauss_seidel(em, graph, pull_dir, n, outdeg,
-                                                dangling, alpha, tol, max_iter, threshold, m,
-                                                steps, progress)
-            if done:
-                return _normalized(p), iters, err
-        elif pull_dir is not None:     # (a cluster) the sweeps' start, then only delta steps
-            p = _lumped_start(n, graph.degrees(pull_dir), dangling, alpha)
+            iters, err, done = _gauss_seidel(em, F, indeg, outdeg, pull_dir, n, alpha, tol,
+                                             max_iter, threshold, m, steps, progress)
+        else:     # (a cluster: the sweeps' start, then only delta steps; no pull: uniform)
+            _start(F[Y], indeg, outdeg, alpha, pull_dir is not None)
+        if not done:
+            iters, err = _pushes(em, F, outdeg, pull_dir, n, alpha, tol, max_iter, threshold, m,
+                                 iters, steps, progress)
+    # the scores, normalized to sum 1, in F's first row (p + r after pushes): F shrinks to it in
+    # place when nothing else refers to F, else the row is copied
+    _normalize(F, not done)
+    try:
+        F.resize(n, refcheck=True)          # row 0 is the buffer's first half
+    except ValueError:
+        F = F[P].copy()
+    return F, iters, err
+
+
+def _pushes(em, F, outdeg, pull_dir, n, alpha, tol, max_iter, threshold, m, iters, steps,
+            progress):
+    """Phase 2, from F's row Y (y of the current x): the pending changes r = one power iteration
+    of x minus x (every list streamed once: the shares are y itself), then delta supersteps, in
+    which only the vertices with a large pending change pass it on. Returns (iterations, error)."""
+    consts = np.array([alpha])
+    # pushes add into per-thread rows where memory has room for them, else atomically into r
+    T = em.threads
+    if T > 1 and em.local and memory_available() >= 4 * T * 8 * n:
+        acc, push = track("per-thread sums", np.zeros((T, n))), PUSH_ROWS
+    else:
+        acc, push = np.zeros((0, n)), PUSH_SHARE
+    into = acc if acc.shape[0] else F[R]
+    st = (em.dense((F[Y], F[R], consts), PULL_SHARE, pull_dir) if pull_dir is not None else
+          em.dense((F[Y], into, consts), push))
+    dmass = _scores_from_y(F, outdeg)
+    rabs, total = _settle(F, acc, (1.0 - alpha) / n + alpha * dmass / n, True)
+    err = _delta_error(rabs, total)
+    iters += 1
+    _note(steps, progress, st, iters, err, n)
+    if err < tol or iters >= max_iter:
+        return iters, err
+    sh = track("shares (float32)", np.zeros(n, dtype=np.float32))
+    mask = track("active flags", np.zeros(n, dtype=np.uint8))
+    while err >= tol and iters < max_iter:
+        act, act_edges, dmove = _select(F, sh, mask, outdeg, threshold * rabs / n)
+        if pull_dir is not None and act_edges > PULL_FRACTION * m:
+            st = em.dense((sh, F[R], consts), PULL_SHARE, pull_dir)
         else:
-            p = np.full(n, 1.0 / n)
-        # the sweeps' state is gone now: the divisor of the pushes and pulls takes its place
-        safe_deg = track("safe degrees", np.where(dangling, 1.0, outdeg))
-        # phase 2: r = one power iteration of p minus p (every list streamed once) ...
-        acc = track("per-thread sums", np.zeros((T, n)))
-        if pull_dir is not None:
-            contrib = np.where(dangling, 0.0, p / safe_deg)
-            st = em.dense((contrib, acc), PULL, pull_dir)
-        else:
-            st = em.dense((p, safe_deg, acc), PUSH)
-        r = (1.0 - alpha) / n + alpha * (acc.sum(axis=0) + p[dangling].sum() / n) - p
-        track("scores, residuals", p, r)
-        err = _delta_error(p, r)
+            st = em.masked((sh, into, consts), push, mask)
+        rabs, total = _settle(F, acc, alpha * dmove / n, False)
+        err = _delta_error(rabs, total)
         iters += 1
-        _note(steps, progress, st, iters, err, n)
-        # ... then delta supersteps: only vertices with a large pending change push it
-        while err >= tol and iters < max_iter:
-            cut = threshold * float(np.abs(r).sum()) / n
-            active = np.abs(r) > cut
-            val = np.where(active, r, 0.0)
-            acc[:] = 0.0
-            if pull_dir is not None and outdeg[active].sum() > PULL_FRACTION * m:
-                contrib = val / safe_deg
-                st = em.dense((contrib, acc), PULL, pull_dir)
-            else:
-                mask = (active & ~dangling).view(np.uint8)
-                st = em.masked((val, safe_deg, acc), PUSH_ACTIVE, mask)
-            p += val
-            r -= val
-            r += alpha * (acc.sum(axis=0) + val[dangling].sum() / n)
-            err = _delta_error(p, r)
-            iters += 1
-            _note(steps, progress, st, iters, err, int(active.sum()))
-    p += r
-    return _normalized(p), iters, err
+        _note(steps, progress, st, iters, err, act)
+    return iters, err
 
 
-def _lumped_start(n, indeg, dangling, alpha):
-    """A start vector summing to 1 that already holds the fixed point's split of mass between the
-    vertices without in-edges and the rest. Every vertex without in-edges has the same exact score
-    b = (1-alpha)/n + alpha*D/n (D: total dangling mass); guessing the rest's dangling share s as
-    uniform gives b = ((1-alpha) + alpha*s) / (n - alpha*|Z & dangling| + alpha*s*|Z|), and the rest
-    start uniform. Starting at 1/n instead leaves that split to converge at about rate alpha: on
-    Kronecker scale 22 (43% isolated vertices) 1e-4 takes 5 sweeps from here, 9 from 1/n."""
-    z = indeg == 0
-    nz = int(z.sum())
-    if nz == n:
-        return np.full(n, 1.0 / n)
-    s = float(np.count_nonzero(dangling & ~z)) / (n - nz)
-    b = ((1.0 - alpha) + alpha * s) / (n - alpha * float(np.count_nonzero(dangling & z)) +
-                                       alpha * s * nz)
-    return np.where(z, b, (1.0 - nz * b) / (n - nz))
+def _normalize(F, add_r):
+    """Row P <- (P + R when add_r) / its sum (numpy's pairwise sum: exact to rounding)."""
+    p = F[P]
+    if add_r:
+        p += F[R]
+    p /= p.sum()
 
 
-def _gauss_seidel(em, graph, direction, n, outdeg, dangling, alpha, tol, max_iter, threshold, m,
-                  steps, progress):
-    """Phase 1 of delta PageRank. Returns (x summing to 1, sweeps, error, converged)."""
-    F = track("sweep state (5 float64)", np.zeros((5, n)))
-    # in-degrees and the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
-    idt = np.int32 if graph.num_edges < (1 << 31) else np.int64
-    I = track("sweep state (2 integer rows)", np.zeros((2, n), dtype=idt))
-    I[INDEG] = graph.degrees(direction)      # total over the column partitions
-    no_in = (I[INDEG] == 0).view(np.uint8)
-    dang = dangling.view(np.uint8)
-    x, contrib, change = F[X], F[CONTRIB], F[CHANGE]
-    F[OUTDEG] = outdeg
-    x[:] = _lumped_start(n, I[INDEG], dangling, alpha)
-    np.divide(x, outdeg, out=contrib, where=~dangling)    # contrib is 0 where dangling
+def _gauss_seidel(em, F, indeg, outdeg, direction, n, alpha, tol, max_iter, threshold, m, steps,
+                  progress):
+    """Phase 1 of delta PageRank, in F (row Y on return: y of x summing to 1; row PC zero).
+    Returns (sweeps, error, converged)."""
+    # the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
+    seen = track("piece counts", np.zeros(n, dtype=indeg.dtype))
+    dmass = _start(F[Y], indeg, outdeg, alpha, True)
     consts = np.zeros(2)
     c = max(1.0, (1.0 - alpha) / alpha)
-    dmass = float(x[dangling].sum())
     sweeps, err = 0, np.inf
     while sweeps < max_iter:
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
-        st = em.dense((F, I, consts), SWEEP, direction)
+        st = em.dense((F, seen, indeg, outdeg, consts), SWEEP, direction)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
-        err, act_edges, act, dmass = _sweep_tail(x, contrib, change, F[OUTDEG], no_in, dang, base,
-                                                 c, threshold / n)
+        err, act_edges, act, dmass = _sweep_tail(F, indeg, outdeg, base, c, threshold / n)
         sweeps += 1
         _note(steps, progress, st, sweeps, err, act)
-        if err < tol:
-            return x, sweeps, err, True
+        if err < tol or sweeps >= max_iter:
+            _scores_from_y(F, outdeg)
+            return sweeps, err, True
         if act_edges <= PULL_FRACTION * m:   # the changes are sparse now: switch to pushes
             break
-    return x.copy(), sweeps, err, sweeps >= max_iter
+    return sweeps, err, False
 
 
-def _delta_error(p, r):
+def _delta_error(rabs, total):
     """(||r||_1 + |sum(p + r) - 1|) / sum(p + r): bounds the L1 change one more power iteration would
     make to the normalized result (p + r) / sum(p + r); equals ||r||_1 when nothing is held back."""
-    sigma = float(p.sum() + r.sum())
-    return (float(np.abs(r).sum()) + abs(sigma - 1.0)) / sigma
+    return (rabs + abs(total - 1.0)) / total
