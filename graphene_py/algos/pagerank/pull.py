@@ -39,14 +39,18 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
     return err
 
 
+#: _finish_from_offsets modes: y of the uniform start, one iteration's new scores, y -> scores
+START, ITERATE, SCORES = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
-def _finish_from_offsets(acc, p, contrib, alpha, start, dmass, offs, part_base, pidx, gstart, glo,
-                         ghi):
-    """_finish_iteration with the out-degrees taken from the offsets (RowGroups): no 1/degree or
-    dangling array, and one pass: the dangling mass of the new scores is summed on the way
-    (dmass[0]: that of p on entry, of the new p on return). start: only contrib <- p / outdeg
-    and the dangling mass (the first iteration's input)."""
-    n = p.shape[0]
+def _finish_from_offsets(acc, y, alpha, mode, dmass, offs, part_base, pidx, gstart, glo, ghi):
+    """_finish_iteration over y = p / outdeg (p where the out-degree is 0: such a vertex is in no
+    list, so its y is never summed), the out-degrees taken from the offsets (RowGroups): no
+    score, contribution, 1/degree or dangling array, and one pass; the dangling mass of the new
+    scores is summed on the way (dmass[0]: that of p on entry, of the new p on return). Returns
+    the L1 change (mode ITERATE)."""
+    n = y.shape[0]
     base = (1.0 - alpha) / n + alpha * dmass[0] / n
     err = 0.0
     dsum = 0.0
@@ -60,15 +64,19 @@ def _finish_from_offsets(acc, p, contrib, alpha, start, dmass, offs, part_base, 
                 d = np.int64(offs[b + 1]) - np.int64(offs[b])
             else:
                 d = row_degree(offs, part_base, pidx, j0, j1, v - lo)
-            x = p[v]
-            if not start:
-                x = _new_score(acc, v, base, alpha)
-                err += abs(x - p[v])
-                p[v] = x
-            if d > 0:
-                contrib[v] = x / d
+            if mode == START:
+                x = 1.0 / n
             else:
-                contrib[v] = 0.0
+                x = y[v] * d if d > 0 else y[v]
+            if mode == ITERATE:
+                new = _new_score(acc, v, base, alpha)
+                err += abs(new - x)
+                x = new
+            if mode == SCORES or d == 0:
+                y[v] = x
+            else:
+                y[v] = x / d
+            if d == 0:
                 dsum += x
     dmass[0] = dsum
     return err
@@ -76,8 +84,9 @@ def _finish_from_offsets(acc, p, contrib, alpha, start, dmass, offs, part_base, 
 
 def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
     """Pull PageRank over the out-lists of an undirected dataset: the out-degrees come from the
-    offsets the iterator holds (8 + 8 + 1 bytes per vertex less than _classic). None when the
-    iterator's rows do not tile the vertices (then _classic runs)."""
+    offsets the iterator holds, and one row y = p / outdeg stands for the scores and their
+    contributions (16 bytes per vertex with the row of sums). None when the iterator's rows do
+    not tile the vertices (then _classic runs)."""
     with EdgeMap(graph, in_memory=in_memory, **runtime) as em:
         it = em.its.get("out")
         if not all(hasattr(it, a) for a in ("parts", "offs", "part_base")):
@@ -85,23 +94,21 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
         rg = RowGroups(it)
         if not rg.covers(n):
             return None
-        p = np.full(n, 1.0 / n)
-        contrib = np.empty(n)
-        acc = np.zeros((1, n))
-        track("scores, contributions", p, contrib)
-        track("per-thread sums", acc)
+        y = track("scores / out-degree", np.empty(n))
+        acc = track("per-thread sums", np.zeros((1, n)))
         dmass = np.zeros(1)
-        _finish_from_offsets(acc, p, contrib, alpha, True, dmass, *rg.args)
+        _finish_from_offsets(acc, y, alpha, START, dmass, *rg.args)
         err = np.inf
         iters = 0
         while iters < max_iter:
-            st = em.dense((contrib, acc), PULL, "out")
-            err = float(_finish_from_offsets(acc, p, contrib, alpha, False, dmass, *rg.args))
+            st = em.dense((y, acc), PULL, "out")
+            err = float(_finish_from_offsets(acc, y, alpha, ITERATE, dmass, *rg.args))
             iters += 1
             _note(steps, progress, st, iters, err, n)
             if err < tol:
                 break
-    return _normalized(p), iters, err
+        _finish_from_offsets(acc, y, alpha, SCORES, dmass, *rg.args)
+    return _normalized(y), iters, err
 
 
 def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
