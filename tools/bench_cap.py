@@ -20,6 +20,23 @@ EXE = os.path.join(os.path.dirname(sys.executable), "graphene")
 WORK = "/work/scale24"
 
 
+#: run options that change only how a run uses memory and IO (with their values)
+RESOURCE = {"--memory", "--keep-edges", "--buffer-mb", "--threads", "--engine"}
+
+
+def _result_options(extra):
+    out, skip = [], False
+    for i, a in enumerate(extra):
+        if skip:
+            skip = False
+            continue
+        if a.split("=")[0] in RESOURCE:
+            skip = "=" not in a
+            continue
+        out.append(a)
+    return out
+
+
 def main():
     algo, cap, out, extra = sys.argv[1], int(sys.argv[2]) << 20, sys.argv[3], sys.argv[4:]
     cg, kind = _make_cgroup(cap)
@@ -33,10 +50,14 @@ def main():
            "peak_rss_mb": d.get("peak_rss_mb"), "memory": d.get("memory"), "cgroup": rep,
            "device_bytes": t["device_bytes"], "stderr": t["stderr"][-500:]}
     if t["rc"] == 0:
-        ref = os.path.join(WORK, f"{algo}_ref.npy")
+        # the reference runs with the options that change the answer (not those that only
+        # change how the run uses memory)
+        same = _result_options(extra)
+        tag = "".join(c if c.isalnum() else "_" for c in "_".join(same))
+        ref = os.path.join(WORK, f"{algo}{'_' + tag if tag else ''}_ref.npy")
         if not os.path.exists(ref):
             q = bench_scale.timed([EXE, "run", algo, "--graph", "kron24ef64", "--in-memory",
-                                   "--json", "-q", "-o", ref])
+                                   *same, "--json", "-q", "-o", ref])
             row["reference_rc"] = q["rc"]
         a, b = np.load(res, mmap_mode="r"), np.load(ref, mmap_mode="r")
         kind = {"pagerank": "pr", "pagerank-pull": "close", "spmv": "close"}.get(algo, "exact")
