@@ -264,33 +264,29 @@ class Graph:
         return deg
 
     # -- whole-graph access, for tests, verification and in-memory mode -------------------------
-    def to_csr(self, direction: str = "out"):
-        """(indptr int64[n+1], indices int64[m], weights float32[m] | None), sorted by (src, dst)."""
+    def to_csr(self, direction: str = "out", index_dtype=np.int64):
+        """(indptr int64[n+1], indices index_dtype[m], weights float32[m] | None), sorted by (src,
+        dst); every file read whole and checked (CRC32, ID ranges)."""
+        from .csrfill import fill_rows
         n = self.num_vertices
         parts = self.parts(direction)
         deg = self.degrees(direction)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(deg, out=indptr[1:])
+        del deg
         m = int(indptr[-1])
-        indices = np.empty(m, dtype=np.int64)
+        indices = np.empty(m, dtype=index_dtype)
         weights = np.empty(m, dtype=np.float32) if self.weighted else None
-        fill = indptr[:-1].copy()
         # Columns of a row are disjoint and increasing, so appending partitions in column order keeps
         # every adjacency list sorted.
+        fill = indptr[:-1].copy()
         for p in sorted(parts, key=lambda q: (q.row, q.col)):
-            off = p.offsets().astype(np.int64)
-            lens = np.diff(off)
             if p.num_edges == 0:
                 continue
-            adj = np.asarray(p.adjacency(), dtype=np.int64)
-            w = p.weights()
-            vs = np.arange(p.row_lo, p.row_hi)
-            dst_start = np.repeat(fill[p.row_lo:p.row_hi] - off[:-1], lens)
-            pos = np.arange(p.num_edges, dtype=np.int64) + dst_start
-            indices[pos] = adj
-            if weights is not None:
-                weights[pos] = w
-            fill[vs] += lens
+            off = p.offsets()
+            if weights is not None:      # the same slots as the IDs: from a copy of fill
+                fill_rows(weights, fill.copy(), p.row_lo, off, p.weights())
+            fill_rows(indices, fill, p.row_lo, off, p.adjacency())
         return indptr, indices, weights
 
     def edges(self, direction: str = "out"):

@@ -64,6 +64,9 @@ def check_graph(G, src, dst, w, n, weighted=True, **opts):
     if weighted:
         _, _, ww = G.to_csr()
         np.testing.assert_array_equal(ww, rw)
+    ptr32, d32, _ = G.to_csr(index_dtype=np.int32)      # the GPU path's load: 4-byte IDs
+    assert d32.dtype == np.int32 and ptr32[-1] == len(rd)
+    np.testing.assert_array_equal(d32, rd)
     assert G.verify() == []
     # every partition holds exactly the edges of its rectangle, sorted by (src, dst)
     for p in G.partitions:

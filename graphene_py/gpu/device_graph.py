@@ -133,10 +133,13 @@ class DeviceGraph:
             raise GpuMemoryError(f"{graph.name}: its offsets and per-vertex state need "
                                  f"{_gib(need)} of GPU memory, the budget is {_gib(budget)} "
                                  f"(--gpu-mem)")
-        indptr, indices, weights = graph.to_csr("out")
+        # 4-byte IDs on the host too while they fit (the device keeps int32 indices): half the
+        # bytes to assemble and copy
+        idt = np.int32 if n < (1 << 31) else np.int64
+        indptr, indices, weights = graph.to_csr("out", index_dtype=idt)
         in_ptr = in_idx = None
         if graph.in_partitions is not None:
-            in_ptr, in_idx, _ = graph.to_csr("in")
+            in_ptr, in_idx, _ = graph.to_csr("in", index_dtype=idt)
         return cls.from_csr(indptr, indices, weights, in_ptr, in_idx,
                             symmetric=not graph.directed, gpu_mem=budget)
 
