@@ -261,7 +261,8 @@ def _run(name, mod, kw):
         if not quiet_lines:
             click.echo(common.superstep_line(i, st, label), err=True)
 
-    setup = _prepare(graph, registry.choose_device(name, device), in_memory, run_rt)
+    setup = _prepare(graph, registry.choose_device(name, device, graph, {**algo_opts, **run_rt}),
+                     in_memory, run_rt)
     _say(f"setup {setup['seconds']:.3f} s (numba {setup['numba_seconds']:.3f} s, dataset, offsets "
          f"and IO engine {setup['open_seconds']:.3f} s): before the first trial, as the C++ "
          f"Graphene's setup is", quiet_lines)

@@ -105,3 +105,56 @@ def test_parse_bytes():
 def test_available_never_raises():
     from graphene_py import gpu
     assert gpu.available() in (True, False)
+
+
+# -- --device auto for a whole run (policy.plan_run, registry.choose_device with a graph) ---------
+KRON22_BYTES = 513_245_800          # GAPBS kron22's adjacency, 4-byte IDs
+
+
+def test_plan_run_pays_the_load_only_over_enough_passes():
+    """One BFS reads the graph about twice: loading it onto the GPU costs more than the whole CPU
+    run. Twelve PageRank iterations, or a k-core decomposition, repay it; a resident dataset
+    costs nothing to load, so then the GPU wins even for BFS. A tiny graph never pays the GPU's
+    start."""
+    assert policy.plan_run("bfs", {}, KRON22_BYTES, resident=False)[0] == "cpu"
+    assert policy.plan_run("wcc", {}, KRON22_BYTES, resident=False)[0] == "cpu"
+    assert policy.plan_run("pagerank-pull", {}, KRON22_BYTES, resident=False)[0] == "gpu"
+    assert policy.plan_run("pagerank-pull", {"max_iter": 2}, KRON22_BYTES, False)[0] == "cpu"
+    assert policy.plan_run("kcore", {}, 4 * KRON22_BYTES, resident=False)[0] == "gpu"
+    assert policy.plan_run("kcore", {"membership_only": True}, 4 * KRON22_BYTES, False)[0] == "cpu"
+    assert policy.plan_run("bfs", {}, KRON22_BYTES, resident=True)[0] == "gpu"
+    assert policy.plan_run("pagerank-pull", {}, 1_000_000, resident=False)[0] == "cpu"
+    dev, cpu, gpu, why = policy.plan_run("pagerank-pull", {}, KRON22_BYTES, resident=False)
+    assert gpu < cpu and f"{cpu:.2f}" in why and f"{gpu:.2f}" in why and "load" in why
+
+
+def test_plan_run_passes_follow_the_options():
+    assert policy.run_passes("pagerank-pull", {"max_iter": 30, "tolerance": 0}) == 30
+    assert policy.run_passes("pagerank-pull", {"max_iter": 30}) == 12
+    assert policy.run_passes("pagerank", {"variant": "pull", "max_iter": 5}) == 5
+    assert policy.run_passes("msbfs", {"num_sources": 128}) == 4 * policy.run_passes("msbfs", {})
+    assert policy.run_passes("apsp", {"sources": [1, 2, 3]}) == policy.RUN_PASSES["apsp"]
+
+
+def test_auto_plans_the_whole_run_when_a_gpu_is_there(tmp_path, monkeypatch):
+    """With a GPU (stood in for: no CuPy here), `--device auto` follows plan_run: a small dataset
+    stays on the CPU with the estimate as its reason, BFS too (not even its hybrid: that would
+    load the dataset first); once the dataset is resident, PageRank runs on the GPU and BFS
+    hybrid. Without a graph the old answers stand."""
+    import numpy as np
+    from graphene_py.algos import registry
+    from graphene_py.gpu import resident
+    from graphene_py.partition import partition_arrays
+    g = partition_arrays(np.arange(99), np.arange(1, 100), num_vertices=100,
+                         disks=[str(tmp_path)], name="auto_plan", register=False, symmetrize=True)
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    where, why = registry._choose("pagerank-pull", "auto", g, {})
+    assert where == "cpu" and why.startswith("--device auto: est. cpu")
+    assert registry._choose("bfs", "auto", g, {})[0] == "cpu"
+    assert registry.choose_device("bfs", "auto") == "hybrid"
+    assert registry.choose_device("pagerank-pull", "auto") == "gpu"
+    assert registry.choose_device("pagerank-pull", "gpu", g, {}) == "gpu"
+    monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: True)
+    assert registry._choose("pagerank-pull", "auto", g, {})[0] == "gpu"
+    assert registry._choose("bfs", "auto", g, {})[0] == "hybrid"
+    assert registry._choose("spmv", "auto", g, {})[0] == "cpu"       # no GPU entry

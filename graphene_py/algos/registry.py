@@ -120,24 +120,44 @@ def gpu_available():
         return False, f"graphene_py.gpu cannot be used ({e})"
 
 
-def choose_device(name: str, device: str) -> str:
+def choose_device(name: str, device: str, graph=None, opts: dict = None) -> str:
     """Where `dispatch` runs algorithm `name` for the requested device: "cpu", "gpu" or "hybrid"
-    (the module decides per superstep). Raises GrapheneError when "gpu" cannot be honoured."""
+    (the module decides per superstep). Raises GrapheneError when "gpu" cannot be honoured.
+    With a graph, "auto" is planned for the whole run (gpu/policy.py plan_run): the GPU only where
+    its start and the dataset's load pay off over the run (for a hybrid module: before its first
+    superstep moves anything), else the CPU."""
+    return _choose(name, device, graph, opts)[0]
+
+
+def _choose(name, device, graph=None, opts=None):
+    """(where, reason): choose_device and why (None unless --device auto planned it)."""
     mod = module(name)
     if device in (None, "cpu"):
-        return "cpu"
+        return "cpu", None
     if device not in ("gpu", "auto"):
         raise GrapheneError(f"unknown device {device!r} (cpu, gpu or auto)")
-    if device == "auto" and getattr(mod, "HYBRID", False):
-        return "hybrid"
+    hybrid = device == "auto" and getattr(mod, "HYBRID", False)
     has_gpu_entry = callable(getattr(mod, "run_gpu", None))
     if device == "gpu" and not has_gpu_entry:
         gpu_names = [n for n in names() if callable(getattr(module(n), "run_gpu", None))]
         raise GrapheneError(f"no GPU implementation of {name!r} (GPU: {', '.join(gpu_names)})")
-    ok, why = gpu_available() if has_gpu_entry else (False, "")
+    if hybrid and graph is None:
+        return "hybrid", None
+    ok, why = gpu_available() if (has_gpu_entry or hybrid) else (False, "")
     if device == "gpu" and not ok:
         raise GrapheneError(f"GPU path not available: {why}")
-    return "gpu" if ok else "cpu"
+    if not ok:
+        return "cpu", (f"--device auto: no GPU ({why})" if device == "auto" and why else None)
+    if device == "gpu" or graph is None:
+        return "gpu", None
+    from ..gpu.policy import plan_run
+    from ..gpu.resident import is_resident
+    e = entry(name)
+    gbytes = int(graph.num_edges) * int(graph.id_width) * (
+        2 if graph.directed and graph.in_partitions is not None else 1)
+    dev, _, _, reason = plan_run(name, {**e.fixed, **(opts or {})}, gbytes,
+                                 is_resident(graph, (opts or {}).get("gpu_mem")))
+    return ("hybrid" if hybrid else "gpu") if dev == "gpu" else "cpu", reason
 
 
 def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options):
@@ -161,7 +181,7 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
         if device == "gpu":
             raise GrapheneError("a cluster run is CPU only (--device gpu is for one machine)")
         device = "cpu"
-    where = choose_device(name, device)
+    where, reason = _choose(name, device, graph, opts)
     if where == "gpu":
         res = mod.run_gpu(graph, progress=progress, **opts)
     else:
@@ -171,6 +191,9 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
         else:
             res = mod.run(graph, device="cpu", progress=progress, **opts)
     res.set_names(vertex_names(graph))
+    if reason is not None:           # --device auto: where the whole run went, and why
+        res.device = getattr(res, "device", None) or ("gpu" if where == "gpu" else "cpu")
+        res.device_reason = reason
     return res
 
 

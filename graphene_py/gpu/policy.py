@@ -128,3 +128,50 @@ class OffloadPolicy:
             "steps": [{"step": s.index, "device": s.device, "frontier": s.frontier_size,
                        "edges": s.frontier_edges, "reason": s.reason} for s in self.steps],
         }
+
+
+# -- the whole run: `--device auto` for an algorithm without a per-superstep hybrid ---------------
+#: How long the CPU path takes for one run, in whole reads of the adjacency at CPU_BYTES_PER_S:
+#: own time / one PageRank iteration's time on Kronecker scale 22 (H100 machine, 16 cores, and
+#: this project's 2-core machine: BFS 1.6-1.8, WCC 2.1-3.2, delta PageRank 6.4-6.5, k-core
+#: membership 0.9-1.8, the k-core decomposition 5.4-8.1, MS-BFS 32 sources 3.2-3.5; benchmarks/
+#: auto_device_kron22.txt). pagerank-pull: its iterations.
+RUN_PASSES = {"bfs": 2.0, "wcc": 3.0, "pagerank": 6.0, "kcore-membership": 2.0, "kcore": 8.0,
+              "msbfs": 3.5, "apsp": 3.5, "sssp": 10.0, "bc": 4.0}
+CPU_BYTES_PER_S = 1.3e9        # one dense pass of the SSD path (PageRank-10: 0.38 s per 513 MB)
+GPU_START_S = 1.15             # CuPy, the CUDA context and the kernels, beyond the CPU path's own
+GPU_LOAD_BYTES_PER_S = 0.3e9   # the dataset read, checked, assembled into a CSR and copied
+GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
+
+
+def run_passes(name: str, opts: dict) -> float:
+    """RUN_PASSES for algorithm `name` with these options."""
+    opts = opts or {}
+    if name == "pagerank-pull" or (name == "pagerank" and opts.get("variant") == "pull"):
+        it = int(opts.get("max_iter") or 20)     # 11-12 iterations reach 1e-4 on Kronecker
+        return float(it if opts.get("tolerance", 1e-4) == 0 else min(it, 12))
+    if name == "kcore" and opts.get("membership_only"):
+        return RUN_PASSES["kcore-membership"]
+    if name in ("msbfs", "apsp"):
+        k = opts.get("num_sources") or 32
+        srcs = opts.get("sources")
+        if srcs is not None and not isinstance(srcs, str):
+            k = len(srcs)
+        return RUN_PASSES[name] * max(1.0, int(k) / 32)
+    return RUN_PASSES.get(name, 4.0)
+
+
+def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
+             cpu_bps: float = CPU_BYTES_PER_S, start_s: float = GPU_START_S,
+             load_bps: float = GPU_LOAD_BYTES_PER_S, gpu_bps: float = GPU_PASS_BYTES_PER_S):
+    """('cpu' or 'gpu', est. cpu seconds, est. gpu seconds, reason) for one whole run of `name`
+    on a dataset of `graph_bytes` adjacency bytes; the GPU pays its start and the dataset's load
+    unless the dataset is resident already (an earlier run of this process loaded it)."""
+    passes = run_passes(name, opts)
+    cpu = passes * graph_bytes / cpu_bps
+    load = 0.0 if resident else start_s + graph_bytes / load_bps
+    gpu = load + passes * graph_bytes / gpu_bps
+    dev = "gpu" if gpu < cpu else "cpu"
+    what = "resident" if resident else f"start and load {load:.2f} s"
+    return dev, cpu, gpu, (f"--device auto: est. cpu {cpu:.2f} s vs gpu {gpu:.2f} s ({what}; "
+                           f"{passes:g} passes of {graph_bytes / 1e6:,.0f} MB)")

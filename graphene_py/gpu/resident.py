@@ -40,3 +40,8 @@ def gpu_steps(stats: dict, progress=None) -> list:
         for st in steps:
             progress(st)
     return steps
+
+
+def is_resident(graph, gpu_mem=None) -> bool:
+    """Whether an earlier run of this process left `graph` in GPU memory (same budget)."""
+    return (graph.uuid, str(gpu_mem)) in _cache

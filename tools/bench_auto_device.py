@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""`graphene run ALGO --device cpu|gpu|auto` as a user runs it: one fresh process per run on a
+dropped page cache (when allowed), on one Kronecker dataset, every GPU-capable algorithm.
+
+    PYTHONPATH=. python3 tools/bench_auto_device.py --scale 22 --work /tmp/auto --json out.jsonl
+
+Generates a Graph500 Kronecker graph (graphene_py.generate, edge factor 16), partitions it 1x1
+(symmetrized) into --work, then runs each algorithm with each device, interleaved, --runs times.
+Records per run: process wall, the trial's own seconds, the GPU load seconds (the dataset read,
+assembled and copied to the GPU) and what `auto` chose (`device`, `device_reason` in --json).
+Prints medians per (algorithm, device) and whether `auto` was within 10% of the better of
+cpu and gpu, counting everything the process did.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_io import drop_caches  # noqa: E402
+
+ALGOS = {
+    "bfs": ["bfs", "--src", "0"],
+    "wcc": ["wcc"],
+    "pagerank": ["pagerank"],
+    "pagerank-pull-10": ["pagerank-pull", "--max-iter", "10", "--tol", "0"],
+    "kcore-17": ["kcore", "--k", "17", "--membership-only"],
+    "kcore": ["kcore"],
+    "msbfs-32": ["msbfs"],
+}
+CLI = ("import sys; from graphene_py.cli import main; sys.argv[0] = 'graphene'; "
+       "sys.exit(main())")
+
+
+def make_dataset(scale, work):
+    from graphene_py.generate import kronecker
+    from graphene_py.partition import partition_arrays
+    import numpy as np
+    disk = os.path.join(work, "disk")
+    path = os.path.join(disk, f"kron{scale}")          # the dataset's folder (Di/NAME)
+    if os.path.exists(os.path.join(path, "CURRENT")):
+        return path
+    os.makedirs(disk, exist_ok=True)
+    src, dst = [], []
+    for s, d in kronecker(scale, 16, seed=1):
+        src.append(s)
+        dst.append(d)
+    src, dst = np.concatenate(src), np.concatenate(dst)
+    partition_arrays(src, dst, num_vertices=1 << scale, disks=[disk], name=f"kron{scale}",
+                     symmetrize=True, force=True, register=False)
+    return path
+
+
+def one(args, path, device):
+    dropped = drop_caches()
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", CLI, "run", *args, "-g", path, "--device", device,
+                        "--json", "-q"], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    row = {"device": device, "wall": round(wall, 3), "rc": p.returncode, "dropped": dropped}
+    if p.returncode == 0:
+        d = json.loads(p.stdout)
+        r = d.get("result", {})
+        row.update(own=d["trials"][0]["seconds"], load=r.get("load_seconds"),
+                   ran_on=r.get("device", "cpu"), reason=r.get("device_reason"),
+                   setup=d.get("setup", {}).get("seconds") if isinstance(d.get("setup"), dict)
+                   else None)
+    else:
+        row["stderr"] = p.stderr[-400:]
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", type=int, default=22)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--algos", nargs="*", default=list(ALGOS))
+    ap.add_argument("--devices", nargs="*", default=["cpu", "gpu", "auto"])
+    ap.add_argument("--json", required=True)
+    a = ap.parse_args()
+    t = time.perf_counter()
+    path = make_dataset(a.scale, a.work)
+    print(f"dataset {path} ready in {time.perf_counter() - t:.1f} s", flush=True)
+    rows = []
+    with open(a.json, "w") as out:
+        for algo in a.algos:
+            for i in range(a.runs):
+                for dev in a.devices:
+                    row = dict(algorithm=algo, run=i, **one(ALGOS[algo], path, dev))
+                    rows.append(row)
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    print(json.dumps(row), flush=True)
+    print("\n| algorithm | cpu wall (own) | gpu wall (own, load) | auto wall -> ran on | auto "
+          "within 10% of the better |\n|---|---|---|---|---|")
+    for algo in a.algos:
+        med = {}
+        for dev in a.devices:
+            rs = [r for r in rows if r["algorithm"] == algo and r["device"] == dev and r["rc"] == 0]
+            if rs:
+                med[dev] = (statistics.median(r["wall"] for r in rs),
+                            statistics.median(r["own"] for r in rs),
+                            statistics.median(r["load"] or 0 for r in rs), rs[0].get("ran_on"))
+        best = min((med[d][0] for d in ("cpu", "gpu") if d in med), default=None)
+        au = med.get("auto")
+        ok = "-" if au is None or best is None else ("yes" if au[0] <= 1.1 * best else "NO")
+        f = (lambda d: f"{med[d][0]:.2f} ({med[d][1]:.2f}" + (f", {med[d][2]:.2f})" if d == "gpu"
+                                                              else ")") if d in med else "-")
+        print(f"| {algo} | {f('cpu')} | {f('gpu')} | "
+              f"{au[0]:.2f} -> {au[3]} | {ok} |" if au else f"| {algo} | {f('cpu')} | {f('gpu')} "
+              f"| - | - |")
+
+
+if __name__ == "__main__":
+    main()
