@@ -147,10 +147,15 @@ def test_auto_plans_the_whole_run_when_a_gpu_is_there(tmp_path, monkeypatch):
     from graphene_py.partition import partition_arrays
     g = partition_arrays(np.arange(99), np.arange(1, 100), num_vertices=100,
                          disks=[str(tmp_path)], name="auto_plan", register=False, symmetrize=True)
-    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    def no_probe():
+        raise AssertionError("the plan kept the run on the CPU: CuPy must not be imported")
+
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
+    monkeypatch.setattr(registry, "gpu_available", no_probe)
     where, why = registry._choose("pagerank-pull", "auto", g, {})
     assert where == "cpu" and why.startswith("--device auto: est. cpu")
     assert registry._choose("bfs", "auto", g, {})[0] == "cpu"
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
     assert registry.choose_device("bfs", "auto") == "hybrid"
     assert registry.choose_device("pagerank-pull", "auto") == "gpu"
     assert registry.choose_device("pagerank-pull", "gpu", g, {}) == "gpu"
@@ -158,3 +163,9 @@ def test_auto_plans_the_whole_run_when_a_gpu_is_there(tmp_path, monkeypatch):
     assert registry._choose("pagerank-pull", "auto", g, {})[0] == "gpu"
     assert registry._choose("bfs", "auto", g, {})[0] == "hybrid"
     assert registry._choose("spmv", "auto", g, {})[0] == "cpu"       # no GPU entry
+    monkeypatch.setattr(registry, "gpu_available", lambda: (False, "no CUDA device"))
+    assert registry._choose("pagerank-pull", "auto", g, {}) == (
+        "cpu", "--device auto: no GPU (no CUDA device)")
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "CuPy is not installed")
+    assert registry._choose("pagerank-pull", "auto", g, {})[1] == (
+        "--device auto: no GPU (CuPy is not installed)")

@@ -143,21 +143,40 @@ def _choose(name, device, graph=None, opts=None):
         raise GrapheneError(f"no GPU implementation of {name!r} (GPU: {', '.join(gpu_names)})")
     if hybrid and graph is None:
         return "hybrid", None
-    ok, why = gpu_available() if (has_gpu_entry or hybrid) else (False, "")
+    if device == "auto" and graph is not None:
+        return _plan_auto(name, hybrid, has_gpu_entry, graph, opts)
+    ok, why = gpu_available() if has_gpu_entry else (False, "")
     if device == "gpu" and not ok:
         raise GrapheneError(f"GPU path not available: {why}")
-    if not ok:
-        return "cpu", (f"--device auto: no GPU ({why})" if device == "auto" and why else None)
-    if device == "gpu" or graph is None:
-        return "gpu", None
+    return ("gpu" if ok else "cpu"), None
+
+
+def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
+    """--device auto for one whole run: the plan first (no CuPy import: ~1 s on a GPU machine,
+    which a run the plan keeps on the CPU should not pay), then whether the GPU is really there."""
+    if not (has_gpu_entry or hybrid):
+        return "cpu", None
+    why = gpu_may_be_available()
+    if why:
+        return "cpu", f"--device auto: no GPU ({why})"
     from ..gpu.policy import plan_run
     from ..gpu.resident import is_resident
-    e = entry(name)
+    opts = {**entry(name).fixed, **(opts or {})}
     gbytes = int(graph.num_edges) * int(graph.id_width) * (
         2 if graph.directed and graph.in_partitions is not None else 1)
-    dev, _, _, reason = plan_run(name, {**e.fixed, **(opts or {})}, gbytes,
-                                 is_resident(graph, (opts or {}).get("gpu_mem")))
-    return ("hybrid" if hybrid else "gpu") if dev == "gpu" else "cpu", reason
+    dev, _, _, reason = plan_run(name, opts, gbytes, is_resident(graph, opts.get("gpu_mem")))
+    if dev == "cpu":
+        return "cpu", reason
+    ok, why = gpu_available()
+    if not ok:
+        return "cpu", f"--device auto: no GPU ({why})"
+    return ("hybrid" if hybrid else "gpu"), reason
+
+
+def gpu_may_be_available() -> str:
+    """'' when a GPU may be usable (cheap: no CuPy import), else why not."""
+    from ..gpu import may_be_available
+    return may_be_available()
 
 
 def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options):

@@ -10,7 +10,7 @@ offload policy for `--device auto` (policy.py, CPU-only).
 Kernels live in kernels.cu, compiled once per device with cupy.RawModule. Importing this package
 never needs CuPy; `available()` says whether CuPy and a GPU are usable (never raises).
 """
-from ._module import available, why_unavailable
+from ._module import available, may_be_available, why_unavailable
 from .policy import OffloadPolicy, choose_device
 
 
@@ -25,5 +25,5 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["available", "why_unavailable", "OffloadPolicy", "choose_device", "DeviceGraph", "GpuMemoryError",
+__all__ = ["available", "may_be_available", "why_unavailable", "OffloadPolicy", "choose_device", "DeviceGraph", "GpuMemoryError",
            "parse_bytes", "bfs", "pagerank", "wcc", "msbfs", "sssp", "kcore"]
