@@ -82,6 +82,24 @@ def _positions(indptr, counts):
 
 
 @njit(cache=True, nogil=True)
+def _sum_counts(counts, indptr):
+    """indptr[v] = the edges of every part's vertices before v (counts[t, v + 1]: part t's edges
+    of v): the parts' sum and its prefix sum in one pass, no n-sized temporary."""
+    acc = 0
+    for v in range(indptr.shape[0]):
+        for t in range(counts.shape[0]):
+            acc += counts[t, v]
+        indptr[v] = acc
+
+
+@njit(cache=True, nogil=True)
+def _add_degrees(deg, indptr):
+    """deg[v] += the length of v's list in a CSR (no n-sized temporary)."""
+    for v in range(indptr.shape[0] - 1):
+        deg[v] += indptr[v + 1] - indptr[v]
+
+
+@njit(cache=True, nogil=True)
 def _scatter_part(src, dst, lo, hi, w, has_w, sym, drop_self, q, out_idx, out_w):
     for i in range(lo, hi):
         s = src[i]
@@ -295,8 +313,8 @@ def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True,
     loops = 0
     for s, d, _ in chunks:
         loops += _count(s, d, symmetrize, drop_self_loops, counts)
-    indptr = counts.sum(axis=0, dtype=np.int64)
-    np.cumsum(indptr, out=indptr)
+    indptr = np.empty(n + 1, dtype=np.int64)
+    _sum_counts(counts, indptr)
     m = int(indptr[-1])
     idx = np.empty(m, dtype=idx_dtype(base + n))
     ow = np.empty(m, dtype=np.float32) if has_w else _EMPTY_W
@@ -410,7 +428,7 @@ class ExternalSorter:
         if len(self.total_deg) < n_run:
             self.total_deg = np.concatenate(
                 [self.total_deg, np.zeros(n_run - len(self.total_deg), dtype=np.int64)])
-        self.total_deg[:n_run] += np.diff(indptr)
+        _add_degrees(self.total_deg, indptr)
         self.runs.append((p + ".ptr", p + ".idx", (p + ".w") if w is not None else None, n_run,
                           idx.dtype))
 

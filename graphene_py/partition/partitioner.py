@@ -127,6 +127,12 @@ def _gather(lptr, idx, w, has_w, lens, starts, out_idx, out_w):
 
 
 # ----------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _count_ids(hist, idx):
+    for i in range(idx.shape[0]):
+        hist[np.int64(idx[i])] += 1
+
+
 def _plan_direction(store, R, C, budget):
     """Row bounds, per-row column bounds and per-partition edge counts."""
     n = store.n
@@ -142,7 +148,7 @@ def _plan_direction(store, R, C, budget):
             for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
                 idx, _ = store.get(v0, v1)
                 if len(idx):
-                    hist += np.bincount(idx, minlength=n)
+                    _count_ids(hist, idx)          # no n-sized bincount per block
             cum = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(hist, out=cum[1:])
             del hist
