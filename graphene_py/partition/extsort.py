@@ -411,7 +411,7 @@ class ExternalSorter:
         self.weighted = weighted
         self.budget = max(1, int(budget_edges))
         self.dedupe = dedupe
-        self.runs = []                      # (indptr_path, idx_path, w_path, n_run, idx dtype)
+        self.runs = []          # (indptr_path, its dtype, idx_path, w_path, n_run, idx dtype)
         _SORTERS[0] += 1
         self.tag = f"s{os.getpid()}_{_SORTERS[0]}"
         self.total_deg = np.zeros(0, dtype=np.int64)   # edges per source over all runs (pre-merge)
@@ -421,7 +421,11 @@ class ExternalSorter:
         d = self.dirs[k % len(self.dirs)]
         p = os.path.join(d, f"{self.tag}_run{k:05d}")
         n_run = len(indptr) - 1
-        np.asarray(indptr, dtype=np.int64).tofile(p + ".ptr")
+        # the run's offsets in 4 bytes while its edges fit (a batch stays below 2^31 slots:
+        # MAX_BATCH_EDGES): written once per run and read back by every merge block, they are
+        # as many bytes as the run's neighbour IDs at edge factor ~1 per vertex per run
+        pdt = np.uint32 if int(indptr[-1]) < (1 << 32) else np.int64
+        np.asarray(indptr).astype(pdt, copy=False).tofile(p + ".ptr")
         idx.tofile(p + ".idx")
         if w is not None:
             w.tofile(p + ".w")
@@ -429,14 +433,16 @@ class ExternalSorter:
             self.total_deg = np.concatenate(
                 [self.total_deg, np.zeros(n_run - len(self.total_deg), dtype=np.int64)])
         _add_degrees(self.total_deg, indptr)
-        self.runs.append((p + ".ptr", p + ".idx", (p + ".w") if w is not None else None, n_run,
+        self.runs.append((p + ".ptr", pdt, p + ".idx", (p + ".w") if w is not None else None, n_run,
                           idx.dtype))
 
     @staticmethod
-    def _run_slice(ptr_p, n_run, v0, v1):
+    def _run_slice(ptr_p, pdt, n_run, v0, v1):
         """Local indptr of run vertices [v0, v1) (vertices past the run's end are empty)."""
         a0, a1 = min(v0, n_run), min(v1, n_run)
-        lp = np.fromfile(ptr_p, dtype=np.int64, count=a1 - a0 + 1, offset=a0 * 8)
+        pdt = np.dtype(pdt)
+        lp = np.fromfile(ptr_p, dtype=pdt, count=a1 - a0 + 1,
+                         offset=a0 * pdt.itemsize).astype(np.int64)
         if a1 - a0 < v1 - v0:
             lp = np.concatenate([lp, np.full(v1 - v0 - (a1 - a0), lp[-1], dtype=np.int64)])
         return lp
@@ -470,10 +476,10 @@ class ExternalSorter:
                 indptr = cum[v0:v1 + 1] - cum[v0]
                 idx, ow = buf_i[:m], (buf_w[:m] if has_w else _EMPTY_W)
                 pos = indptr.copy()
-                for ptr_p, idx_p, w_p, n_run, rdt in self.runs:
+                for ptr_p, pdt, idx_p, w_p, n_run, rdt in self.runs:
                     if v0 >= n_run:
                         continue
-                    lp = self._run_slice(ptr_p, n_run, v0, v1)
+                    lp = self._run_slice(ptr_p, pdt, n_run, v0, v1)
                     a, b = int(lp[0]), int(lp[-1])
                     if b == a:
                         continue
@@ -496,7 +502,7 @@ class ExternalSorter:
                 if progress:
                     progress("merge", int(cum[v1]), int(cum[-1]))
         for r in self.runs:
-            for p in r[:3]:
+            for p in (r[0], r[2], r[3]):
                 if p:
                     try:
                         os.unlink(p)
