@@ -186,8 +186,10 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
 
 
 def test_labeled_dataset_distributes(cluster, tmp_path_factory, home_kept):
-    """A --labels dataset runs on the cluster by vertex ID (its label table stays on this machine:
-    the shards must not ask for it)."""
+    """A --labels dataset on the cluster: its label table is copied beside the cluster manifest
+    (the nodes run by ID and never read it), so sources are given by name and results come back
+    named, as on one machine; removing the dataset removes the copy, and deleting the local
+    dataset does not take the names away."""
     tmp = tmp_path_factory.mktemp("lab")
     g = graphs.by_name("powerlaw")
     with open(tmp / "names.el", "w") as f:
@@ -195,10 +197,21 @@ def test_labeled_dataset_distributes(cluster, tmp_path_factory, home_kept):
     local = gp.partition(str(tmp / "names.el"), [str(tmp)], name="c-labels", labels=True,
                          rows=NODES, cols=2, symmetrize=True, register=False, quiet=True)
     cluster.distribute(local, [str(cluster.root / "{node}" / "d0")], force=True)
-    cg = cluster.open(local.name)
+    import shutil
+    from graphene_py.cluster import engine
     src = local.vertex_names().id_of("n0")
-    a, b = gp.bfs(local, src=src, **RT), gp.bfs(cg, src=src, **RT)
+    a = gp.bfs(local, src=src, **RT)
+    shutil.rmtree(tmp / "c-labels")                  # the staging copy: gone, as after --cluster
+    cg = cluster.open(local.name)
+    b = gp.bfs(cg, src="n0", **RT)
+    assert b.src == src and b.src_name == "n0"
     assert np.array_equal(a.depth, b.depth)
+    far = int(np.argmax(np.where(a.depth >= 0, a.depth, -1)))
+    assert b.named("depth")[a.vertex_name(far)] == a.depth[far]
+    copies = engine._names_of(json.load(open(engine.manifest_path(local.name))))
+    assert len(copies) == 1 and os.path.exists(copies[0])
+    engine.remove(local.name, cluster)
+    assert not os.path.exists(copies[0])
 
 
 def test_sssp_weighted(cluster, tmp_path_factory, home_kept):

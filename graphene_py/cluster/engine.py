@@ -172,7 +172,9 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
     import uuid as _uuid
     shard_name = f"{name}.{_uuid.uuid4().hex[:8]}.shard"
     placement, writers = [], []
+    names = {}
     try:
+        names = _copy_names(graph, name, shard_name)
         for i, lb in enumerate(labels):
             nd = node_disks(disks, lb)
             w = cluster.actor(lb)
@@ -214,6 +216,7 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
             pl["home"], pl["uuid"] = ray.get(w.commit.remote(pl.pop("manifest")))
     except BaseException:
         # nothing of this distribution stays: builds aborted, shards already committed deleted
+        _remove_names(names.values())
         for pl, w in zip(placement + [None] * len(writers), writers):
             try:
                 if pl is not None and "uuid" in pl:
@@ -224,12 +227,12 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
                 pass
         raise
     dataset = copy.deepcopy(graph.manifest)
-    for key in ("relabel", "labels", "labels_crc", "labels_bytes"):   # names stay on this machine
-        dataset.pop(key, None)
+    dataset.update(names)       # the names' copies beside the manifest (absolute paths)
     cm = {"format": "graphene_py-cluster", "version": 1, "name": name, "dataset": dataset,
           "placement": placement,
           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     store.write_atomic(path, json.dumps(cm, indent=1))       # ---- the commit point ----
+    _remove_names(_names_of(old, keep=names.values()))       # the replaced dataset's names
     for pl in (old or {}).get("placement", []):                # the replaced dataset's shards
         if pl.get("node") in live:
             try:
@@ -284,7 +287,55 @@ def remove(name: str, cluster, force: bool = False) -> list:
         if err:
             raise GrapheneError(f"{name}: node {pl['node']}: {err}")
     os.unlink(path)
+    _remove_names(_names_of(cm))
     return notes
+
+
+def _copy_names(graph, name, tag) -> dict:
+    """The vertex names of `graph` (labels.txt of --labels, relabel.npy of --relabel) copied
+    beside the cluster manifest on this machine: {manifest key: absolute path}. The driver turns
+    names into IDs and back; the nodes run by ID and never read them."""
+    out = {}
+    for key in ("labels", "relabel"):
+        rel = graph.manifest.get(key)
+        if not rel:
+            continue
+        src = os.path.join(graph.dirs[0], rel)
+        dst = os.path.join(clusters_dir(), f"{tag}.{os.path.basename(rel)}")
+        os.makedirs(clusters_dir(), exist_ok=True)
+        out[key] = dst
+        with open(src, "rb") as fi, open(dst + ".tmp", "wb") as fo:
+            while True:
+                chunk = fi.read(CHUNK)
+                if not chunk:
+                    break
+                fo.write(chunk)
+            fo.flush()
+            os.fsync(fo.fileno())
+        os.replace(dst + ".tmp", dst)
+    return out
+
+
+def _names_of(cm, keep=()) -> list:
+    """The names' copies a cluster manifest refers to (those under clusters_dir() only)."""
+    d = os.path.realpath(clusters_dir())
+    keep = {os.path.realpath(k) for k in keep}
+    out = []
+    for key in ("labels", "relabel"):
+        p = ((cm or {}).get("dataset") or {}).get(key)
+        if p and os.path.isabs(p) and os.path.dirname(os.path.realpath(p)) == d and \
+                os.path.realpath(p) not in keep:
+            out.append(p)
+    return out
+
+
+def _remove_names(paths) -> None:
+    for p in paths:
+        for q in (p, p + ".tmp"):
+            try:
+                os.unlink(q)
+            except OSError:
+                pass
 
 
 _CONNECTIONS = {}      # address -> Cluster, so that repeated API calls reuse the node actors
