@@ -23,7 +23,7 @@ from numba import njit
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
-from .steps import _always, _note
+from .steps import _always, _note, _pushing
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
@@ -158,11 +158,6 @@ def _pull_share(v, nbrs, wts, tid, state):
 
 
 @njit(cache=True)
-def _sharing(v, state):
-    return state[0][v] != 0.0
-
-
-@njit(cache=True)
 def _push_share(v, nbrs, wts, tid, state):
     """r[u] += alpha * sh[v] for every out-neighbour u (atomic: no per-thread rows)."""
     sh, r, consts = state
@@ -185,8 +180,8 @@ def _push_rows(v, nbrs, wts, tid, state):
 #: a delta superstep: the shares sh (x / outdeg of what moves) added to r (or to per-thread rows
 #: of sums), pulled or pushed; the pieces' increments add up (a cluster merges them as sums)
 PULL_SHARE = Update(_always, _pull_share, combine="sum", writes=(1,))
-PUSH_SHARE = Update(_sharing, _push_share, combine="sum", writes=(1,))
-PUSH_ROWS = Update(_sharing, _push_rows, combine="sum", writes=(1,))
+PUSH_SHARE = Update(_pushing, _push_share, combine="sum", writes=(1,))
+PUSH_ROWS = Update(_pushing, _push_rows, combine="sum", writes=(1,))
 
 
 @njit(cache=True)

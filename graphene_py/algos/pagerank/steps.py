@@ -17,6 +17,7 @@ def _always(v, state):
 
 @njit(cache=True)
 def _pushing(v, state):
+    """Delta PageRank's pushes: the vertices with a share to pass on (state[0][v] != 0)."""
     return state[0][v] != 0.0
 
 
@@ -46,7 +47,6 @@ def _pull(v, nbrs, wts, tid, state):
 #: (acc[tid, u] += share of v); the sums of several pieces add up
 PULL = Update(_always, _pull, combine="sum", writes=(1,))
 PUSH = Update(_always, _push, combine="sum", writes=(2,))
-PUSH_ACTIVE = Update(_pushing, _push, combine="sum", writes=(2,))     # delta steps: v with val != 0
 
 
 def _note(steps, progress, st, it, err, active):
