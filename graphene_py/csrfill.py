@@ -7,14 +7,13 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def fill_rows(out, fill, row_lo, off, src):
-    """Append the lists of rows row_lo.. (off: the partition's offsets, src: its adjacency or
-    weights) at fill[v] in out, advancing fill[v]."""
+def fill_rows(out, fill, off, src):
+    """Append the i-th list of a partition (off: its offsets, src: its adjacency or weights) at
+    fill[i] in out, advancing fill[i] (fill: the slots of the partition's rows)."""
     for i in range(off.shape[0] - 1):
-        v = row_lo + i
         s = np.int64(off[i])
         e = np.int64(off[i + 1])
-        d = fill[v]
+        d = fill[i]
         for j in range(e - s):
             out[d + j] = src[s + j]
-        fill[v] = d + e - s
+        fill[i] = d + e - s

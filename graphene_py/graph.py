@@ -266,7 +266,10 @@ class Graph:
     # -- whole-graph access, for tests, verification and in-memory mode -------------------------
     def to_csr(self, direction: str = "out", index_dtype=np.int64):
         """(indptr int64[n+1], indices index_dtype[m], weights float32[m] | None), sorted by (src,
-        dst); every file read whole and checked (CRC32, ID ranges)."""
+        dst); every file read whole and checked (CRC32, ID ranges). index_dtype int32 only for
+        fewer than 2^31 vertices."""
+        if np.dtype(index_dtype).itemsize < 8 and self.num_vertices > (1 << 31):
+            raise ValueError(f"{self.num_vertices} vertices do not fit {np.dtype(index_dtype)} IDs")
         from .csrfill import fill_rows
         n = self.num_vertices
         parts = self.parts(direction)
@@ -284,9 +287,10 @@ class Graph:
             if p.num_edges == 0:
                 continue
             off = p.offsets()
-            if weights is not None:      # the same slots as the IDs: from a copy of fill
-                fill_rows(weights, fill.copy(), p.row_lo, off, p.weights())
-            fill_rows(indices, fill, p.row_lo, off, p.adjacency())
+            rows = fill[p.row_lo:p.row_hi]          # a view: advanced in place
+            if weights is not None:                 # the same slots as the IDs
+                fill_rows(weights, rows.copy(), off, p.weights())
+            fill_rows(indices, rows, off, p.adjacency())
         return indptr, indices, weights
 
     def edges(self, direction: str = "out"):
