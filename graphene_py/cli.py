@@ -79,8 +79,8 @@ def main(ctx, debug):
 
 def _register():
     # partition / info / list (dataset commands) and run / bench (algorithm commands).
-    from . import cli_cluster, cli_dataset, cli_run
-    for mod in (cli_dataset, cli_run, cli_cluster):
+    from . import cli_cluster, cli_dataset, cli_device, cli_run
+    for mod in (cli_dataset, cli_run, cli_cluster, cli_device):
         for cmd in getattr(mod, "COMMANDS", []):
             main.add_command(cmd)
 

@@ -93,6 +93,10 @@ def _human(b: float) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--keep-self-loops", is_flag=True, help="Keep self-loops (dropped by default).")
 @click.option("--keep-duplicates", is_flag=True, help="Keep duplicate edges (dropped by default).")
+@click.option("--no-calibrate", is_flag=True,
+              help="Do not measure a new disk device (by default a device with no profile yet is "
+                   "measured once, a few seconds, when the dataset puts 64 MiB or more on it; "
+                   "see `graphene calibrate`).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Put the dataset on a Ray cluster (auto, local or host:port): partitioned here "
                    "into a staging copy, then each node's rows go onto --disks on that node "
@@ -100,7 +104,7 @@ def _human(b: float) -> str:
                    "default to the number of nodes.")
 def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_width, relabel,
                   labels, in_edges, memory_limit, work_memory, force, quiet, keep_self_loops,
-                  keep_duplicates, cluster):
+                  keep_duplicates, no_calibrate, cluster):
     """Partition an edge list INPUT into a row-column balanced 2D dataset on the --disks folders.
 
     INPUT: text edge list (.el/.wel/.txt/.csv/.tsv, `#`/`%` comments), Matrix Market (.mtx),
@@ -157,6 +161,8 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
             lines.insert(1, f"  vertex names kept in {g.manifest['labels']} "
                             f"({_human(g.manifest['labels_bytes'])}); --src and --sources take them")
         click.echo("\n".join(lines), err=True)
+    if not no_calibrate:
+        _calibrate_new_devices(g, quiet)
 
 
 def _partition_onto_cluster(address, input, disks, name, rows, cols, force, quiet, opts):
@@ -195,6 +201,23 @@ def _partition_onto_cluster(address, input, disks, name, rows, cols, force, quie
             click.echo(f"{pl['node']}: {rws} -> {pl['home']}", err=True)
         click.echo(f"cluster dataset {name}: {g.num_vertices:,} vertices, {g.num_edges:,} edges "
                    f"on {len(labels)} nodes ({path})", err=True)
+
+
+def _calibrate_new_devices(g, quiet):
+    """Measure the devices of a new dataset that have no profile yet (io/calibrate.py). A failed
+    measurement is a warning: the dataset is committed and runs use the fixed request sizes."""
+    from .cli_device import calibrate_dataset
+    say = None if quiet else (lambda m: click.echo("  " + m, err=True))
+    try:
+        got = calibrate_dataset(g, only_missing=True, say=say)
+    except (OSError, ValueError, GrapheneError) as e:
+        click.echo(f"Warning: could not calibrate the disks ({e}); runs use the fixed request "
+                   f"sizes (`graphene calibrate` measures again)", err=True)
+        return
+    if not quiet:
+        for key, _, p in got:
+            click.echo(f"  {key}: {p.describe()} ({p.seconds:.1f} s; stored for runs; "
+                       f"`graphene calibrate` measures again)", err=True)
 
 
 @click.command("info")

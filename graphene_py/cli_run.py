@@ -338,6 +338,9 @@ def _run(name, mod, kw):
         click.echo(f"read {tot['bytes_read'] / 1e6:.1f} MB in {tot['supersteps']} supersteps, "
                    f"IO utility {tot['io_utility']:.3f}, engine "
                    f"{_engine_notice(in_memory, mem_plan, graph)}")
+        plan = _io_plan(in_memory, graph)
+        if plan:
+            click.echo(f"requests: {plan}")
         m = mem_block
         click.echo(f"peak memory: {max(proc_peak, _mem.peak_bytes()) / 2**20:.1f} MiB RSS; "
                    f"state {m['state_bytes_per_vertex']:.1f} B/vertex "
@@ -386,6 +389,14 @@ def _engine_notice(in_memory, mem_plan=None, graph=None):
         return "?"
 
 
+def _io_plan(in_memory, graph):
+    """How requests were planned: "device model (KEY)" or "fixed (why)"; None without disk reads."""
+    if in_memory or getattr(graph, "cluster", None) is not None:
+        return None
+    from .iterator.session import last_io_plan
+    return last_io_plan() or None
+
+
 def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, setup=None,
              mem_block=None, proc_peak=0, mem_plan=None):
     secs = [r["seconds"] for r in trial_rows]
@@ -403,6 +414,7 @@ def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, set
         "num_edges": graph.num_edges, "partitions": [graph.num_rows, graph.num_cols],
         "engine": _engine_notice(in_memory, mem_plan, graph), "in_memory": bool(in_memory),
         "runtime": {k: v for k, v in runtime.items()},
+        "io_plan": _io_plan(in_memory, graph),
         "setup": {k: round(v, 4) for k, v in (setup or {}).items()},
         "trials": trial_rows, "average_seconds": sum(secs) / len(secs), "min_seconds": min(secs),
         "verification": verification,

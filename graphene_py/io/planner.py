@@ -106,6 +106,86 @@ def _plan(bits, nblocks, shift, max_gap, cap_blocks, end_byte, clear):
     return offs[:n].copy(), lens[:n].copy()
 
 
+@njit(cache=True, nogil=True)
+def _simulate(bits, nblocks, gaps, caps, acc):
+    """What `_plan` would emit for every (gap, cap) pair at once, without emitting it: acc[g, c]
+    += (extents, blocks they span) for max_gap gaps[g] and cap_blocks caps[c]. One pass over the
+    bitmap's runs of set bits; each run costs O(G x C), so the cost model sees a superstep's exact
+    request count and size for every candidate (tests check it against `plan`). Clipping at the
+    file's padded end is left out (at most one extent's tail per file)."""
+    G = gaps.shape[0]
+    C = caps.shape[0]
+    cs = np.full((G, C), -1, dtype=np.int64)
+    last = np.full((G, C), -1, dtype=np.int64)
+    nwords = min(bits.shape[0], (nblocks + 63) >> 6)
+    for w in range(nwords):
+        x = bits[w]
+        if x == 0:
+            continue
+        base = np.int64(w) << 6
+        while x:
+            tz = np.int64(ctz64(x))
+            b = base + tz
+            if b >= nblocks:
+                break
+            y = ~(x >> np.uint64(tz))
+            if y == 0:
+                run = 64 - tz
+            else:
+                run = np.int64(ctz64(y))
+                if run > 64 - tz:
+                    run = 64 - tz
+            e = b + run
+            if e > nblocks:
+                e = nblocks
+            if tz + run >= 64:
+                x = np.uint64(0)
+            else:
+                x &= _ALL << np.uint64(tz + run)
+            for gi in range(G):
+                g = gaps[gi]
+                for ci in range(C):
+                    cap = caps[ci]
+                    c0 = cs[gi, ci]
+                    l0 = last[gi, ci]
+                    if c0 >= 0 and b - l0 - 1 <= g and b - c0 < cap:
+                        stop = min(e, c0 + cap)
+                        if stop >= e:
+                            last[gi, ci] = e - 1
+                            continue
+                        acc[gi, ci, 1] += stop - c0          # the extended extent closes at the cap
+                        start = stop
+                    else:
+                        if c0 >= 0:
+                            acc[gi, ci, 1] += l0 + 1 - c0
+                        start = b
+                    k = (e - start + cap - 1) // cap          # pieces of the rest of the run
+                    acc[gi, ci, 0] += k
+                    acc[gi, ci, 1] += (k - 1) * cap
+                    cs[gi, ci] = start + (k - 1) * cap
+                    last[gi, ci] = e - 1
+    for gi in range(G):
+        for ci in range(C):
+            if cs[gi, ci] >= 0:
+                acc[gi, ci, 1] += last[gi, ci] + 1 - cs[gi, ci]
+
+
+def simulate(bits, nbytes_file: int, block_size: int, gaps, caps, acc=None):
+    """(extents, bytes) of `plan` for every max_gap in gaps (blocks) x max_io in caps (bytes):
+    an int64 array of shape (len(gaps), len(caps), 2). Adds into `acc` when given (several files
+    of one device)."""
+    bs = _check_block_size(block_size)
+    nblocks = (padded_end(nbytes_file) + bs - 1) // bs
+    g = np.asarray(gaps, dtype=np.int64)
+    c = np.maximum(1, np.asarray(caps, dtype=np.int64) // bs)
+    out = np.zeros((len(g), len(c), 2), dtype=np.int64) if acc is None else acc
+    blk = np.zeros((len(g), len(c), 2), dtype=np.int64)
+    _simulate(bits, np.int64(nblocks), g, c, blk)
+    out[:, :, 0] += blk[:, :, 0]
+    out[:, :, 1] += blk[:, :, 1] * bs
+    return out
+
+
 def padded_end(nbytes_file: int) -> int:
     a = config.FILE_ALIGN
     return (int(nbytes_file) + a - 1) // a * a
@@ -134,6 +214,47 @@ def plan(bits, nbytes_file: int, block_size: int = config.BLOCK_SIZE,
 #: Supersteps marking at least this many bytes may use extents up to the dense size (fewer, larger
 #: IOs: 128 KB reads run at ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md).
 BIG_PLAN_BYTES = 16 << 20
+#: The device model's candidates: merge gaps and request caps, in bytes.
+MODEL_GAPS = (0, 4096, 8192, 16384, 32768, 65536, 131072, 262144)
+MODEL_CAPS = (16384, 32768, 65536, 131072, 262144, 524288)
+#: Among plans predicted within this factor of the fastest, the one reading the fewest bytes wins
+#: (gap bytes cost compute-side copies and the bus, which the device model does not see).
+MODEL_SLACK = 1.03
+
+
+class DeviceModel:
+    """Picks a superstep's merge gap and request cap from calibrated device profiles
+    (io/calibrate.py): for every candidate pair, the exact requests and bytes the plan would have
+    (`_simulate`, per IO worker), the predicted time max over workers of requests / IOPS(mean size),
+    and the fastest pair (fewest bytes among near-ties).
+
+    profiles   one calibrate.Profile per IO worker
+    slot       the buffer slot size (largest request)
+    group      requests are whole groups of this many bytes (a block, or a checksummed page)
+    io_factor  requests per extent (2 with a weight file: the weights are a second read)
+    byte_factor bytes read per adjacency byte (1 + 4/id_width with weights)"""
+
+    def __init__(self, profiles, block_size, slot, group, io_factor=1.0, byte_factor=1.0):
+        self.profiles = list(profiles)
+        self.block_size = int(block_size)
+        g = sorted({max(0, x // self.block_size) for x in MODEL_GAPS})
+        caps = sorted({(c + group - 1) // group * group for c in MODEL_CAPS if c <= slot}) or [slot]
+        self.gaps = np.array(g, dtype=np.int64)
+        self.caps = np.array(caps, dtype=np.int64)
+        self.io_factor, self.byte_factor = float(io_factor), float(byte_factor)
+
+    def choose(self, acc):
+        """acc: int64 (workers, gaps, caps, 2) of (extents, bytes) -> (gap blocks, cap bytes,
+        predicted seconds)."""
+        t = np.zeros(acc.shape[1:3])
+        for w, prof in enumerate(self.profiles):
+            t = np.maximum(t, prof.seconds_for(acc[w, :, :, 0] * self.io_factor,
+                                               acc[w, :, :, 1] * self.byte_factor))
+        best = float(t.min())
+        nbytes = acc[:, :, :, 1].sum(axis=0).astype(np.float64)
+        cand = np.where(t <= best * MODEL_SLACK + 1e-9, nbytes, np.inf)
+        gi, ci = np.unravel_index(int(np.argmin(cand)), cand.shape)
+        return int(self.gaps[gi]), int(self.caps[ci]), float(t[gi, ci])
 #: Queue frontiers at least this long are marked on all compute threads (one file each at a time).
 PAR_MARK_QUEUE = 1 << 16
 
@@ -155,13 +276,16 @@ class SuperstepPlanner:
 
     def __init__(self, offsets, part_base, part_row_lo, part_nedges, file_parts, file_bytes,
                  file_worker, nworkers, id_width, block_size, max_gap, max_io, scan_max_io,
-                 page_blocks, dense_step, threads):
+                 page_blocks, dense_step, threads, model=None, skip=None):
         self.offsets, self.part_base, self.part_row_lo = offsets, part_base, part_row_lo
         self.part_nedges = part_nedges
         self.file_parts, self.file_bytes, self.file_worker = file_parts, file_bytes, file_worker
         self.nworkers, self.id_width, self.block_size = nworkers, id_width, block_size
         self.max_gap, self.max_io, self.scan_max_io = max_gap, max_io, scan_max_io
         self.page_blocks, self.dense_step, self.threads = page_blocks, dense_step, threads
+        self.model = model          # a DeviceModel, or None: the fixed max_gap / max_io rule
+        self.skip = skip            # files served from RAM (not planned for the disks), or None
+        self.choice = None          # (gap bytes, cap bytes, predicted seconds) of the last plan
         self.F = len(file_parts)
         self.bitmaps = [new_bitmap(int(b), block_size) for b in file_bytes]
         self._dense = None
@@ -215,15 +339,20 @@ class SuperstepPlanner:
         if self.page_blocks > 1:
             for f in marked:
                 widen(self.bitmaps[f], self.page_blocks)
-        # A superstep that reads a lot is bandwidth-bound, not latency-bound: let its extents grow
-        # to scan_max_io (fewer, larger IOs). Small ones keep the max_io cap (16 KB, Graphene).
-        cap = self.scan_max_io if blocks * self.block_size >= BIG_PLAN_BYTES else self.max_io
-        if self.page_blocks > 1:      # whole page groups per extent
-            g = self.page_blocks * self.block_size
-            cap = (cap + g - 1) // g * g
+        gap = self.max_gap
+        if self.model is not None and marked:
+            gap, cap, pred = self._choose(marked, parallel)
+            self.choice = (gap * self.block_size, cap, pred)
+        else:
+            # A superstep that reads a lot is bandwidth-bound, not latency-bound: let its extents
+            # grow to scan_max_io (fewer, larger IOs). Small ones keep the max_io cap (16 KB).
+            cap = self.scan_max_io if blocks * self.block_size >= BIG_PLAN_BYTES else self.max_io
+            if self.page_blocks > 1:      # whole page groups per extent
+                g = self.page_blocks * self.block_size
+                cap = (cap + g - 1) // g * g
         fids, offs, lens = [], [], []
         for f in marked:
-            o, ln = plan(self.bitmaps[f], int(self.file_bytes[f]), self.block_size, self.max_gap,
+            o, ln = plan(self.bitmaps[f], int(self.file_bytes[f]), self.block_size, gap,
                          cap, clear=True)
             fids.append(np.full(len(o), f, dtype=np.int32))
             offs.append(o)
@@ -240,3 +369,28 @@ class SuperstepPlanner:
             order = np.argsort(self.file_worker[fids], kind="stable")
             fids, offs, lens = fids[order], offs[order], lens[order]
         return fids, offs, lens, blocks, useful, mode
+
+    def _choose(self, marked, parallel):
+        """The device model's (gap blocks, cap bytes, predicted seconds) for the marked bitmaps."""
+        m = self.model
+        files = [f for f in marked if self.skip is None or not self.skip[f]]
+        per = [None] * len(files)
+
+        def one(i):
+            f = files[i]
+            per[i] = simulate(self.bitmaps[f], int(self.file_bytes[f]), self.block_size,
+                              m.gaps, m.caps)
+        if parallel is not None and len(files) > 1:
+            T = self.threads
+
+            def job(tid):
+                for i in range(tid, len(files), T):
+                    one(i)
+            parallel(job)
+        else:
+            for i in range(len(files)):
+                one(i)
+        acc = np.zeros((len(m.profiles), len(m.gaps), len(m.caps), 2), dtype=np.int64)
+        for f, a in zip(files, per):
+            acc[int(self.file_worker[f])] += a
+        return m.choose(acc)

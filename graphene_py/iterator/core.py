@@ -39,6 +39,10 @@ STAT_KEYS = ("frontier", "active_edges", "blocks_marked", "extents", "bytes_usef
              "seconds", "mode")
 
 
+def _kib(n):
+    return f"{n >> 10}K" if n >= 1024 else f"{n}B"
+
+
 class IoIterator(IoSession, TableApi):
     def __init__(self, graph, direction="out", *, engine="auto", threads=None, queue_depth=None,
                  max_gap=None, max_io=None, buffer_mb=None, block_size=None, direct=True,
@@ -53,6 +57,8 @@ class IoIterator(IoSession, TableApi):
         if self.threads < 1:
             raise ValueError("threads must be >= 1")
         self.queue_depth = int(queue_depth or config.QUEUE_DEPTH)
+        # neither given: the device model plans each superstep where the device has a profile
+        self._fixed_plan = max_gap is not None or max_io is not None
         self.max_gap = config.MAX_GAP_BLOCKS if max_gap is None else int(max_gap)
         self.max_io = int(max_io or config.MAX_IO_BYTES)
         # Supersteps that read a lot (>= BIG_PLAN_BYTES marked): unless the caller fixed max_io,
@@ -131,6 +137,8 @@ class IoIterator(IoSession, TableApi):
         self.page_blocks = (_ig.PAGE // self.block_size
                             if self.check and has_pages and self.block_size < _ig.PAGE else 1)
         self._assign_workers(io_workers or config.IO_WORKERS)
+        self.profiles = None       # calibrate.Profile per IO worker when the device model plans
+        self.io_plan = "fixed"
         self._mask = None          # flags of a queue frontier's vertices: made on first use
         self._nomask = np.zeros(1, dtype=np.uint8)     # what dense supersteps pass instead
         self.planner = None
@@ -147,14 +155,22 @@ class IoIterator(IoSession, TableApi):
             if self.in_memory:
                 self._load_memory()
             else:
+                self._find_profiles()
                 self._open_engine(engine, direct)
                 if budget is not None:
                     self._load_cache(budget)
+            model = None
+            if self.profiles is not None:
+                group = self.page_blocks * self.block_size
+                wf = self.weights
+                model = _pl.DeviceModel(self.profiles, self.block_size, self.slot_bytes, group,
+                                        io_factor=2.0 if wf else 1.0,
+                                        byte_factor=1.0 + 4.0 / self.id_width if wf else 1.0)
             self.planner = _pl.SuperstepPlanner(
                 self._offs_u, self.part_base, self.part_row_lo, self.part_nedges, self.file_parts,
                 self.file_bytes, self.file_worker, self.nworkers, self.id_width, self.block_size,
                 self.max_gap, self.max_io, self.scan_max_io, self.page_blocks, self.slot_bytes,
-                self.threads)
+                self.threads, model=model, skip=self.cached)
             track(f"block bitmaps ({direction})", *self.planner.bitmaps)
         except BaseException:
             self.close()
@@ -278,6 +294,11 @@ class IoIterator(IoSession, TableApi):
             "wait_seconds": float(acc["wait"].sum()), "plan_seconds": float(t_plan),
             "seconds": time.perf_counter() - t0, "mode": mode,
         }
+        if self.planner.choice is not None and mode != "all":
+            g, c, pred = self.planner.choice
+            st["io_plan"] = f"gap {_kib(g)} / max {_kib(c)}"
+            st["io_predicted_seconds"] = pred
+            self.planner.choice = None
         if self.cached is not None:
             st["bytes_cached"] = cached
         if self.ndisks > 1 and not self.in_memory:
@@ -294,7 +315,7 @@ class IoIterator(IoSession, TableApi):
         s = self.stats
         s["supersteps"] += 1
         for k, v in st.items():
-            if k in ("mode", "io_utility"):
+            if k in ("mode", "io_utility", "io_plan"):
                 continue
             if isinstance(v, list):
                 old = s.get(k) or [0] * len(v)

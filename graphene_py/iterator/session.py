@@ -7,6 +7,7 @@ loaded into RAM (in-memory path). `IoSession` is mixed into IoIterator.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import zlib
@@ -23,6 +24,13 @@ from .memory import track
 #: Extent size for dense (Frontier.all) supersteps and the buffer slot: whole files in large
 #: sequential reads (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio).
 DENSE_EXTENT = 128 * 1024
+_last_io_plan = ""
+
+
+def last_io_plan() -> str:
+    """How the last SSD iterator of this process plans its requests ("device model (...)" or
+    "fixed (why)"); "" when none was opened."""
+    return _last_io_plan
 #: Completions taken per engine.get call / per kernel call.
 BATCH = 16
 #: Offsets files read at once when an iterator opens (one thread each).
@@ -289,6 +297,36 @@ class IoSession:
             [wk[d] for d in used_disks])
         self.notes += self.sharing
 
+    def _fixed(self, why):
+        global _last_io_plan
+        self.io_plan = _last_io_plan = f"fixed ({why})"
+
+    def _find_profiles(self):
+        """Calibrated profiles of every IO worker's device (io/calibrate.py), unless the caller fixed
+        max_gap/max_io, GRAPHENE_IO_PLAN=fixed, or a device has none: then the fixed rule plans."""
+        from ..io import calibrate as _cal
+        if self._fixed_plan:
+            return self._fixed("--max-gap/--max-io given")
+        if os.environ.get("GRAPHENE_IO_PLAN", "") == "fixed":
+            return self._fixed("GRAPHENE_IO_PLAN=fixed")
+        dirs = list(getattr(self.graph, "dirs", None) or self.graph.disks)
+        profiles = [None] * self.nworkers
+        keys = [None] * self.nworkers
+        for d in sorted({int(d) for d in self.file_disk}):
+            w = int(self.disk_worker[d])
+            if w >= 0 and profiles[w] is None:
+                keys[w] = _cal.profile_key(dirs[d])
+                profiles[w] = _cal.lookup(keys[w])
+                if profiles[w] is None:
+                    return self._fixed(f"no device profile for {dirs[d]}: "
+                                       f"`graphene calibrate` makes one")
+        if not profiles or any(p is None for p in profiles):
+            return
+        self.profiles = profiles
+        self.io_plan = "device model (" + ", ".join(sorted(set(keys))) + ")"
+        global _last_io_plan
+        _last_io_plan = self.io_plan
+
     def _open_engine(self, engine, direct):
         from ..io import buffers as _buffers
         from ..io.engines import make_engine
@@ -296,6 +334,13 @@ class IoSession:
         need = 2 * qd * self.nworkers + 2 * self.threads * BATCH + 16   # never starve in-flight IO
         budget = int(self.buffer_mb * (1 << 20))
         slot = max(_round_up(self.max_io, 4096), DENSE_EXTENT)
+        if self.profiles is not None:
+            # the smallest request size at which every device reaches (90% of) its bandwidth,
+            # halved while the pool could not hold the queues' slots
+            slot = max(p.slot_bytes() for p in self.profiles)
+            while slot > DENSE_EXTENT and budget // slot < need:
+                slot //= 2
+            slot = max(slot, DENSE_EXTENT)
         if budget // slot < need:
             slot = _round_up(max(self.max_io, 4096), 4096)
         nslots = max(need, budget // slot)
