@@ -220,6 +220,21 @@ def _calibrate_new_devices(g, quiet):
                        f"`graphene calibrate` measures again)", err=True)
 
 
+def _device_line(folders):
+    """Which of the disks' devices have a calibrated profile (requests planned for them)."""
+    from .io import calibrate as cal
+    parts, seen = [], set()
+    for d in folders:
+        k = cal.profile_key(d)
+        if k is None or k in seen:
+            continue
+        seen.add(k)
+        p = cal.lookup(k)
+        parts.append(f"{k}: " + (f"calibrated ({p.describe()})" if p is not None else
+                                 "not calibrated (fixed request sizes; `graphene calibrate`)"))
+    return "; ".join(parts) or "?"
+
+
 @click.command("info")
 @click.argument("graph", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -272,6 +287,7 @@ def info_cmd(graph, as_json, verify):
                 f"vertex names in {nm['file']} ({_human(nm['bytes'] or 0)}); --src and --sources "
                 f"take them" if nm["kind"] == "label" else
                 f"original IDs in {nm['file']} (--relabel); --src and --sources take them"))
+        out.append("devices     " + _device_line(g.disks))
         # what recovery did (this open, or an earlier command's: recovery.log), newest last
         log = s.get("recovery_log") or []
         for line in log[-5:]:

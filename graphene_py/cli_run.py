@@ -61,10 +61,12 @@ _RUNTIME = [
                  help=f"IO buffer pool in MiB, > 0 (default {config.BUFFER_MB}; raised to keep the "
                       f"queue full)."),
     click.Option(["--in-memory"], is_flag=True, help="Load the partitions into RAM (no IO; reference point)."),
-    click.Option(["--memory"], default=None, metavar="SIZE",
+    click.Option(["--memory"], default=None, metavar="SIZE|auto|none",
                  help="Memory the run may use (e.g. 2G): what the runtime, the IO buffers and the "
-                      "O(|V|) state leave becomes a cache of adjacency files in RAM, densest "
-                      "first; when all fit, the in-memory path (default: no cache)."),
+                      "O(|V|) state leave becomes a read-through cache of adjacency data in RAM "
+                      "(densest partitions first; blocks read once are then served from RAM). "
+                      "auto: half the memory available when the run starts; none (the "
+                      "default): no cache."),
     click.Option(["--no-direct"], is_flag=True, help="Read through the page cache (no O_DIRECT)."),
     click.Option(["--check/--no-check"], default=None,
                  help="Verify the CRC32C of every 4 KB page as it is read (default "
@@ -221,7 +223,16 @@ def _run(name, mod, kw):
         _PARTIAL.append(stream)
     run_rt = dict(runtime)
     mem_plan = None
-    if memory is not None:
+    auto = memory is not None and str(memory).lower() == "auto"
+    if memory is not None and str(memory).lower() in ("auto", "none"):
+        if in_memory:
+            raise click.UsageError("give --memory or --in-memory, not both")
+        memory = None
+    if auto and not in_memory and cluster is None and device == "cpu":
+        mem_plan = _auto_memory(name, graph, runtime, algo_opts, output)
+        if mem_plan is not None:
+            run_rt["cache"] = mem_plan["cache"]
+    elif memory is not None:
         from .iterator.memory import CacheBudget
         from . import jit
         jit.ready(blas=False)      # what a run holds before any graph state, measured here
@@ -241,7 +252,11 @@ def _run(name, mod, kw):
              f"on {len(graph.disks)} disk(s)")
     _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
          f"{graph.num_rows}x{graph.num_cols} partitions {where}", quiet_lines)
-    if mem_plan is not None:
+    if mem_plan is not None and mem_plan.get("auto"):
+        _say(f"--memory auto ({mem_plan['memory_bytes'] / 2**30:.1f} GiB, half the memory "
+             f"available): adjacency cache {mem_plan['cache_bytes'] / 2**20:,.0f} MiB, read "
+             f"through (--memory none: no cache)", quiet_lines)
+    elif mem_plan is not None:
         picked = [f"IO buffers {mem_plan['io_buffer_bytes'] / 2**20:g} MiB"]
         if "keep_edges" in mem_plan:
             picked.append(f"{mem_plan['keep_edges']:,} kept neighbour IDs")
@@ -346,6 +361,47 @@ def _run(name, mod, kw):
                    f"state {m['state_bytes_per_vertex']:.1f} B/vertex "
                    f"({m['state_bytes'] / 2**20:.1f} MiB) + IO buffers "
                    f"{m['io_buffer_bytes'] / 2**20:.1f} MiB")
+
+
+#: --memory auto: this share of the memory available when the run starts (RAM, or a memory
+#: cgroup's room) is the run's budget; what its runtime, IO buffers and O(|V|) state leave is the
+#: adjacency cache. The run's own choices (IO buffers, kept lists) stay at their defaults.
+AUTO_MEMORY_SHARE = 0.5
+#: no cache below this (a few files' worth of nothing)
+AUTO_MIN_CACHE = 16 << 20
+
+
+def _auto_memory(name, graph, runtime, algo_opts, output):
+    """The default budget (`--memory auto`): a plan with a CacheBudget, or None when half the
+    memory available leaves no room for a cache (or for the run: then it runs as it would have)."""
+    from .iterator.memory import CacheBudget, memory_available
+    from . import jit
+    if not graph.num_edges:
+        return None
+    jit.ready(blas=False)      # what a run holds before any graph state, measured here
+    share = int(memory_available() * AUTO_MEMORY_SHARE)
+    if share < (1 << 20):
+        return None
+    opts = {k: v for k, v in algo_opts.items()}
+    try:
+        plan = registry.memory_plan(name, graph, share, runtime, opts, output,
+                                    runtime_bytes=config.vm_bytes("VmRSS") + (16 << 20))
+    except GrapheneError:
+        return None
+    # the plan's picks (fewer kept lists, smaller IO buffers) are for a budget the user set:
+    # here the run keeps its defaults, and the cache gets what the defaults leave
+    cache = plan["cache_bytes"]
+    if "keep_edges" in plan and "keep_edges" not in algo_opts:
+        e = registry.entry(name)
+        cache -= max(0, e.keep[1] * graph.num_vertices - plan["keep_edges"]) * graph.id_width
+    default_io = int(float(runtime.get("buffer_mb") or config.BUFFER_MB) * (1 << 20))
+    cache -= max(0, default_io - plan["io_buffer_bytes"])
+    if cache < AUTO_MIN_CACHE:
+        return None
+    plan = {k: v for k, v in plan.items() if k not in ("keep_edges",)}
+    plan.update(auto=True, cache_bytes=cache, io_buffer_bytes=default_io,
+                cache=CacheBudget(cache))
+    return plan
 
 
 def _prepare(graph, device, in_memory, runtime):

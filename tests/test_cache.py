@@ -93,33 +93,68 @@ def test_same_answer_at_every_budget(directed, algo):
         assert np.array_equal(mem, ref)
 
 
-def test_cached_files_are_not_read(directed):
-    """With part of the files cached a full superstep reads exactly the other files' bytes, and
-    the cached extents' bytes are reported apart; their sum is what no cache reads."""
+def test_cached_blocks_are_read_twice_then_held(directed):
+    """The cache is read through with a second chance: the first full superstep reads every file,
+    the second reads them again and copies the kept files' blocks in on the way, the third reads
+    exactly the other files' bytes and reports the cached extents' bytes apart (their sum is what
+    no cache reads), and the next iterator of this process (a new trial) finds the blocks held."""
     g = directed
     fb = _file_bytes(g, "out")
     budget = CacheBudget(int(np.sort(fb)[-1]) + int(np.sort(fb)[-2]))   # the two largest fit
-    counts = {}
 
     from graphene_py.algos.spmv import _always, _row_unweighted as _pull   # a real kernel pair
     x = np.ones(g.num_vertices)
-    for label, cache in (("none", None), ("part", budget)):
+
+    def step(it):
         y = np.zeros(g.num_vertices)
+        st = it.run(_always, _pull, (x, y), Frontier.all(g.num_vertices))
+        return st["bytes_read"], st.get("bytes_cached", 0), y, st["io_utility"]
+
+    with IoIterator(g, "out", **SSD) as it:
+        read0, cached0, y0, util0 = step(it)
+    with IoIterator(g, "out", cache=budget, **SSD) as it:
+        assert it.cached is not None and it.cached.sum() == 2
+        first, second, third = step(it), step(it), step(it)
+    with IoIterator(g, "out", cache=budget, **SSD) as it:
+        fourth = step(it)
+    assert cached0 == 0
+    for read1, cached1, y1, _ in (first, second):            # read, then read and copied
+        assert read1 == read0 and cached1 == 0
+        np.testing.assert_allclose(y1, y0)
+    for read1, cached1, y1, util1 in (third, fourth):
+        assert util1 == pytest.approx(util0) and util1 <= 1.0   # cached bytes count as brought in
+        assert cached1 > 0 and read1 < read0 and read1 + cached1 == read0
+        np.testing.assert_allclose(y1, y0)
+
+
+def test_a_sparse_superstep_fills_and_uses_the_blocks_it_read(directed):
+    """Blocks are held one by one: a queue superstep read a second time caches what it read, a
+    third identical one reads nothing, and a wider one reads only the blocks not held yet."""
+    g = directed
+    from graphene_py.algos.spmv import _always, _row_unweighted as _pull
+    x = np.ones(g.num_vertices)
+    some = np.arange(0, g.num_vertices, 97, dtype=np.int64)
+    more = np.arange(0, g.num_vertices, 41, dtype=np.int64)
+    out = {}
+    for label, cache in (("none", None), ("all", CacheBudget(10**12))):
         with IoIterator(g, "out", cache=cache, **SSD) as it:
-            st = it.run(_always, _pull, (x, y), Frontier.all(g.num_vertices))
-            counts[label] = (st["bytes_read"], st.get("bytes_cached", 0), y, st["io_utility"],
-                             None if it.cached is None else it.cached.copy())
-    read0, cached0, y0, util0, _ = counts["none"]
-    read1, cached1, y1, util1, kept = counts["part"]
-    assert util1 == pytest.approx(util0) and util1 <= 1.0   # cached bytes count as brought in
-    assert cached0 == 0 and kept is not None and kept.sum() == 2
-    assert cached1 > 0 and read1 < read0 and read1 + cached1 == read0
-    np.testing.assert_allclose(y1, y0)
+            res = []
+            for ids in (some, some, some, more):
+                y = np.zeros(g.num_vertices)
+                st = it.run(_always, _pull, (x, y), Frontier.from_queue(ids, g.num_vertices))
+                res.append((st["bytes_read"], st.get("bytes_cached", 0), y))
+            out[label] = res
+    none, held = out["none"], out["all"]
+    assert held[0][0] == held[1][0] == none[0][0] > 0 and held[0][1] == held[1][1] == 0
+    assert held[2][0] == 0 and held[2][1] == none[2][0]
+    assert 0 < held[3][0] < none[3][0] and held[3][1] > 0
+    for a, b in zip(none, held):
+        np.testing.assert_allclose(b[2], a[2])
 
 
 def test_densest_files_are_cached_first(directed):
     with IoIterator(directed, "out", cache=CacheBudget(10**12), **SSD) as it:
-        assert it.in_memory and it.cached is None            # all fit: the in-memory path
+        assert not it.in_memory and it.cached.all()          # all fit: every file, read through
     with IoIterator(directed, "out", **SSD) as it:
         rows = np.array([it.parts[i].row_hi - it.parts[i].row_lo + 1 for i in it.file_parts])
         dens = it.part_nedges[it.file_part] / rows
@@ -148,7 +183,8 @@ def mid(tmp_path_factory):
 
 def test_cli_memory_budgets(mid):
     """Budgets just above the run's fixed needs (nothing fits), with room for one file, and for all:
-    the same answer, the engine line says which, the files held are not read, the peak stays
+    the same answer, the engine line says which, the blocks held are not read again (every trial's
+    BFS reads the same lists: the second copies them in, the third finds them), the peak stays
     within the budget."""
     path = mid.path
     # the run's own plan: its runtime is what its process holds before the graph (measured there)
@@ -165,7 +201,7 @@ def test_cli_memory_budgets(mid):
                           # half a file of slack either way of each boundary
                           (int(fb.sum()) + int(fb.min()) // 2, "the whole graph cached")):
         memory = f"{-(-(need + extra) // MiB)}M"
-        p = _cli("run", "bfs", "--src", "0", "-g", path, "--json", "--memory", memory)
+        p = _cli("run", "bfs", "--src", "0", "-g", path, "--json", "--memory", memory, "-n", "3")
         assert p.returncode == 0, p.stderr
         d = json.loads(p.stdout)
         assert engine in d["engine"], (memory, d["engine"])
@@ -289,3 +325,22 @@ def test_cli_memory_picks_kept_lists(mid):
     assert d["result"]["max_core"] == ref["result"]["max_core"]
     p = _cli("run", "kcore", "-g", mid.path, "--memory", "2G")
     assert "--memory 2G: IO buffers 64 MiB, 800,000 kept neighbour IDs" in p.stderr
+
+
+def test_cli_memory_auto_and_none(mid):
+    """`--memory auto` budgets half the memory available (the run's own choices stay at their
+    defaults) and gives the same answer; `--memory none` is no cache, as is leaving it out."""
+    ref = json.loads(_cli("run", "wcc", "-g", mid.path, "--json").stdout)
+    assert "adjacency cache" not in ref["engine"] and ref["memory"].get("plan") is None
+    p = _cli("run", "wcc", "-g", mid.path, "--json", "--memory", "auto", "-n", "3")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    plan = d["memory"]["plan"]
+    assert plan["auto"] is True and plan["cache_bytes"] > 0
+    assert "io_buffer_bytes" in plan and "keep_edges" not in plan
+    assert d["result"]["n_components"] == ref["result"]["n_components"]
+    assert d["result"]["totals"]["bytes_cached"] > 0           # the third trial finds its blocks
+    p = _cli("run", "wcc", "-g", mid.path, "--json", "--memory", "none")
+    assert p.returncode == 0 and json.loads(p.stdout)["memory"].get("plan") is None
+    p = _cli("run", "wcc", "-g", mid.path, "--memory", "auto", "--in-memory")
+    assert p.returncode == 2 and "not both" in p.stderr

@@ -220,13 +220,19 @@ MODEL_CAPS = (16384, 32768, 65536, 131072, 262144, 524288)
 #: Among plans predicted within this factor of the fastest, the one reading the fewest bytes wins
 #: (gap bytes cost compute-side copies and the bus, which the device model does not see).
 MODEL_SLACK = 1.03
+#: CPU seconds each extent costs a run beyond what the device profile measures (the compute
+#: threads' completion batches: a compiled kernel call per batch, the release of its slots;
+#: shared by the threads). Measured on the 2-vCPU machine of BENCHMARKS.md: WCC's dense supersteps
+#: on kron22 took 10-25 us per extent longer than their profile predicted, at every extent size.
+EXTENT_CPU_SECONDS = 20e-6
 
 
 class DeviceModel:
     """Picks a superstep's merge gap and request cap from calibrated device profiles
     (io/calibrate.py): for every candidate pair, the exact requests and bytes the plan would have
-    (`_simulate`, per IO worker), the predicted time max over workers of requests / IOPS(mean size),
-    and the fastest pair (fewest bytes among near-ties).
+    (`_simulate`, per IO worker), the predicted time max over workers of requests / IOPS(mean size)
+    plus every extent's CPU cost (EXTENT_CPU_SECONDS / threads), and the fastest pair (fewest
+    bytes among near-ties).
 
     profiles   one calibrate.Profile per IO worker
     slot       the buffer slot size (largest request)
@@ -234,8 +240,10 @@ class DeviceModel:
     io_factor  requests per extent (2 with a weight file: the weights are a second read)
     byte_factor bytes read per adjacency byte (1 + 4/id_width with weights)"""
 
-    def __init__(self, profiles, block_size, slot, group, io_factor=1.0, byte_factor=1.0):
+    def __init__(self, profiles, block_size, slot, group, io_factor=1.0, byte_factor=1.0,
+                 threads=1):
         self.profiles = list(profiles)
+        self.extent_cost = EXTENT_CPU_SECONDS / max(1, int(threads))
         self.block_size = int(block_size)
         g = sorted({max(0, x // self.block_size) for x in MODEL_GAPS})
         caps = sorted({(c + group - 1) // group * group for c in MODEL_CAPS if c <= slot}) or [slot]
@@ -250,6 +258,7 @@ class DeviceModel:
         for w, prof in enumerate(self.profiles):
             t = np.maximum(t, prof.seconds_for(acc[w, :, :, 0] * self.io_factor,
                                                acc[w, :, :, 1] * self.byte_factor))
+        t = t + acc[:, :, :, 0].sum(axis=0) * self.extent_cost
         best = float(t.min())
         nbytes = acc[:, :, :, 1].sum(axis=0).astype(np.float64)
         cand = np.where(t <= best * MODEL_SLACK + 1e-9, nbytes, np.inf)

@@ -113,12 +113,6 @@ class IoIterator(IoSession, TableApi):
         self.cached = self.cmem = self.cache_budget = None
         self.cache_taken = 0
         budget = as_budget(cache)
-        if budget is not None and not self.in_memory and F:
-            need = int(self._file_cost().sum())
-            if budget.take(need):
-                self.in_memory = True
-                self.cache_budget, self.cache_taken = budget, need
-                budget.whole.append(direction)
         self.ndisks = max(1, len(graph.disks))
         self.notes = []
         # Page checksums, verified as data arrives (SSD path; the in-memory path checks whole files
@@ -165,12 +159,13 @@ class IoIterator(IoSession, TableApi):
                 wf = self.weights
                 model = _pl.DeviceModel(self.profiles, self.block_size, self.slot_bytes, group,
                                         io_factor=2.0 if wf else 1.0,
-                                        byte_factor=1.0 + 4.0 / self.id_width if wf else 1.0)
+                                        byte_factor=1.0 + 4.0 / self.id_width if wf else 1.0,
+                                        threads=self.threads)
             self.planner = _pl.SuperstepPlanner(
                 self._offs_u, self.part_base, self.part_row_lo, self.part_nedges, self.file_parts,
                 self.file_bytes, self.file_worker, self.nworkers, self.id_width, self.block_size,
                 self.max_gap, self.max_io, self.scan_max_io, self.page_blocks, self.slot_bytes,
-                self.threads, model=model, skip=self.cached)
+                self.threads, model=model)
             track(f"block bitmaps ({direction})", *self.planner.bitmaps)
         except BaseException:
             self.close()
@@ -241,7 +236,9 @@ class IoIterator(IoSession, TableApi):
             cached_w = 0
             if self.cached is not None and len(offs):
                 # extents of files in the cache are computed from RAM while the disks serve the rest
-                sel = self.cached[fids]
+                held, _, vbase = self.cache_held
+                sel = np.empty(len(fids), dtype=np.bool_)
+                K.extents_held(fids, offs, lens, held, vbase, _bm.shift_of(self.block_size), sel)
                 if sel.any():
                     rest = ~sel
                     cargs = (fids[sel], offs[sel], lens[sel], woff[sel], mask, use_mask, keep)
@@ -251,6 +248,16 @@ class IoIterator(IoSession, TableApi):
                         wlen = wlen[rest]
                     args = (fids, offs, lens, woff, mask, use_mask, keep)
                     cacc = {k: np.zeros_like(v) for k, v in acc.items()}
+            fill = None
+            if self.cached is not None and len(offs) and self.cached[fids].any():
+                # second chance: an extent of the cache's files whose blocks were all read before
+                # is copied in on the way (a block read once, as by BFS or SpMV, costs no copy)
+                held, seen, vbase = self.cache_held
+                again = np.empty(len(fids), dtype=np.bool_)
+                K.extents_held(fids, offs, lens, seen, vbase, _bm.shift_of(self.block_size), again)
+                _, _, base, wbase = self.cmem
+                fill = (np.where(self.cached, base[:-1], -1), np.where(self.cached, wbase[:-1], -1),
+                        again)
             if len(offs) and not self.in_memory:
                 self._submit(fids, offs, lens, woff, wlen)
             try:
@@ -262,7 +269,8 @@ class IoIterator(IoSession, TableApi):
                     if self.in_memory:
                         job = self._mem_job(is_active, compute, state, args, acc)
                     else:
-                        job = self._ssd_job(is_active, compute, state, args, acc)
+                        job = self._ssd_job(is_active, compute, state, args, acc,
+                                            None if fill is None else (fill, wlen))
                     try:
                         self._run_job(job, len(offs))
                     finally:
@@ -277,6 +285,11 @@ class IoIterator(IoSession, TableApi):
                 for k in acc:
                     acc[k] += cacc[k]
             io1 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
+            if fill is not None:    # the superstep went through: the copied blocks are held
+                held, seen, vbase = self.cache_held
+                sh = _bm.shift_of(self.block_size)
+                K.mark_held(fids[fill[2]], offs[fill[2]], lens[fill[2]], held, vbase, sh)
+                K.mark_held(fids, offs, lens, seen, vbase, sh)
         finally:
             if queue:
                 K.set_mask(self.mask, frontier.ids, np.uint8(0))
@@ -352,8 +365,19 @@ class IoIterator(IoSession, TableApi):
                                 np.zeros(0, np.uint8))
         return k
 
-    def _ssd_job(self, is_active, compute, state, args, acc):
+    def _ssd_job(self, is_active, compute, state, args, acc, fill=None):
         fids, offs, lens, woff, mask, use_mask, keep = args
+        if fill is not None:    # copy every extent of a file the cache is filling, before release
+            fb, wfb, again = fill[0]
+            wl = fill[1]
+            mem, wmem = self.cmem_u8
+            pool = self.pool.view
+            wl = wl if wl is not None else np.zeros(0, np.int64)
+
+            def copy(rows, n):
+                K.copy_rows(rows, n, pool, fids, offs, lens, woff, wl, fb, wfb, again, mem, wmem)
+        else:
+            copy = None
         eng = self.engine
         weighted = self.weights
         sb = self.slot_bytes
@@ -402,6 +426,8 @@ class IoIterator(IoSession, TableApi):
                             if n:
                                 verify(rows, n)
                                 edges += call(state, tid, rows, n, *kernel_args)
+                                if copy is not None:
+                                    copy(rows, n)
                         finally:
                             if nd:
                                 eng.release(done[:nd].copy())
@@ -410,6 +436,8 @@ class IoIterator(IoSession, TableApi):
                         try:
                             verify(rows, n)
                             edges += call(state, tid, rows, n, *kernel_args)
+                            if copy is not None:
+                                copy(rows, n)
                         finally:
                             eng.release(c[:, 1].copy())
                 except Exception as e:

@@ -122,6 +122,73 @@ def slots_to_rows(c, slot_bytes, out):
 
 
 @njit(cache=True, nogil=True)
+def copy_rows(rows, n, pool, fids, offs, lens, woff, wlen, fill_base, wfill_base, take, mem,
+              wmem):
+    """Copy kernel rows' extents (and weights) into the adjacency cache: file f's bytes live at
+    mem[fill_base[f]:], its weights at wmem[wfill_base[f]:]; fill_base[f] < 0: not cached;
+    take[j] false: extent j is not copied."""
+    for k in range(n):
+        j = rows[k, 0]
+        f = fids[j]
+        b = fill_base[f]
+        if b < 0 or not take[j]:
+            continue
+        p = rows[k, 1]
+        ln = lens[j]
+        o = b + offs[j]
+        mem[o:o + ln] = pool[p:p + ln]
+        q = rows[k, 2]
+        if q >= 0:
+            wl = wlen[j]
+            wo = wfill_base[f] + woff[j]
+            wmem[wo:wo + wl] = pool[q:q + wl]
+
+
+@njit(cache=True, nogil=True)
+def extents_held(fids, offs, lens, held, vbase, shift, out):
+    """out[i]: every block of extent i is in the adjacency cache (its file's bits from word
+    vbase[f] of held; vbase[f] < 0: the file is not cached)."""
+    for i in range(fids.shape[0]):
+        w0 = vbase[fids[i]]
+        ok = w0 >= 0
+        if ok:
+            b = offs[i] >> shift
+            e = (offs[i] + lens[i] + (np.int64(1) << shift) - 1) >> shift
+            while b < e:
+                wd = held[w0 + (b >> 6)]
+                if b & 63 == 0 and e - b >= 64:
+                    if wd != np.uint64(0xFFFFFFFFFFFFFFFF):
+                        ok = False
+                        break
+                    b += 64
+                    continue
+                if (wd >> np.uint64(b & 63)) & np.uint64(1) == 0:
+                    ok = False
+                    break
+                b += 1
+        out[i] = ok
+
+
+@njit(cache=True, nogil=True)
+def mark_held(fids, offs, lens, held, vbase, shift):
+    """Set the cache's bits of every block of the extents of cached files (after a superstep
+    copied them in)."""
+    for i in range(fids.shape[0]):
+        w0 = vbase[fids[i]]
+        if w0 < 0:
+            continue
+        b = offs[i] >> shift
+        e = (offs[i] + lens[i] + (np.int64(1) << shift) - 1) >> shift
+        while b < e:
+            if b & 63 == 0 and e - b >= 64:
+                held[w0 + (b >> 6)] = np.uint64(0xFFFFFFFFFFFFFFFF)
+                b += 64
+                continue
+            held[w0 + (b >> 6)] |= np.uint64(1) << np.uint64(b & 63)
+            b += 1
+
+
+@njit(cache=True, nogil=True)
 def pair_rows(c, pending, slot_bytes, out, done_slots):
     """Weighted runs submit request 2j (adjacency) and 2j+1 (weights) for extent j. Pair the halves:
     a half whose partner has not arrived waits in `pending[j]` (its slot); a completed pair becomes

@@ -252,7 +252,7 @@ class Ledger:
     size (per-superstep temporaries report their peak)."""
 
     #: names that are not per-vertex state (reported apart from the bytes-per-vertex sum)
-    NOT_STATE = ("io buffers", "partitions in RAM")
+    NOT_STATE = ("io buffers", "partitions in RAM", "adjacency cache")
 
     def __init__(self):
         self.arrays = {}
@@ -302,7 +302,8 @@ class ledger:
 class CacheBudget:
     """RAM that the iterators of one run may fill with adjacency files (`graphene run --memory`:
     what the budget leaves after the O(|V|) state, the IO buffers and the runtime). An iterator
-    takes whole files from it when it opens and gives them back when it closes."""
+    reserves whole files from it when it opens (filled as they are read: iterator/session.py) and
+    gives them back when it closes."""
 
     def __init__(self, nbytes):
         import threading
@@ -325,9 +326,9 @@ class CacheBudget:
         """The engine notice of a run under this budget."""
         used = f"{self.used_max / 2**20:,.0f} MiB"
         if self.whole and not self.partial:
-            return f"memory (--memory: the whole graph cached, {used})"
+            return f"{engine}, read through a cache with room for the whole graph cached ({used})"
         if self.used_max:
-            return f"{engine} + {used} of adjacency cached"
+            return f"{engine} + {used} of adjacency cached (read through)"
         return f"{engine} (--memory: no adjacency file fits the cache)"
 
     def give(self, nbytes):

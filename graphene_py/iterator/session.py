@@ -441,28 +441,51 @@ class IoSession:
         return keep
 
     def _load_cache(self, budget):
-        """Partial cache: self.cached[f] says whether file f is served from RAM (self.cbuf...)."""
+        """The adjacency cache, read through. The files chosen (densest first, within the budget,
+        reserved now) get zeroed RAM that costs nothing until written (calloc'ed pages) and two
+        bitmaps: the blocks read so far and the blocks held. An extent read again from such a file
+        (all its blocks read before: second chance) is copied in on the way, before its buffer
+        slot goes back, and its blocks are held once the superstep is done; an extent whose blocks
+        are all held is computed from RAM instead of read. So nothing is read before the run
+        starts, a block read once (BFS, SpMV) costs no copy, an iterative algorithm reads each
+        block twice, and the next trial of this process finds what the last ones read (the
+        arrays stay, as the in-memory path's do)."""
         keep = self._choose_cached(budget)
         self.cache_budget = budget
         self.cache_taken = int(self._file_cost()[keep].sum())
         self.cached = None
         if not keep.any():
             return
-        key = (self.graph.uuid, self.direction, self.weights, keep.tobytes())
+        key = (self.graph.uuid, self.direction, self.weights, keep.tobytes(), self.block_size)
         hit = _MEM_CACHE.get(key)
         if hit is None:
-            hit = self._read_files(keep)
+            base = np.zeros(self.F + 1, dtype=np.int64)
+            np.cumsum(np.where(keep, self.file_bytes, 0), out=base[1:])
+            wbase = np.zeros(self.F + 1, dtype=np.int64)
+            np.cumsum(np.where(keep, self.wfile_bytes, 0), out=wbase[1:])
+            mem = np.zeros(int(base[-1]), dtype=np.uint8)     # calloc: pages come on first write
+            wmem = np.zeros(int(wbase[-1]) if self.weights else 0, dtype=np.uint8)
+            # the held blocks: one bit per block of each kept file, words from vbase[f]
+            words = np.where(keep, (self.file_bytes + (self.block_size << 6) - 1)
+                             // (self.block_size << 6), 0)
+            vbase = np.full(self.F, -1, dtype=np.int64)
+            vbase[keep] = np.concatenate([[0], np.cumsum(words[keep])[:-1]])
+            held = np.zeros(int(words.sum()), dtype=np.uint64)
+            seen = np.zeros(int(words.sum()), dtype=np.uint64)      # blocks read at least once
+            hit = (mem, wmem, base, wbase, held, seen, vbase)
             # the next trial of this process reuses it (as the in-memory path does)
             for k in [k for k in _MEM_CACHE
                       if k[0] != key[0] or (len(k) > 3 and k[1:3] == key[1:3])]:
                 del _MEM_CACHE[k]
             _MEM_CACHE[key] = hit
-        mem, wmem, base, wbase = hit
-        track(f"partitions in RAM ({self.direction})", mem, wmem)
+        mem, wmem, base, wbase, held, seen, vbase = hit
+        track(f"adjacency cache ({self.direction})", mem, wmem, held, seen)
         self.cached = keep
-        budget.partial.append(self.direction)
+        self.cache_held = (held, seen, vbase)
+        (budget.whole if keep.all() else budget.partial).append(self.direction)
         self.cmem = (self._typed(mem), wmem.view(np.float32) if self.weights
                      else np.zeros(0, np.float32), base, wbase)
+        self.cmem_u8 = (mem, wmem)
 
     def _release_cache(self):
         b = getattr(self, "cache_budget", None)
