@@ -206,7 +206,7 @@ def _partition_onto_cluster(address, input, disks, name, rows, cols, force, quie
 def _calibrate_new_devices(g, quiet):
     """Measure the devices of a new dataset that have no profile yet (io/calibrate.py). A failed
     measurement is a warning: the dataset is committed and runs use the fixed request sizes."""
-    from .cli_device import calibrate_dataset
+    from .io.calibrate import calibrate_dataset
     say = None if quiet else (lambda m: click.echo("  " + m, err=True))
     try:
         got = calibrate_dataset(g, only_missing=True, say=say)

@@ -11,40 +11,6 @@ from .cli_dataset import _MultiValueOption
 from .errors import GrapheneError
 
 
-def _dataset_files(g):
-    """{folder: [adjacency and weight files of this version]} of an open dataset."""
-    out = {}
-    for direction in ("out", "in"):
-        try:
-            parts = g.parts(direction)
-        except (GrapheneError, ValueError, KeyError):
-            continue
-        for p in parts or []:
-            if p.num_edges <= 0:
-                continue
-            folder = g.disks[p.disk]
-            for path in (p.adj_path, getattr(p, "wgt_path", None) if g.weighted else None):
-                if path and os.path.exists(path):
-                    out.setdefault(folder, []).append(path)
-    return out
-
-
-def calibrate_dataset(g, only_missing=False, seconds=None, engine="auto", queue_depth=None,
-                      say=None):
-    """Measure the devices under dataset g's disks (only those with no profile when only_missing,
-    and then only where the dataset holds calibrate.MIN_BYTES or more); returns what was measured."""
-    from .io import calibrate as cal
-    files = _dataset_files(g)
-    folders = list(g.disks)
-    if only_missing:
-        folders = [d for d in cal.missing(folders)
-                   if sum(os.path.getsize(p) for p in files.get(d, [])) >= cal.MIN_BYTES]
-        if not folders:
-            return []
-    return cal.calibrate_folders(folders, files, seconds=seconds, engine=engine,
-                                 queue_depth=queue_depth, progress=say)
-
-
 def profile_lines(key, prof):
     when = datetime.datetime.fromtimestamp(prof.measured_at).strftime("%Y-%m-%d %H:%M:%S")
     head = (f"{key}: {prof.engine or '?'} engine{'' if prof.direct else ' (no O_DIRECT)'}, "
@@ -91,7 +57,7 @@ def calibrate_cmd(graph, disks, seconds, engine, queue_depth, show, forget, as_j
     elif graph is not None or not (show or forget):
         from .graph import Graph
         g = Graph.open(graph)
-        folders, files = list(g.disks), _dataset_files(g)
+        folders, files = list(g.disks), cal.dataset_files(g)
     keys = None
     if folders is not None:
         keys = []

@@ -65,8 +65,8 @@ _RUNTIME = [
                  help="Memory the run may use (e.g. 2G): what the runtime, the IO buffers and the "
                       "O(|V|) state leave becomes a read-through cache of adjacency data in RAM "
                       "(densest partitions first; blocks read once are then served from RAM). "
-                      "auto: half the memory available when the run starts; none (the "
-                      "default): no cache."),
+                      "auto (the default): half the memory available when the run starts; "
+                      "none: no cache."),
     click.Option(["--no-direct"], is_flag=True, help="Read through the page cache (no O_DIRECT)."),
     click.Option(["--check/--no-check"], default=None,
                  help="Verify the CRC32C of every 4 KB page as it is read (default "
@@ -170,7 +170,7 @@ def _run(name, mod, kw):
     cluster = kw.pop("cluster")
     in_memory = kw.pop("in_memory")
     memory = kw.pop("memory")
-    if memory is not None and in_memory:
+    if memory is not None and str(memory).lower() != "none" and in_memory:
         raise click.UsageError("give --memory or --in-memory, not both (--in-memory is --memory "
                                "with room for the whole graph)")
     runtime = {"engine": kw.pop("io_engine"), "threads": kw.pop("threads"),
@@ -223,10 +223,8 @@ def _run(name, mod, kw):
         _PARTIAL.append(stream)
     run_rt = dict(runtime)
     mem_plan = None
-    auto = memory is not None and str(memory).lower() == "auto"
+    auto = memory is None or str(memory).lower() == "auto"
     if memory is not None and str(memory).lower() in ("auto", "none"):
-        if in_memory:
-            raise click.UsageError("give --memory or --in-memory, not both")
         memory = None
     if auto and not in_memory and cluster is None and device == "cpu":
         mem_plan = _auto_memory(name, graph, runtime, algo_opts, output)

@@ -34,6 +34,9 @@ def _dataset(tmp_path, name, n, m, seed):
 
 def _run(path, *args):
     code = "from graphene_py.cli import main; main()"
+    # the O(|V|) state alone: no adjacency cache (`--memory auto`, the default, adds one)
+    if "--memory" not in args:
+        args = (*args, "--memory", "none")
     p = subprocess.run([sys.executable, "-c", code, "run", *args, "--graph", str(path), "--json"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

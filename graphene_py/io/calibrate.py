@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import config
+from ..errors import GrapheneError
 
 SIZES = (4096, 16384, 65536, 131072, 262144, 524288)
 STORE = "devices.json"
@@ -324,3 +325,36 @@ def missing(folders) -> list:
         if Profile.from_dict(stored.get(k)) is None:
             out.append(d)
     return out
+
+
+def dataset_files(g):
+    """{folder: [adjacency and weight files of this version]} of an open dataset."""
+    out = {}
+    for direction in ("out", "in"):
+        try:
+            parts = g.parts(direction)
+        except GrapheneError:        # no in-edge partitions
+            continue
+        for p in parts or []:
+            if p.num_edges <= 0:
+                continue
+            folder = g.disks[p.disk]
+            for path in (p.adj_path, getattr(p, "wgt_path", None) if g.weighted else None):
+                if path and os.path.exists(path):
+                    out.setdefault(folder, []).append(path)
+    return out
+
+
+def calibrate_dataset(g, only_missing=False, seconds=None, engine="auto", queue_depth=None,
+                      say=None):
+    """Measure the devices under dataset g's disks (only those with no profile when only_missing,
+    and then only where the dataset holds calibrate.MIN_BYTES or more); returns what was measured."""
+    files = dataset_files(g)
+    folders = list(g.disks)
+    if only_missing:
+        folders = [d for d in missing(folders)
+                   if sum(os.path.getsize(p) for p in files.get(d, [])) >= MIN_BYTES]
+        if not folders:
+            return []
+    return calibrate_folders(folders, files, seconds=seconds, engine=engine,
+                             queue_depth=queue_depth, progress=say)

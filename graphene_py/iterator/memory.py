@@ -326,7 +326,7 @@ class CacheBudget:
         """The engine notice of a run under this budget."""
         used = f"{self.used_max / 2**20:,.0f} MiB"
         if self.whole and not self.partial:
-            return f"{engine}, read through a cache with room for the whole graph cached ({used})"
+            return f"{engine}, read through a cache with room for the whole graph ({used} held)"
         if self.used_max:
             return f"{engine} + {used} of adjacency cached (read through)"
         return f"{engine} (--memory: no adjacency file fits the cache)"
