@@ -10,6 +10,8 @@ rotated order). The profile is measured again at the end (the disk drifts). Time
 (trial) seconds; process wall is recorded too. Needs root.
 
     .venv/bin/python tools/bench_device_plan.py --graph kron22 --reps 3 --json benchmarks/device_plan_kron22.json
+    .venv/bin/python tools/bench_device_plan.py --reps 7 --profiles none "20k IOPS" --algos bfs \
+        --settings "fixed rule (today)" "gap 32K / 128K" "gap 256K / 256K" --json F.json
 """
 from __future__ import annotations
 
@@ -121,12 +123,14 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--algos", nargs="*", default=list(ALGOS))
+    ap.add_argument("--settings", nargs="*", default=None,
+                    help="only these fixed settings (names as in FIXED), beside the model")
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
     from graphene_py.graph import Graph
     g = Graph.open(a.graph)
     dev = _devnum(g.disks[0])
-    settings = list(FIXED) + ["model"]
+    settings = [s for s in FIXED if a.settings is None or s in a.settings] + ["model"]
     out = {"graph": a.graph, "device": dev, "reps": a.reps, "machine": os.uname().nodename,
            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "profiles": {}}
     for pname in a.profiles:

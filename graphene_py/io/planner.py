@@ -33,6 +33,27 @@ from .bitmap import (_check_block_size, ctz64, mark_queue, mark_scan, new_bitmap
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _take_run(x, base, nblocks):
+    """The lowest run of set bits of bitmap word x (whose bit 0 is block `base`): (first block,
+    end block clipped at nblocks, x without the run)."""
+    tz = np.int64(ctz64(x))
+    b = base + tz
+    y = ~(x >> np.uint64(tz))
+    if y == 0:
+        run = 64 - tz
+    else:
+        run = np.int64(ctz64(y))
+        if run > 64 - tz:
+            run = 64 - tz
+    e = min(b + run, nblocks)
+    if tz + run >= 64:
+        x = np.uint64(0)
+    else:
+        x &= _ALL << np.uint64(tz + run)
+    return b, e, x
+
+
 @njit(cache=True, nogil=True)
 def _plan(bits, nblocks, shift, max_gap, cap_blocks, end_byte, clear):
     nwords = min(bits.shape[0], (nblocks + 63) >> 6)
@@ -55,26 +76,9 @@ def _plan(bits, nblocks, shift, max_gap, cap_blocks, end_byte, clear):
             bits[w] = np.uint64(0)
         base = np.int64(w) << 6
         while x:
-            tz = np.int64(ctz64(x))
-            b = base + tz
+            b, e, x = _take_run(x, base, nblocks)     # the run covers blocks [b, e)
             if b >= nblocks:
                 break
-            # Run of consecutive set bits starting at bit tz of this word.
-            y = ~(x >> np.uint64(tz))
-            if y == 0:
-                run = 64 - tz
-            else:
-                run = np.int64(ctz64(y))
-                if run > 64 - tz:
-                    run = 64 - tz
-            e = b + run          # run covers blocks [b, e)
-            if e > nblocks:
-                e = nblocks
-            # clear the run's bits from x
-            if tz + run >= 64:
-                x = np.uint64(0)
-            else:
-                x &= _ALL << np.uint64(tz + run)
             # merge the run [b, e) into the current extent, splitting at the cap
             while b < e:
                 if cs >= 0 and b - last - 1 <= max_gap and b - cs < cap_blocks:
@@ -124,24 +128,9 @@ def _simulate(bits, nblocks, gaps, caps, acc):
             continue
         base = np.int64(w) << 6
         while x:
-            tz = np.int64(ctz64(x))
-            b = base + tz
+            b, e, x = _take_run(x, base, nblocks)
             if b >= nblocks:
                 break
-            y = ~(x >> np.uint64(tz))
-            if y == 0:
-                run = 64 - tz
-            else:
-                run = np.int64(ctz64(y))
-                if run > 64 - tz:
-                    run = 64 - tz
-            e = b + run
-            if e > nblocks:
-                e = nblocks
-            if tz + run >= 64:
-                x = np.uint64(0)
-            else:
-                x &= _ALL << np.uint64(tz + run)
             for gi in range(G):
                 g = gaps[gi]
                 for ci in range(C):
