@@ -367,7 +367,7 @@ class IoIterator(IoSession, TableApi):
 
     def _ssd_job(self, is_active, compute, state, args, acc, fill=None):
         fids, offs, lens, woff, mask, use_mask, keep = args
-        if fill is not None:    # copy every extent of a file the cache is filling, before release
+        if fill is not None:    # copy the extents read again into the cache, before release
             fb, wfb, again = fill[0]
             wl = fill[1]
             mem, wmem = self.cmem_u8
