@@ -380,9 +380,8 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     share = int(memory_available() * AUTO_MEMORY_SHARE)
     if share < (1 << 20):
         return None
-    opts = {k: v for k, v in algo_opts.items()}
     try:
-        plan = registry.memory_plan(name, graph, share, runtime, opts, output,
+        plan = registry.memory_plan(name, graph, share, runtime, algo_opts, output,
                                     runtime_bytes=config.vm_bytes("VmRSS") + (16 << 20))
     except GrapheneError:
         return None

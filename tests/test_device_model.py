@@ -115,6 +115,22 @@ def test_profile_store_round_trip_and_rejects_bad_entries(tmp_path):
     assert C.lookup("block:x") is None and "block:old" in C.load_all()
 
 
+def test_store_is_never_half_written(monkeypatch):
+    """A failure while the store is written leaves the old store and no temporary file."""
+    from graphene_py import config
+    C.save("block:a", _iops_bound())
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    with monkeypatch.context() as m:
+        m.setattr(C.json, "dump", boom)
+        with pytest.raises(OSError):
+            C.save("block:b", _bw_bound())
+    assert set(C.load_all()) == {"block:a"}
+    assert not [f for f in os.listdir(config.home_dir()) if f.startswith(".devices.")
+                and f != ".devices.lock"]
+
+
 def test_cgroup_key(tmp_path, monkeypatch):
     v1 = tmp_path / "v1"
     v1.write_text("12:memory:/m\n5:blkio:/slow\n0::/x\n")

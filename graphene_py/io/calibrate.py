@@ -168,9 +168,14 @@ def _update(change):
         d = load_all()
         change(d)
         fd, tmp = tempfile.mkstemp(dir=home, prefix=".devices.")
-        with os.fdopen(fd, "w") as f:
-            json.dump(d, f, indent=1, sort_keys=True)
-        os.replace(tmp, _store_path())
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(d, f, indent=1, sort_keys=True)
+            os.replace(tmp, _store_path())
+        except BaseException:       # nothing half-written left beside the store
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
 
 def save(key, profile):

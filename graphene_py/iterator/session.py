@@ -24,13 +24,6 @@ from .memory import track
 #: Extent size for dense (Frontier.all) supersteps and the buffer slot: whole files in large
 #: sequential reads (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio).
 DENSE_EXTENT = 128 * 1024
-_last_io_plan = ""
-
-
-def last_io_plan() -> str:
-    """How the last SSD iterator of this process plans its requests ("device model (...)" or
-    "fixed (why)"); "" when none was opened."""
-    return _last_io_plan
 #: Completions taken per engine.get call / per kernel call.
 BATCH = 16
 #: Offsets files read at once when an iterator opens (one thread each).
@@ -38,9 +31,18 @@ OFFSET_LOAD_THREADS = 8
 
 _MEM_CACHE = {}
 
+#: how the last SSD iterator of this process planned its requests (last_io_plan())
+_last_io_plan = ""
+
+
+def last_io_plan() -> str:
+    """How the last SSD iterator of this process plans its requests ("device model (...)" or
+    "fixed (why)"); "" when none was opened."""
+    return _last_io_plan
+
 
 def drop_memory_cache():
-    """Free the partitions kept in RAM by in_memory=True iterators."""
+    """Free the partitions kept in RAM by in_memory=True iterators and the adjacency caches."""
     _MEM_CACHE.clear()
 
 
@@ -321,7 +323,7 @@ class IoSession:
                     return self._fixed(f"no device profile for {dirs[d]}: "
                                        f"`graphene calibrate` makes one")
         if not profiles or any(p is None for p in profiles):
-            return
+            return self._fixed("an IO worker without a disk of its own")
         self.profiles = profiles
         self.io_plan = "device model (" + ", ".join(sorted(set(keys))) + ")"
         global _last_io_plan
