@@ -281,10 +281,11 @@ def test_incomplete_kept_list_is_read_again(root, monkeypatch):
     monkeypatch.setattr(kmem, "KEEP_SHARE", 1)
     real = kmem._check_kept
 
-    def lossy(A, T, status, starts):
-        A[2 * T + 2, 7] -= 1          # pretend one chunk of the 8th kept list never came
-        real(A, T, status, starts)
-        assert status[A[2 * T + 1, 7]] == 0
+    def lossy(A, nw, status, starts):
+        m = len(starts) - 1               # row 1: bitmap (nw), kept vertices, next free slots
+        A[1, nw + m + 7] -= 1             # pretend one chunk of the 8th kept list never came
+        real(A, nw, status, starts)
+        assert A[1, nw + m + 7] == -1     # then read from disk when it leaves
 
     monkeypatch.setattr(kmem, "_check_kept", lossy)
     r = check(g, c, 3, **SSD)

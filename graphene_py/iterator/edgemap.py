@@ -159,6 +159,24 @@ class EdgeMap:
             track(f"degrees ({direction})", self.deg[direction])
         return self.deg[direction]
 
+    def add_degree(self, direction: str, out: np.ndarray) -> None:
+        """out += the degree of every vertex in `direction`: from the offsets in RAM without a
+        degree array where the iterator holds them."""
+        it = self.its.get(direction)
+        if direction not in self.deg and hasattr(it, "add_degrees"):
+            it.add_degrees(out)
+        else:
+            out += self.degree(direction)
+
+    def max_degree_bound(self, direction: str = "out") -> int:
+        """An upper bound of the largest degree in `direction` (exact where a degree array is
+        made anyway), without a degree array where the iterator holds the offsets."""
+        it = self.its.get(direction)
+        if direction not in self.deg and hasattr(it, "max_degree_bound"):
+            return int(it.max_degree_bound())
+        d = self.degree(direction)
+        return int(d.max()) if len(d) else 0
+
     def keep_lists(self, direction: str = "out", budget: int = None):
         """Keep the short lists of `direction` in RAM once read (iterator/shortlists.py), within
         `budget` stored entries (default n); later masked supersteps serve them from RAM. Returns

@@ -263,3 +263,20 @@ def add_degrees(offs, part_base, part_row_lo, deg):
         lo = part_row_lo[p]
         for i in range(part_base[p + 1] - b0 - 1):
             deg[lo + i] += offs[b0 + i + 1] - offs[b0 + i]
+
+
+@njit(cache=True, nogil=True)
+def part_max_degrees(offs, part_base):
+    """The largest list length of each partition (offs: every partition's offsets, back to back
+    from part_base[p])."""
+    P = part_base.shape[0] - 1
+    out = np.zeros(P, dtype=np.int64)
+    for p in range(P):
+        b0 = part_base[p]
+        m = 0
+        for i in range(part_base[p + 1] - b0 - 1):
+            d = np.int64(offs[b0 + i + 1] - offs[b0 + i])
+            if d > m:
+                m = d
+        out[p] = m
+    return out

@@ -270,8 +270,21 @@ class IoSession:
     def degrees(self, dtype=np.int64) -> np.ndarray:
         """Degree of every vertex in this iterator's direction, from the offsets in RAM."""
         deg = np.zeros(self.n, dtype=dtype)
-        K.add_degrees(self.offs, self.part_base, self.part_row_lo, deg)
+        self.add_degrees(deg)
         return deg
+
+    def add_degrees(self, out: np.ndarray) -> None:
+        """out += the degree of every vertex in this direction (no degree array made)."""
+        K.add_degrees(self.offs, self.part_base, self.part_row_lo, out)
+
+    def max_degree_bound(self) -> int:
+        """An upper bound of the largest degree, without a degree array: per row range, the sum
+        of its partitions' largest degrees."""
+        top = K.part_max_degrees(self.offs, self.part_base)
+        band = {}
+        for lo, m in zip(self.part_row_lo.tolist(), top.tolist()):
+            band[lo] = band.get(lo, 0) + m
+        return max(band.values(), default=0)
 
     def _assign_workers(self, mode):
         """IO worker of every file: one per physical device ("device", the default: folders on one

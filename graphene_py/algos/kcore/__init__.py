@@ -38,14 +38,17 @@ at which it is gathered and finished in RAM.
 
 One k (`membership_only`): round 1 removes every vertex of degree 1..K-1 at once (one superstep
 over a mask frontier: sparse IO, only those lists' blocks); each later round streams only the lists
-of the vertices that the previous round took from degree K to K-1 (a queue frontier), until a round
-takes none. Kernels skip neighbours already below K (the degrees are read-only during a superstep)
-and count decrements in per-thread rows with per-thread bitmaps of the touched vertices; a serial
-merge applies them, so each vertex crosses K exactly once. On the SSD path round 1 also keeps in RAM
-the lists of the vertices of degree just above K (`kept_lists` of them: at most 1/16 of round 1's
-edges and n entries; their blocks lie among the ones read anyway): when such a vertex drops, its
-list is peeled at once in memory (cascading through other kept lists) instead of costing another
-round of small random reads; round 2 on Kronecker graphs shrinks from ~5,000 lists to a handful.
+of the vertices that the previous round took from degree K to K-1 (the same mask), until a round
+takes none. Kernels skip neighbours no longer in the core (a bitmap of the vertices of degree >= K
+when the round began, read-only during a superstep: n/8 bytes, in cache) and decrement the others'
+degrees atomically; after the round a serial pass over that bitmap finds the vertices whose degree
+fell below K and clears their bits, so each vertex crosses K exactly once. On the SSD path round 1
+also keeps in RAM the lists of the vertices of degree just above K (`kept_lists` of them: at most
+1/16 of round 1's edges, sharing one row of n entries with the bitmap; their blocks lie among the
+ones read anyway): when such a vertex drops, its list is peeled at once in memory (cascading
+through other kept lists) instead of costing another round of small random reads; round 2 on
+Kronecker graphs shrinks from ~5,000 lists to a handful. State: two rows of n degrees-sized
+integers and the status mask (9 bytes per vertex with 4-byte degrees), plus the offsets.
 After the last round, degree >= K <=> in the K-core (a member's degree is then its degree inside
 the K-core).
 """

@@ -34,79 +34,64 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         raise GrapheneError(f"{graph.name}: k-core on a cluster needs an undirected dataset or "
                             f"in-edge partitions (re-partition with --in-edges)")
     try:
-        T = em.threads if em is not None else 1
-        # one array for everything the kernels touch (numba passes each array of the state
-        # separately and keeps a reference count on it: one array keeps the per-call cost low)
-        # int32 rows while every value fits: degrees (the sum over the directions read), vertex IDs
-        # and positions in the kept-list store (at most n); at scale 24 edge factor 64 (2 G
+        # int32 rows while every value fits: degrees (the sum over the directions read), vertex
+        # IDs and positions in the kept-list store (at most n); at scale 24 edge factor 64 (2 G
         # edges) that is 4 bytes per row per vertex instead of 8
-        degs = [em.degree(d) for d in dirs] if n else []
-        dmax = sum(int(x.max()) for x in degs) + (int(graph.num_edges) if full_scan else 0)
+        dmax = sum(em.max_degree_bound(d) for d in dirs) if n else 0
+        if full_scan:
+            dmax += int(graph.num_edges)
         wide = dmax >= (1 << 31) - 1 or n >= (1 << 31) - 1
         dt = np.int64 if wide else np.int32
-        sh = 6 if wide else 5                  # bits per word of the touched-vertex bitmaps
+        sh = 6 if wide else 5                  # bits per word of the in-core bitmap
+        nw = (n + (1 << sh) - 1) >> sh
         # kept lists live in this process's RAM: not where the lists are read elsewhere
         keep_ok = not (full_scan or in_memory) and em is not None and em.local
-        rows = 1 + 2 * T + (3 if keep_ok else 0) + 1     # the last row: bitmap degree >= K
-        A = np.zeros((rows, n), dtype=dt)
+        # Two rows (see _ROWS below): 0 the degrees, 1 the in-core bitmap and the kept lists
+        A = np.zeros((2, n), dtype=dt)
         deg = A[0]
-        for d, x in zip(dirs, degs):
-            deg += x                    # from the offsets the iterators loaded
-            em.deg.pop(d, None)         # A[0] holds them now
-        degs = None
+        for d in dirs if n else []:
+            em.add_degree(d, deg)       # from the offsets the iterators loaded
         if full_scan and n:
             deg += _in_degrees(graph, in_memory, runtime, steps, progress).astype(dt)
-        # status: 0 in the core so far, 1 leaves in this round, 2 in the core with its list kept in
-        # RAM, 3 left through its kept list. Round 1's frontier is the mask status != 0.
+        # status: the frontier mask. Round 1: 1 leaves (degree 1..K-1), 2 keeps its list in RAM
+        # (both read); later rounds: 1 leaves in this round, 0 anything else
         status = np.empty(n, dtype=np.uint8)
         hist = np.zeros(KEEP_BAND, dtype=np.int64)
         count, edges1 = (int(x) for x in _below_k(deg, dt(kk), status, hist))
         _set_in_core(A, sh, dt(kk))
         cap = kk
         if keep_ok and count:
-            budget = min(edges1 // KEEP_SHARE, n)
+            # the store and the kept vertices' two slots share row 1 with the bitmap
+            budget = min(edges1 // KEEP_SHARE, n - nw)
             for i in range(KEEP_BAND):
-                budget -= int(hist[i]) * (kk + i)
+                budget -= int(hist[i]) * (kk + i + 2)
                 if budget < 0:
                     break
                 cap = kk + i + 1
         starts = np.zeros(1, dtype=np.int64)
         if cap > kk:
             kept = int(hist[:cap - kk].sum())
-            starts = _keepers(A, T, dt(kk), dt(cap), status, kept)
-        vdt = np.int64 if n >= (1 << 31) else np.int32      # 4-byte IDs while they fit
-        crossed = np.empty(n, dtype=vdt)
-        front_buf = np.empty(n, dtype=vdt)
-        state = (A, dt(kk), np.int64(T), np.int64(sh), status, np.int64(kept))
-        track("degrees, per-thread decrements and bitmaps", A)
+            starts = _keepers(A, nw, dt(kk), dt(cap), status, kept)
+        state = (A, dt(kk), np.int64(sh), status, np.int64(nw), np.int64(kept))
+        track("degrees, in-core bitmap and kept lists", A)
         track("status", status)
-        track("peel queues", crossed, front_buf)
-        # a round's decrements add up, the touched-vertex bitmaps or together (rows of A)
-        rows = ((0, "sum", (1, 1 + T)), (0, "or", (1 + T, 1 + 2 * T)))
-        drop = Update(_always, _drop_k, combine="sum", writes=rows)
-        frontier = None                      # round 1: the mask status != 0
+        # a round's decrements add up (atomically in a process; by sum between cluster nodes)
+        drop = Update(_always, _drop_k, combine="sum", writes=((0, "sum", (0, 1)),))
         while count:
             if full_scan:
-                st = em.dense(state, Update(_always, _drop_k_scan, combine="sum", writes=rows))
+                st = em.dense(state, Update(_always, _drop_k_scan, combine="sum",
+                                            writes=((0, "sum", (0, 1)),)))
                 _record(steps, progress, st, kk, count)
             else:
                 upd = Update(_always, _drop_k_keep, combine="sum") if (rounds == 0 and kept) \
                     else drop
                 for d in dirs:
-                    st = (em.masked(state, upd, status, d) if frontier is None else
-                          em.queued(state, upd, frontier, d))
+                    st = em.masked(state, upd, status, d)
                     _record(steps, progress, st, kk, count)
             if rounds == 0 and kept:
-                _check_kept(A, T, status, starts)
+                _check_kept(A, nw, status, starts)
             rounds += 1
-            m = int(_merge_k(A, T, sh, dt(kk), crossed))
-            if full_scan:
-                _advance(status, crossed[:m])
-                count = m
-            else:
-                count = int(_peel_kept(A, T, sh, dt(kk), status, starts, crossed[:m], front_buf))
-                # a view: front_buf is rewritten only after this frontier's superstep
-                frontier = front_buf[:count]
+            count = int(_next_round(A, sh, dt(kk), status, nw, starts))
     finally:
         if em is not None:
             em.close()
@@ -117,57 +102,52 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
                        seconds=time.perf_counter() - t0)
 
 
-# Rows of A (n entries each; T = compute threads): 0 degree (the number of neighbours not yet
-# removed, exact while >= K); 1..T per-thread decrements of this round; T+1..2T per-thread bitmaps
-# of the vertices with a decrement (first n/32 or n/64 words); with kept lists: 2T+1 the kept
-# vertices (sorted), 2T+2 the next free store position of each, 2T+3 the store; last row: bitmap
-# of the vertices of degree >= K (what the kernels test: n/8 bytes stay in cache, so an edge costs
-# one random access, its decrement, instead of two). One array for
-# everything the kernels touch: numba passes each array of the state separately and keeps a
-# reference count on it, which costs ~60 ns per call once the kernel has a branch (measured).
+# _ROWS of A (n entries each): 0 the degree (the number of neighbours not yet removed, exact while
+# >= K; a superstep's kernels decrement it atomically); 1 the in-core bitmap (first nw words: the
+# vertices of degree >= K when the round began, what the kernels test: n/8 bytes stay in cache, so
+# an edge costs one random access, its decrement, instead of two), then with kept lists the m kept
+# vertices (sorted), the next free store position of each (-1 once its list is found incomplete)
+# and the store. One array for everything the kernels touch: numba passes each array of the state
+# separately and keeps a reference count on it, which costs ~60 ns per call once the kernel has a
+# branch (measured). With the status bytes that is 9 bytes per vertex (int32 rows); the frontier
+# of a later round is the status mask, so no queue is held.
 
 
 @njit(inline="always")
-def _decrement(A, T, sh, tid, u, c):
-    """u loses c more degrees this round, in thread tid's row; its first one sets its bit in the
-    thread's bitmap of touched vertices."""
-    if A[1 + tid, u] == 0:
-        A[1 + T + tid, u >> sh] |= A.dtype.type(1) << (u & ((1 << sh) - 1))
-    A[1 + tid, u] += c
+def _in_core(A, sh, u):
+    return (A[1, u >> sh] >> (u & ((1 << sh) - 1))) & 1
 
 
 @njit(inline="always")
-def _drop_nbrs(A, T, sh, tid, nbrs):
-    """One decrement for every neighbour still in the core (degree >= K at the round's start:
-    the last row's bitmap, which stays in cache)."""
-    mask = (1 << sh) - 1
-    ab = A.shape[0] - 1
+def _drop_nbrs(A, sh, nbrs):
+    """One decrement for every neighbour still in the core (degree >= K at the round's start)."""
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
-        if (A[ab, u >> sh] >> (u & mask)) & 1:
-            _decrement(A, T, sh, tid, u, 1)
+        if _in_core(A, sh, u):
+            atomic_add2(A, 0, u, A.dtype.type(-1))
 
 
 @njit(cache=True)
 def _drop_k(v, nbrs, wts, tid, state):
-    """v leaves the K-core: every neighbour u still in it (degree >= K at the round's start; the
-    degrees are read-only during a superstep) gets one decrement in this thread's row."""
-    A, kk, T, sh, status, m = state
-    _drop_nbrs(A, T, sh, tid, nbrs)
+    """v leaves the K-core: every neighbour u still in it (the in-core bitmap, read-only during a
+    superstep) loses one degree."""
+    A, kk, sh, status, nw, m = state
+    _drop_nbrs(A, sh, nbrs)
 
 
 @njit(cache=True)
 def _drop_k_keep(v, nbrs, wts, tid, state):
     """Round 1 with kept lists: as _drop_k, except that a kept vertex (status 2) appends this chunk
     of its list to its slice of the store (chunks come in any order, on any thread)."""
-    A, kk, T, sh, status, m = state
+    A, kk, sh, status, nw, m = state
     if status[v] == 2:
-        j = _slot(A, T, m, v)
-        p = np.int64(atomic_add2(A, 2 * T + 2, j, A.dtype.type(nbrs.shape[0])))
+        j = _slot(A, nw, m, v)
+        p = np.int64(atomic_add2(A, 1, nw + m + j, A.dtype.type(nbrs.shape[0])))
+        base = nw + 2 * m
         for i in range(nbrs.shape[0]):
-            A[2 * T + 3, p + i] = nbrs[i]
+            A[1, base + p + i] = nbrs[i]
         return
-    _drop_nbrs(A, T, sh, tid, nbrs)
+    _drop_nbrs(A, sh, nbrs)
 
 
 @njit(cache=True)
@@ -175,16 +155,16 @@ def _drop_k_scan(v, nbrs, wts, tid, state):
     """Directed dataset without in-edges, every out-list streamed: a vertex leaving this round
     (status 1) decrements its out-neighbours still in the core; a vertex still in the core loses
     one degree per out-neighbour leaving this round."""
-    A, kk, T, sh, status, m = state
+    A, kk, sh, status, nw, m = state
     if status[v] == 1:
-        _drop_nbrs(A, T, sh, tid, nbrs)
-    elif (A[A.shape[0] - 1, v >> sh] >> (v & ((1 << sh) - 1))) & 1:
+        _drop_nbrs(A, sh, nbrs)
+    elif _in_core(A, sh, v):
         c = 0
         for i in range(nbrs.shape[0]):
             if status[np.int64(nbrs[i])] == 1:
                 c += 1
         if c > 0:
-            _decrement(A, T, sh, tid, v, c)
+            atomic_add2(A, 0, v, A.dtype.type(-c))
 
 
 @njit(cache=True)
@@ -211,23 +191,23 @@ def _below_k(deg, kk, status, hist):
 
 @njit(cache=True)
 def _set_in_core(A, sh, kk):
-    """Last row of A: bitmap of degree >= K (the kernels' test; n/8 bytes stay in cache)."""
-    ab = A.shape[0] - 1
+    """Row 1's first words: the bitmap of degree >= K."""
     one = A.dtype.type(1)
     bm = (1 << sh) - 1
     for v in range(A.shape[1]):
         if A[0, v] >= kk:
-            A[ab, v >> sh] |= one << (v & bm)
+            A[1, v >> sh] |= one << (v & bm)
 
 
 @njit(cache=True, inline="always")
-def _slot(A, T, m, v):
-    """Index of kept vertex v in the sorted list A[2T+1, :m] (binary search)."""
+def _slot(A, nw, m, v):
+    """Index of v in the sorted kept vertices A[1, nw:nw+m] (binary search; m if v is greater
+    than all of them)."""
     lo = 0
     hi = m
     while lo < hi:
         mid = (lo + hi) >> 1
-        if A[2 * T + 1, mid] < v:
+        if A[1, nw + mid] < v:
             lo = mid + 1
         else:
             hi = mid
@@ -235,10 +215,10 @@ def _slot(A, T, m, v):
 
 
 @njit(cache=True)
-def _keepers(A, T, kk, cap, status, m):
-    """Mark the m vertices of degree K .. cap-1 as kept (status 2), list them (sorted) in row 2T+1
-    and give each a slice of the store; returns the slices' starts (m + 1 entries); row 2T+2
-    (the next free position of each slice) starts there."""
+def _keepers(A, nw, kk, cap, status, m):
+    """Mark the m vertices of degree K .. cap-1 as kept (status 2), list them (sorted) in row 1
+    after the bitmap and give each a slice of the store; returns the slices' starts (m + 1
+    entries); the next free position of each starts there."""
     starts = np.empty(m + 1, dtype=np.int64)
     j = 0
     pos = 0
@@ -247,8 +227,8 @@ def _keepers(A, T, kk, cap, status, m):
         d = A[0, v]
         if np.uint64(d - kk) < band:
             status[v] = 2
-            A[2 * T + 1, j] = v
-            A[2 * T + 2, j] = pos
+            A[1, nw + j] = v
+            A[1, nw + m + j] = pos
             starts[j] = pos
             pos += d
             j += 1
@@ -257,96 +237,66 @@ def _keepers(A, T, kk, cap, status, m):
 
 
 @njit(cache=True)
-def _check_kept(A, T, status, starts):
-    """After round 1 (every chunk of every direction seen) a kept list must be whole; else its
-    vertex is read from disk when it leaves (status back to 0)."""
-    for j in range(starts.shape[0] - 1):
-        if A[2 * T + 2, j] != starts[j + 1]:
-            status[A[2 * T + 1, j]] = 0
-
-
-@njit(cache=True)
-def _merge_k(A, T, sh, kk, out):
-    """Apply the threads' decrements (serial, so each vertex crosses from >= K to < K exactly once);
-    the vertices that crossed go to `out`; returns how many. Walks the set bits of the touched-
-    vertex bitmaps (lowest set bit + de Bruijn count of trailing zeros)."""
-    m = 0
-    B = 1 << sh
-    wmask = np.uint64((1 << B) - 1) if B < 64 else ~np.uint64(0)
-    ab = A.shape[0] - 1
-    one = A.dtype.type(1)
-    bm = B - 1
-    for t in range(T):
-        for w in range((A.shape[1] + B - 1) >> sh):
-            x = np.uint64(A[1 + T + t, w]) & wmask
-            if x == 0:
-                continue
-            A[1 + T + t, w] = 0
-            base = w << sh
-            while x != 0:
-                low = x & (~x + np.uint64(1))
-                u = base + np.int64(ctz64(x))
-                x ^= low
-                old = A[0, u]
-                new = old - A[1 + t, u]
-                A[1 + t, u] = 0
-                A[0, u] = new
-                if old >= kk and new < kk:
-                    out[m] = u
-                    m += 1
-                    A[ab, u >> sh] &= ~(one << (u & bm))
-    return m
+def _check_kept(A, nw, status, starts):
+    """After round 1 (every chunk of every direction seen) a kept list must be whole; else (-1)
+    its vertex is read from disk when it leaves."""
+    m = starts.shape[0] - 1
+    for j in range(m):
+        if A[1, nw + m + j] != starts[j + 1]:
+            A[1, nw + m + j] = -1
 
 
 @njit(inline="always")
-def _leave(u, status, stack, sp, front, m):
-    """u leaves the core: a kept vertex (status 2 -> 3) goes on the in-RAM peel stack, any other
-    (-> 1) into the next round's frontier. Returns the new stack and frontier sizes."""
-    if status[u] == 2:
-        status[u] = 3
-        stack[sp] = u
-        return sp + 1, m
+def _leave(A, nw, starts, status, stack, sp, count, u):
+    """u leaves the core: a vertex with a whole kept list goes on the in-RAM peel stack, any other
+    into the next round's frontier (status 1). Returns the new stack and frontier sizes."""
+    m = starts.shape[0] - 1
+    if m > 0:
+        j = _slot(A, nw, m, u)
+        if j < m and A[1, nw + j] == u and A[1, nw + m + j] >= 0:
+            stack[sp] = j
+            return sp + 1, count
     status[u] = 1
-    front[m] = u
-    return sp, m + 1
+    return sp, count + 1
 
 
 @njit(cache=True)
-def _peel_kept(A, T, sh, kk, status, starts, crossed, front):
-    """The vertices that just left: those with a kept list are peeled here in RAM (serially, with a
-    work stack, cascading through other kept vertices); the others form the next round's frontier
-    (status 1; their count is returned, the IDs are in `front`)."""
-    stack = np.empty(starts.shape[0], dtype=np.int64)
-    sp = 0
-    m = 0
-    ab = A.shape[0] - 1
+def _next_round(A, sh, kk, status, nw, starts):
+    """After a round's supersteps: every vertex of the in-core bitmap whose degree fell below K
+    leaves (its bit cleared, so it crosses K exactly once); one with a kept list is peeled here in
+    RAM (a work stack, cascading through other kept lists), the others form the next round's
+    frontier: status 1, everything else 0. Returns the frontier's size. Walks the bitmap's set
+    bits (lowest set bit + de Bruijn count of trailing zeros)."""
+    status[:] = 0
+    m = starts.shape[0] - 1
+    stack = np.empty(max(m, 1), dtype=np.int64)
+    base = nw + 2 * m
+    B = 1 << sh
+    wmask = np.uint64((1 << B) - 1) if B < 64 else ~np.uint64(0)
     one = A.dtype.type(1)
-    bm = (1 << sh) - 1
-    for i in range(crossed.shape[0]):
-        sp, m = _leave(crossed[i], status, stack, sp, front, m)
-    while sp > 0:
-        sp -= 1
-        v = stack[sp]
-        j = _slot(A, T, starts.shape[0] - 1, v)
-        for p in range(starts[j], starts[j + 1]):
-            u = np.int64(A[2 * T + 3, p])
-            if A[0, u] >= kk:
-                A[0, u] -= 1
-                if A[0, u] < kk:
-                    A[ab, u >> sh] &= ~(one << (u & bm))
-                    sp, m = _leave(u, status, stack, sp, front, m)
-    return m
-
-
-@njit(cache=True)
-def _advance(status, front):
-    """Scan path: the round's vertices are gone (0 again: their degree < K keeps them out), the
-    next round's leave now (1)."""
-    for v in range(status.shape[0]):
-        if status[v] == 1:
-            status[v] = 0
-    for i in range(front.shape[0]):
-        status[front[i]] = 1
+    bm = B - 1
+    count = 0
+    for w in range(nw):
+        x = np.uint64(A[1, w]) & wmask
+        while x != 0:
+            low = x & (~x + np.uint64(1))
+            u = (w << sh) + np.int64(ctz64(x))
+            x ^= low
+            if A[0, u] >= kk or not _in_core(A, sh, u):    # stays; or gone in a cascade below
+                continue
+            A[1, w] &= ~(one << (u & bm))
+            sp, count = _leave(A, nw, starts, status, stack, 0, count, u)
+            while sp > 0:
+                sp -= 1
+                j = stack[sp]
+                for p in range(starts[j], starts[j + 1]):
+                    y = np.int64(A[1, base + p])
+                    if A[0, y] >= kk:
+                        A[0, y] -= 1
+                        if A[0, y] < kk:
+                            A[1, y >> sh] &= ~(one << (y & bm))
+                            sp, count = _leave(A, nw, starts, status, stack, sp, count, y)
+    return count
 
 
 @njit(cache=True)
