@@ -560,3 +560,23 @@ def test_memory_limit_counts_the_process_and_refuses_too_small(tmp_path):
     g = partition(str(big), [str(disk)], name="big", quiet=True,
                   memory_limit=str(limit + BYTES_PER_VERTEX * n), register=False)
     assert g.num_vertices == n and g.num_edges == 1
+
+
+@pytest.mark.parametrize("top", [1, 200, 1 << 22, 1 << 24, (1 << 25) + 3, (1 << 32) - 1])
+def test_radix_sorted_lists_equal_numpy(top):
+    """Long unweighted lists go through the LSD radix sort (one, two or three passes, the odd
+    count ending in the scratch copy): every list sorted and deduplicated as numpy does, beside
+    short lists that keep the quicksort."""
+    from graphene_py.partition import extsort
+    rng = np.random.default_rng(top % 1000)
+    lens = [0, 1, extsort.RADIX_MIN - 1, extsort.RADIX_MIN, 5000, 3, 70000]
+    indptr = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    idx = rng.integers(0, top, int(indptr[-1]), dtype=np.uint64).astype(np.uint32)
+    idx[indptr[4]:indptr[4] + 50] = top - 1                  # duplicates of the largest ID
+    ref = [np.unique(idx[indptr[v]:indptr[v + 1]]) for v in range(len(lens))]
+    newdeg = np.empty(len(lens), dtype=np.int64)
+    extsort._sort_lists(indptr, idx, np.zeros(0, np.float32), False, True, newdeg)
+    for v in range(len(lens)):
+        assert newdeg[v] == len(ref[v])
+        np.testing.assert_array_equal(idx[indptr[v]:indptr[v] + newdeg[v]], ref[v])

@@ -222,13 +222,73 @@ def _sort_list(idx, w, a, b, has_w):
         hi = stack[sp, 1]
 
 
+#: Unweighted lists of at least this many entries are sorted by LSD radix (two passes of 11-12
+#: bits below 2^24 vertices) instead of quicksort: GAPBS kron22's lists with random IDs, 2
+#: threads, 18.8 ns per edge -> 5.4 (thresholds 64-256 within 10% of each other; 384: 7.4).
+RADIX_MIN = 128
+
+
+@njit(cache=True, nogil=True)
+def _radix_list(idx, a, b):
+    """In-place LSD radix sort of idx[a:b] (non-negative IDs): digits of <= 12 bits, as many
+    passes as the list's largest ID needs, through a scratch copy of the list."""
+    mx = 0
+    for i in range(a, b):
+        x = np.int64(idx[i])
+        if x > mx:
+            mx = x
+    bits = 1
+    while (mx >> bits) != 0:
+        bits += 1
+    passes = (bits + 11) // 12
+    db = (bits + passes - 1) // passes
+    mask = (1 << db) - 1
+    cnt = np.empty(1 << db, dtype=np.int64)
+    tmp = np.empty(b - a, dtype=idx.dtype)
+    m = b - a
+    in_idx = True
+    for p in range(passes):
+        sh = p * db
+        cnt[:] = 0
+        if in_idx:
+            for i in range(a, b):
+                cnt[(np.int64(idx[i]) >> sh) & mask] += 1
+        else:
+            for i in range(m):
+                cnt[(np.int64(tmp[i]) >> sh) & mask] += 1
+        acc = 0
+        for d in range(mask + 1):
+            c = cnt[d]
+            cnt[d] = acc
+            acc += c
+        if in_idx:
+            for i in range(a, b):
+                x = idx[i]
+                d = (np.int64(x) >> sh) & mask
+                tmp[cnt[d]] = x
+                cnt[d] += 1
+        else:
+            for i in range(m):
+                x = tmp[i]
+                d = (np.int64(x) >> sh) & mask
+                idx[a + cnt[d]] = x
+                cnt[d] += 1
+        in_idx = not in_idx
+    if not in_idx:
+        for i in range(m):
+            idx[a + i] = tmp[i]
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _sort_lists(indptr, idx, w, has_w, dedupe, newdeg):
     n = indptr.shape[0] - 1
     for v in prange(n):
         a = indptr[v]
         b = indptr[v + 1]
-        _sort_list(idx, w, a, b, has_w)
+        if not has_w and b - a >= RADIX_MIN:
+            _radix_list(idx, a, b)
+        else:
+            _sort_list(idx, w, a, b, has_w)
         if dedupe and b - a > 1:
             # sorted by (dst, weight): the first of equal dsts has the smallest weight
             k = a + 1
