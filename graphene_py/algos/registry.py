@@ -66,7 +66,7 @@ ENTRIES = {e.name: e for e in (
     Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation).",
           state=(21, 0)),
     Entry("kcore", "kcore", "k-core decomposition: core numbers, or one K-core with --k.",
-          state=(27, 8), keep=(12, 4), state_if={"membership_only": (9, 0)}, temp=0),
+          state=(27, 8), keep=(12, 4), state_if={"membership_only": (10, 0)}, temp=0),
     Entry("apsp", "msbfs", "Shortest-path depths from many sources at once (bit-parallel BFS).",
           state=(26, 0), keep=(6, 1), temp=0),
     Entry("msbfs", "msbfs", "Multi-source BFS, bit-parallel (the same as apsp).", state=(26, 0),
