@@ -99,61 +99,6 @@ def _add_degrees(deg, indptr):
         deg[v] += indptr[v + 1] - indptr[v]
 
 
-#: A spilled run keeps every RUN_INDEX_STRIDE-th offset in RAM (8 B per 4096 vertices); the
-#: merge reads the list lengths from there on.
-RUN_INDEX_STRIDE = 4096
-
-
-@njit(cache=True, nogil=True)
-def _run_lengths(indptr, lens):
-    """lens[v] = v's list length, 255 for 255 or more (the exceptions); returns how many."""
-    exc = 0
-    for v in range(lens.shape[0]):
-        d = indptr[v + 1] - indptr[v]
-        if d >= 255:
-            lens[v] = 255
-            exc += 1
-        else:
-            lens[v] = d
-    return exc
-
-
-@njit(cache=True, nogil=True)
-def _run_exceptions(indptr, exc_v, exc_d):
-    """The vertices with lists of 255 or more (ascending) and their lengths."""
-    k = 0
-    for v in range(indptr.shape[0] - 1):
-        d = indptr[v + 1] - indptr[v]
-        if d >= 255:
-            exc_v[k] = v
-            exc_d[k] = d
-            k += 1
-
-
-@njit(cache=True, nogil=True)
-def _run_offsets(lens, start, c0, a0, exc_v, exc_d, lp):
-    """lp[i] = the run offset of vertex a0 + i, from `start` (the offset of vertex c0 <= a0) and
-    the lengths of vertices c0.. (lens; 255: look up exc_v/exc_d); entries past the run's last
-    vertex repeat its end."""
-    j = np.searchsorted(exc_v, c0)
-    off = start
-    i = 0
-    for k in range(lens.shape[0]):
-        v = c0 + k
-        if v >= a0:
-            lp[i] = off
-            i += 1
-        d = np.int64(lens[k])
-        if d == 255:
-            while exc_v[j] < v:
-                j += 1
-            d = exc_d[j]
-        off += d
-    while i < lp.shape[0]:
-        lp[i] = off
-        i += 1
-
-
 @njit(cache=True, nogil=True)
 def _scatter_part(src, dst, lo, hi, w, has_w, sym, drop_self, q, out_idx, out_w):
     for i in range(lo, hi):
@@ -526,7 +471,7 @@ class ExternalSorter:
         self.weighted = weighted
         self.budget = max(1, int(budget_edges))
         self.dedupe = dedupe
-        self.runs = []          # (lengths_path, its index, idx_path, w_path, n_run, idx dtype)
+        self.runs = []          # (indptr_path, its dtype, idx_path, w_path, n_run, idx dtype)
         _SORTERS[0] += 1
         self.tag = f"s{os.getpid()}_{_SORTERS[0]}"
         self.total_deg = np.zeros(0, dtype=np.int64)   # edges per source over all runs (pre-merge)
@@ -536,18 +481,11 @@ class ExternalSorter:
         d = self.dirs[k % len(self.dirs)]
         p = os.path.join(d, f"{self.tag}_run{k:05d}")
         n_run = len(indptr) - 1
-        # the run's offsets as one byte per vertex (its list length, 255 = see the exceptions)
-        # plus, in RAM, every RUN_INDEX_STRIDE-th offset and the lists of 255 or more: written
-        # once per run and read back by every merge block, four-byte offsets were as many bytes
-        # as the run's neighbour IDs at edge factor ~1 per vertex per run
-        lens = np.empty(n_run, dtype=np.uint8)
-        n_exc = int(_run_lengths(indptr, lens))
-        exc_v = np.empty(n_exc, dtype=np.int64)
-        exc_d = np.empty(n_exc, dtype=np.int64)
-        _run_exceptions(indptr, exc_v, exc_d)
-        coarse = np.ascontiguousarray(indptr[::RUN_INDEX_STRIDE], dtype=np.int64)
-        lens.tofile(p + ".len")
-        del lens
+        # the run's offsets in 4 bytes while its edges fit (a batch stays below 2^31 slots:
+        # MAX_BATCH_EDGES): written once per run and read back by every merge block, they are
+        # as many bytes as the run's neighbour IDs at edge factor ~1 per vertex per run
+        pdt = np.uint32 if int(indptr[-1]) < (1 << 32) else np.int64
+        np.asarray(indptr).astype(pdt, copy=False).tofile(p + ".ptr")
         idx.tofile(p + ".idx")
         if w is not None:
             w.tofile(p + ".w")
@@ -555,19 +493,18 @@ class ExternalSorter:
             self.total_deg = np.concatenate(
                 [self.total_deg, np.zeros(n_run - len(self.total_deg), dtype=np.int64)])
         _add_degrees(self.total_deg, indptr)
-        self.runs.append((p + ".len", (coarse, exc_v, exc_d), p + ".idx",
-                          (p + ".w") if w is not None else None, n_run, idx.dtype))
+        self.runs.append((p + ".ptr", pdt, p + ".idx", (p + ".w") if w is not None else None, n_run,
+                          idx.dtype))
 
     @staticmethod
-    def _run_slice(len_p, index, n_run, v0, v1):
-        """Local indptr of run vertices [v0, v1) (vertices past the run's end are empty): the
-        list lengths from the nearest indexed offset before v0, exceptions patched in."""
-        coarse, exc_v, exc_d = index
+    def _run_slice(ptr_p, pdt, n_run, v0, v1):
+        """Local indptr of run vertices [v0, v1) (vertices past the run's end are empty)."""
         a0, a1 = min(v0, n_run), min(v1, n_run)
-        c0 = (a0 // RUN_INDEX_STRIDE) * RUN_INDEX_STRIDE
-        lens = np.fromfile(len_p, dtype=np.uint8, count=a1 - c0, offset=c0)
-        lp = np.empty(v1 - v0 + 1, dtype=np.int64)
-        _run_offsets(lens, int(coarse[c0 // RUN_INDEX_STRIDE]), c0, a0, exc_v, exc_d, lp)
+        pdt = np.dtype(pdt)
+        lp = np.fromfile(ptr_p, dtype=pdt, count=a1 - a0 + 1,
+                         offset=a0 * pdt.itemsize).astype(np.int64)
+        if a1 - a0 < v1 - v0:
+            lp = np.concatenate([lp, np.full(v1 - v0 - (a1 - a0), lp[-1], dtype=np.int64)])
         return lp
 
     def merge(self, n, out_dir, progress=None):
@@ -599,10 +536,10 @@ class ExternalSorter:
                 indptr = cum[v0:v1 + 1] - cum[v0]
                 idx, ow = buf_i[:m], (buf_w[:m] if has_w else _EMPTY_W)
                 pos = indptr.copy()
-                for len_p, index, idx_p, w_p, n_run, rdt in self.runs:
+                for ptr_p, pdt, idx_p, w_p, n_run, rdt in self.runs:
                     if v0 >= n_run:
                         continue
-                    lp = self._run_slice(len_p, index, n_run, v0, v1)
+                    lp = self._run_slice(ptr_p, pdt, n_run, v0, v1)
                     a, b = int(lp[0]), int(lp[-1])
                     if b == a:
                         continue
