@@ -279,28 +279,54 @@ def _radix_list(idx, a, b):
             idx[a + i] = tmp[i]
 
 
+#: Parallel loops over lists run over this many pieces per thread, each with about the same
+#: number of edges (a static split by vertex put Kronecker's hubs, the low IDs, on one thread
+#: while the other waited).
+PIECES_PER_THREAD = 16
+
+
+@njit(cache=True, nogil=True)
+def _edge_pieces(indptr, k):
+    """k + 1 vertex bounds splitting the lists of indptr into k pieces of about equal edges."""
+    n = indptr.shape[0] - 1
+    bounds = np.empty(k + 1, dtype=np.int64)
+    e0 = indptr[0]
+    tot = indptr[n] - e0
+    bounds[0] = 0
+    for c in range(1, k):
+        bounds[c] = max(bounds[c - 1], np.searchsorted(indptr[:n], e0 + tot * c // k))
+    bounds[k] = n
+    return bounds
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _sort_lists(indptr, idx, w, has_w, dedupe, newdeg):
-    n = indptr.shape[0] - 1
-    for v in prange(n):
-        a = indptr[v]
-        b = indptr[v + 1]
-        if not has_w and b - a >= RADIX_MIN:
-            _radix_list(idx, a, b)
-        else:
-            _sort_list(idx, w, a, b, has_w)
-        if dedupe and b - a > 1:
-            # sorted by (dst, weight): the first of equal dsts has the smallest weight
-            k = a + 1
-            for i in range(a + 1, b):
-                if idx[i] != idx[k - 1]:
-                    idx[k] = idx[i]
-                    if has_w:
-                        w[k] = w[i]
-                    k += 1
-            newdeg[v] = k - a
-        else:
-            newdeg[v] = b - a
+    bounds = _edge_pieces(indptr, numba.get_num_threads() * PIECES_PER_THREAD)
+    for c in prange(bounds.shape[0] - 1):
+        for v in range(bounds[c], bounds[c + 1]):
+            _sort_dedupe(indptr, idx, w, has_w, dedupe, newdeg, v)
+
+
+@njit(cache=True, nogil=True)
+def _sort_dedupe(indptr, idx, w, has_w, dedupe, newdeg, v):
+    a = indptr[v]
+    b = indptr[v + 1]
+    if not has_w and b - a >= RADIX_MIN:
+        _radix_list(idx, a, b)
+    else:
+        _sort_list(idx, w, a, b, has_w)
+    if dedupe and b - a > 1:
+        # sorted by (dst, weight): the first of equal dsts has the smallest weight
+        k = a + 1
+        for i in range(a + 1, b):
+            if idx[i] != idx[k - 1]:
+                idx[k] = idx[i]
+                if has_w:
+                    w[k] = w[i]
+                k += 1
+        newdeg[v] = k - a
+    else:
+        newdeg[v] = b - a
 
 
 @njit(cache=True, nogil=True)
@@ -323,15 +349,17 @@ def _scatter_run(lp, ridx, rw, has_w, pos, out_idx, out_w):
     """One run's lists of a vertex block (local indptr lp, its indices/weights from lp[0])
     appended to each vertex's slots at pos[v] (advanced): the merge's gather, no source array."""
     base = lp[0]
-    for v in prange(lp.shape[0] - 1):
-        a = lp[v] - base
-        b = lp[v + 1] - base
-        p = pos[v]
-        for e in range(a, b):
-            out_idx[p + e - a] = ridx[e]
-            if has_w:
-                out_w[p + e - a] = rw[e]
-        pos[v] = p + b - a
+    bounds = _edge_pieces(lp, numba.get_num_threads() * PIECES_PER_THREAD)
+    for c in prange(bounds.shape[0] - 1):
+        for v in range(bounds[c], bounds[c + 1]):
+            a = lp[v] - base
+            b = lp[v + 1] - base
+            p = pos[v]
+            for e in range(a, b):
+                out_idx[p + e - a] = ridx[e]
+                if has_w:
+                    out_w[p + e - a] = rw[e]
+            pos[v] = p + b - a
 
 
 def idx_dtype(n: int):
