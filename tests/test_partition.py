@@ -604,3 +604,20 @@ def test_runs_with_hubs_merge_equals_in_memory(tmp_path):
     np.testing.assert_array_equal(store.indptr, ref[0])
     np.testing.assert_array_equal(store.get(0, n)[0], ref[1])
     assert int(np.diff(ref[0]).max()) > 2 * extsort.RADIX_MIN
+
+
+def test_edge_pieces_cover_and_balance():
+    """The parallel list loops' pieces: every vertex in exactly one piece, in order, and each
+    piece within one list of the average edge count (hubs first, as in unpermuted graphs)."""
+    from graphene_py.partition import extsort
+    rng = np.random.default_rng(3)
+    deg = np.sort(rng.zipf(1.8, 5000).clip(max=3000))[::-1]
+    indptr = np.zeros(len(deg) + 1, dtype=np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    for k in (1, 2, 32, 64):
+        b = extsort._edge_pieces(indptr, k)
+        assert b[0] == 0 and b[-1] == len(deg) and np.all(np.diff(b) >= 0)
+        edges = indptr[b[1:]] - indptr[b[:-1]]
+        assert edges.sum() == indptr[-1]
+        assert edges.max() <= indptr[-1] / k + deg.max()
+    assert np.array_equal(extsort._edge_pieces(np.zeros(1, dtype=np.int64), 4), np.zeros(5))

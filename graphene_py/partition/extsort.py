@@ -299,9 +299,20 @@ def _edge_pieces(indptr, k):
     return bounds
 
 
-@njit(parallel=True, cache=True, nogil=True)
 def _sort_lists(indptr, idx, w, has_w, dedupe, newdeg):
-    bounds = _edge_pieces(indptr, numba.get_num_threads() * PIECES_PER_THREAD)
+    """Sort (and with dedupe deduplicate) every list of the CSR in place; newdeg[v] = v's new
+    length."""
+    _sort_pieces(indptr, idx, w, has_w, dedupe, newdeg, _pieces())
+
+
+def _pieces() -> int:
+    # numba.get_num_threads() inside a kernel is a dynamic global: the kernel would not cache
+    return numba.get_num_threads() * PIECES_PER_THREAD
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _sort_pieces(indptr, idx, w, has_w, dedupe, newdeg, pieces):
+    bounds = _edge_pieces(indptr, pieces)
     for c in prange(bounds.shape[0] - 1):
         for v in range(bounds[c], bounds[c + 1]):
             _sort_dedupe(indptr, idx, w, has_w, dedupe, newdeg, v)
@@ -345,11 +356,11 @@ def _compact(indptr, newptr, idx, w, has_w):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _scatter_run(lp, ridx, rw, has_w, pos, out_idx, out_w):
+def _scatter_run(lp, ridx, rw, has_w, pos, out_idx, out_w, pieces):
     """One run's lists of a vertex block (local indptr lp, its indices/weights from lp[0])
     appended to each vertex's slots at pos[v] (advanced): the merge's gather, no source array."""
     base = lp[0]
-    bounds = _edge_pieces(lp, numba.get_num_threads() * PIECES_PER_THREAD)
+    bounds = _edge_pieces(lp, pieces)
     for c in prange(bounds.shape[0] - 1):
         for v in range(bounds[c], bounds[c + 1]):
             a = lp[v] - base
@@ -574,7 +585,7 @@ class ExternalSorter:
                     ridx = np.fromfile(idx_p, dtype=rdt, count=b - a, offset=a * rdt.itemsize)
                     rw = (np.fromfile(w_p, dtype=np.float32, count=b - a, offset=a * 4) if w_p
                           else _EMPTY_W)
-                    _scatter_run(lp, ridx, rw, has_w, pos[:-1], idx, ow)
+                    _scatter_run(lp, ridx, rw, has_w, pos[:-1], idx, ow, _pieces())
                     del lp, ridx, rw
                 newdeg = final_deg[v0:v1]
                 _sort_lists(indptr, idx, ow, has_w, self.dedupe, newdeg)
