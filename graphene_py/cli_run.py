@@ -374,7 +374,7 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     memory available leaves no room for a cache (or for the run: then it runs as it would have)."""
     from .iterator.memory import CacheBudget, memory_available
     from . import jit
-    if not graph.num_edges:
+    if not graph.num_edges or not registry.entry(name).auto_cache:
         return None
     jit.ready(blas=False)      # what a run holds before any graph state, measured here
     share = int(memory_available() * AUTO_MEMORY_SHARE)

@@ -344,3 +344,9 @@ def test_cli_memory_auto_and_none(mid):
     assert d["result"]["totals"]["bytes_cached"] > 0           # the third trial finds its blocks
     p = _cli("run", "wcc", "-g", mid.path, "--memory", "auto", "--in-memory")
     assert p.returncode == 2 and "not both" in p.stderr
+    # BFS reads a block at most about twice: the default gives it no cache, a budget still does
+    b = json.loads(_cli("run", "bfs", "-g", mid.path, "--json", "--src", "0").stdout)
+    assert b["memory"].get("plan") is None and "adjacency cache" not in b["engine"]
+    b = json.loads(_cli("run", "bfs", "-g", mid.path, "--json", "--src", "0", "--memory",
+                        "4G").stdout)
+    assert b["memory"]["plan"]["cache_bytes"] > 0

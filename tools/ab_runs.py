@@ -66,14 +66,15 @@ def sectors_read(dev: str | None) -> int:
         return 0
 
 
-def fio_ceiling(path: str, runtime: int = 10) -> dict:
-    """Random-read MB/s and IOPS at 4k/16k/128k, QD64, O_DIRECT, io_uring (BASELINES.md protocol)."""
+def fio_ceiling(path: str, runtime: int = 10, sizes=("4k", "16k", "128k")) -> dict:
+    """Random-read MB/s and IOPS at `sizes` (4k/16k/128k), QD64, O_DIRECT, io_uring (BASELINES.md
+    protocol)."""
     out = {}
     if not os.path.exists(path) or os.path.getsize(path) < (4 << 30):
         subprocess.run(["fio", "--name=layout", f"--filename={path}", "--size=4G", "--rw=write",
                         "--bs=1M", "--ioengine=io_uring", "--iodepth=16", "--output-format=json"],
                        check=True, capture_output=True)
-    for bs in ("4k", "16k", "128k"):
+    for bs in sizes:
         r = subprocess.run(["fio", f"--name=rr_{bs}", f"--filename={path}", "--size=4G",
                             "--rw=randread", f"--bs={bs}", "--direct=1", "--ioengine=io_uring",
                             "--iodepth=64", f"--runtime={runtime}", "--time_based", "--numjobs=1",

@@ -33,7 +33,7 @@ from ..errors import GrapheneError
 
 #: superstep stats summed into a run's totals
 SUM_KEYS = ("active_edges", "blocks_marked", "extents", "bytes_useful", "bytes_read", "io_seconds",
-            "compute_seconds", "wait_seconds", "plan_seconds", "bytes_cached")
+            "requests", "compute_seconds", "wait_seconds", "plan_seconds", "bytes_cached")
 
 
 def _jsonable(x):

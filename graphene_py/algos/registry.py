@@ -47,6 +47,11 @@ class Entry:
     temp: int = None
     #: {option: state} where an option, when set, changes the state (kcore --membership-only)
     state_if: dict = field(default_factory=dict)
+    #: whether the default `--memory auto` gives it an adjacency cache: not where a run reads a
+    #: block at most about twice, so the copy of its second read is never used (BFS: own time
+    #: +35% at a cache of the whole adjacency on kron22 4x4, +123% at scale 24; BENCHMARKS.md,
+    #: "The `--memory` knob with the read-through cache")
+    auto_cache: bool = True
 
     def state_for(self, opts: dict) -> tuple:
         for opt, st in self.state_if.items():
@@ -57,7 +62,7 @@ class Entry:
 
 ENTRIES = {e.name: e for e in (
     Entry("bfs", "bfs", "Breadth-first search from one source (direction-optimizing).",
-          state=(24, 0)),
+          state=(24, 0), auto_cache=False),
     Entry("pagerank", "pagerank",
           "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
           {"variant": "delta"}, state=(25, 0), temp=0),

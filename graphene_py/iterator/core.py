@@ -35,8 +35,8 @@ from .session import drop_memory_cache  # noqa: F401  (part of the package's API
 from .specialize import kernel_for
 
 STAT_KEYS = ("frontier", "active_edges", "blocks_marked", "extents", "bytes_useful", "bytes_read",
-             "io_utility", "io_seconds", "compute_seconds", "wait_seconds", "plan_seconds",
-             "seconds", "mode")
+             "io_utility", "io_seconds", "requests", "compute_seconds", "wait_seconds",
+             "plan_seconds", "seconds", "mode")
 
 
 def _kib(n):
@@ -230,7 +230,8 @@ class IoIterator(IoSession, TableApi):
             nthreads = self.threads
             acc = {"edges": np.zeros(nthreads, np.int64), "compute": np.zeros(nthreads),
                    "wait": np.zeros(nthreads)}
-            io0 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
+            es0 = self.engine.stats() if self.engine is not None else {}
+            io0, rq0 = es0.get("io_seconds", 0.0), es0.get("requests", 0)
             cacc = None
             cargs = None
             cached_w = 0
@@ -284,7 +285,8 @@ class IoIterator(IoSession, TableApi):
                 cached = int(cargs[2].sum()) + cached_w
                 for k in acc:
                     acc[k] += cacc[k]
-            io1 = self.engine.stats().get("io_seconds", 0.0) if self.engine is not None else 0.0
+            es1 = self.engine.stats() if self.engine is not None else {}
+            io1, rq1 = es1.get("io_seconds", 0.0), es1.get("requests", 0)
             if fill is not None:    # the superstep went through: the copied blocks are held
                 held, seen, vbase = self.cache_held
                 sh = _bm.shift_of(self.block_size)
@@ -303,7 +305,8 @@ class IoIterator(IoSession, TableApi):
             "bytes_read": 0 if self.in_memory else read,
             # useful bytes over the bytes brought in: read from the disks or taken from the cache
             "io_utility": (useful / (read + cached)) if read + cached else 1.0,
-            "io_seconds": float(io1 - io0), "compute_seconds": float(acc["compute"].sum()),
+            "io_seconds": float(io1 - io0), "requests": int(rq1 - rq0),
+            "compute_seconds": float(acc["compute"].sum()),
             "wait_seconds": float(acc["wait"].sum()), "plan_seconds": float(t_plan),
             "seconds": time.perf_counter() - t0, "mode": mode,
         }

@@ -149,7 +149,7 @@ class TableApi:
         st = {"frontier": len(fr), "active_edges": py["edges"], "blocks_marked": py["blocks"],
               "extents": len(py["offs"]), "bytes_useful": useful,
               "bytes_read": 0 if self.in_memory else read,
-              "io_utility": useful / read if read else 1.0, "io_seconds": 0.0,
+              "io_utility": useful / read if read else 1.0, "io_seconds": 0.0, "requests": 0,
               "compute_seconds": 0.0, "wait_seconds": 0.0, "plan_seconds": 0.0,
               "seconds": time.perf_counter() - py["t0"], "mode": py["mode"]}
         self._py = None
