@@ -188,7 +188,9 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     """Run algorithm `name` on `graph` with `options` (algorithm options and runtime options of
     `graphene run`, as keywords). Returns the module's Result."""
     from . import common
+    from .. import jit
     from ..names import resolve_options, vertex_names
+    jit.lazy_refresh()            # cached kernels load without numba's registries (jit.py)
     e = entry(name)
     opts = dict(e.fixed)
     opts.update(options)
