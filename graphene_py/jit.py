@@ -21,16 +21,37 @@ slower.
 
 `ready(blas=False)` (the CLI) also keeps SciPy's BLAS probe out of a refresh that does happen in
 ready() on the fallback path. No graphene_py kernel uses np.dot / np.linalg.
+
+Kernels used last time, loaded before the first trial. Loading one cached kernel still costs
+5-60 ms (reading and unpickling it, linking its machine code, the first parallel one starting
+numba's thread pool), ~0.15-0.25 s for the 15-25 kernels of one run, which a fresh process paid
+inside its first trial. Every graphene_py kernel this process loads or compiles is recorded
+(`record()`: module, name and numba signature); `graphene run` saves the list per algorithm and
+kind of dataset (`save_preload`) and, in the next process, `preload()` loads those kernels from
+numba's cache on a thread of its own while the main thread opens the dataset (offsets, IO pool),
+so the first trial finds them ready. A kernel whose cache entry is gone or stale is skipped,
+never compiled there; the trial then loads or compiles it as before.
 """
 from __future__ import annotations
 
+import base64
+import json
+import os
+import pickle
 import sys
+import tempfile
 import threading
 import time
 
 _LOCK = threading.Lock()
 _READY = {"seconds": None}
 _PATCH = {"installed": False, "fallbacks": 0}
+#: (module, qualname, pickled signature) of every graphene_py kernel loaded or compiled here
+_USED = {}
+#: generated kernels' modules (iterator/specialize.py); recorded as GENERATED_PREFIX + template
+GENERATED_PREFIX = "graphene_py._kernels."
+#: most kernels kept in one preload list (a developer's edits leave stale entries behind)
+PRELOAD_MAX = 96
 
 
 def lazy_refresh() -> bool:
@@ -59,6 +80,7 @@ def _install_locked() -> bool:
     def load_overload(self, sig, target_context):
         # what numba's own load_overload does, less the refresh: the runtime (NRT) must be up
         # before machine code that calls it is linked in
+        _record(getattr(self, "_py_func", None), sig)
         try:
             rtsys.initialize(target_context)
             with self._guard_against_spurious_io_errors():
@@ -90,6 +112,11 @@ def ready(blas: bool = True) -> float:
         return _READY["seconds"]
 
 
+def seconds() -> float:
+    """What ready() took in this process (0.0 before it ran)."""
+    return _READY["seconds"] or 0.0
+
+
 def _refresh(cpu_target, blas):
     """numba's full target initialization (what it does before compiling)."""
     key = "scipy.linalg.cython_blas"
@@ -107,3 +134,139 @@ def _refresh(cpu_target, blas):
 def fallbacks() -> int:
     """How many cached loads needed numba's own path (a refresh) in this process."""
     return _PATCH["fallbacks"]
+
+
+# -- kernels used last time, loaded before the first trial ---------------------------------------
+
+def _record(py_func, sig):
+    """Note a graphene_py kernel this process loads or compiles (numba asks its cache first)."""
+    mod = getattr(py_func, "__module__", None) or ""
+    qual = getattr(py_func, "__qualname__", "")
+    if not mod.startswith("graphene_py") or "<" in qual:
+        return
+    if mod.startswith(GENERATED_PREFIX):     # named by what it specializes, not by its hash
+        spec = sys.modules["graphene_py.iterator.specialize"].GENERATED.get(mod)
+        if spec is None:
+            return
+        mod, qual = GENERATED_PREFIX + spec[0], spec[1] + "|" + spec[2]
+    try:
+        key = (mod, qual, base64.b64encode(pickle.dumps(tuple(sig))).decode("ascii"))
+    except Exception:      # noqa: BLE001 - an unpicklable signature is just not preloaded
+        return
+    _USED.setdefault(key, None)
+
+
+def used() -> list:
+    """[module, qualname, signature] of every graphene_py kernel loaded or compiled so far."""
+    return [list(k) for k in _USED]
+
+
+def _preload_path(key: str) -> str:
+    from .iterator.specialize import cache_dir
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in key)
+    return os.path.join(os.path.dirname(cache_dir()), "preload", safe + ".json")
+
+
+def save_preload(key: str) -> None:
+    """Store this process's kernels under `key`, after the ones stored before (most recent last,
+    at most PRELOAD_MAX). Best effort: an unwritable cache folder only costs the next run time."""
+    if not _USED:
+        return
+    path = _preload_path(key)
+    try:
+        old = _read_preload(path)
+        mine = used()
+        entries = [e for e in old if e not in mine] + mine
+        entries = entries[-PRELOAD_MAX:]
+        if entries == old:
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(entries, f)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    except (OSError, ValueError):
+        pass
+
+
+def _read_preload(path) -> list:
+    try:
+        with open(path) as f:
+            entries = json.load(f)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, list) and len(e) == 3
+            and all(isinstance(x, str) for x in e)]
+
+
+def _dispatcher(mod, qual):
+    """The dispatcher an entry names, if its module is imported already (the preload thread
+    imports nothing of its own: no import locks taken against the main thread)."""
+    if mod.startswith(GENERATED_PREFIX):       # a specialized superstep kernel, by what it is for
+        from .iterator.specialize import generated_kernel
+        active, _, compute = qual.partition("|")
+        d = generated_kernel(mod[len(GENERATED_PREFIX):], active, compute)
+    else:
+        m = sys.modules.get(mod)
+        d = getattr(m, qual, None) if m is not None else None
+    return d if hasattr(d, "_cache") and hasattr(d, "overloads") else None
+
+
+def _load_cached(disp, sig) -> bool:
+    """disp's overload for sig from numba's on-disk cache, as Dispatcher.compile does it; False
+    (nothing done) when it is not there: compiling stays with the thread that needs it."""
+    from numba.core.compiler_lock import global_compiler_lock
+    with global_compiler_lock:
+        if disp.overloads.get(tuple(sig)) is not None:
+            return True
+        cres = disp._cache.load_overload(sig, disp.targetctx)
+        if cres is None:
+            return False
+        if not cres.objectmode:
+            disp.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+        disp.add_overload(cres)
+        return True
+
+
+class Preload:
+    """The kernels stored under a key, being loaded on a thread of their own (see the module)."""
+
+    def __init__(self, key: str):
+        self.loaded = self.skipped = 0
+        self.seconds = 0.0
+        self.entries = _read_preload(_preload_path(key)) if _PATCH["installed"] else []
+        self._t = None
+        if self.entries:
+            self._t = threading.Thread(target=self._run, name="graphene-preload", daemon=True)
+            self._t.start()
+
+    def _run(self):
+        t0 = time.perf_counter()
+        for mod, qual, sig in self.entries:
+            try:
+                disp = _dispatcher(mod, qual)
+                ok = disp is not None and _load_cached(disp, pickle.loads(base64.b64decode(sig)))
+            except Exception:      # noqa: BLE001 - stale entry: the trial loads what it needs
+                ok = False
+            if ok:
+                self.loaded += 1
+            else:
+                self.skipped += 1
+        self.seconds = time.perf_counter() - t0
+
+    def wait(self) -> "Preload":
+        if self._t is not None:
+            self._t.join()
+        return self
+
+
+def preload(key: str) -> Preload:
+    """Start loading the kernels stored under `key` (Preload.wait() to finish)."""
+    return Preload(key)

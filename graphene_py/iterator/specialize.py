@@ -36,6 +36,8 @@ from . import kernels as K
 
 _LOCK = threading.Lock()
 _KERNELS = {}
+#: generated module name -> (template, is_active "module.name", compute "module.name")
+GENERATED = {}
 
 
 def cache_dir() -> str:
@@ -144,7 +146,26 @@ def _load_generated(a, c, template="process_batch"):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     sys.modules[modname] = mod
+    GENERATED[modname] = (template, f"{a[0]}.{a[1]}", f"{c[0]}.{c[1]}")
     return mod.kernel
+
+
+def generated_kernel(template, active, compute):
+    """The generated kernel for functions named "module.name" (jit's preload: what was generated
+    in an earlier process), or None when either is not imported yet or not a kernel of one."""
+    if template not in TEMPLATES:
+        return None
+    fns = []
+    for qual in (active, compute):
+        modname, _, name = qual.rpartition(".")
+        mod = sys.modules.get(modname)
+        fn = getattr(mod, name, None) if mod is not None else None
+        spec = _importable(fn) if fn is not None else None
+        if spec is None:
+            return None
+        fns.append(spec)
+    with _LOCK:
+        return _load_generated(fns[0], fns[1], template)
 
 
 class Kernel:

@@ -1,0 +1,220 @@
+"""No per-process tax (graphene_py/jit.py): cached kernels load without numba's target refresh, the
+kernels a run used are loaded in the next process's setup, and neither changes an answer.
+
+The fresh-process tests run real `graphene` processes (the CLI's main in a subprocess), because
+what they check (which numba modules a process imports, what its first trial loads) only exists
+once per process."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from graphene_py.partition import partition_arrays
+from tests import graphs as tg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: runs `graphene ARGS...` in this process, then prints what it imported and loaded as JSON
+WRAPPER = textwrap.dedent("""
+    import json, sys
+    sys.argv = ["graphene"] + sys.argv[1:]
+    from graphene_py.cli import main
+    from graphene_py import jit
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code
+    else:
+        code = 0
+    print("JIT " + json.dumps({"code": code, "fallbacks": jit.fallbacks(),
+                               "arraymath": "numba.np.arraymath" in sys.modules,
+                               "npyimpl": "numba.np.npyimpl" in sys.modules}),
+          file=sys.stderr)
+""")
+
+
+def _env(tmp_path, **extra):
+    env = dict(os.environ, GRAPHENE_HOME=str(tmp_path / "home"),
+               GRAPHENE_KERNEL_CACHE=str(tmp_path / "cache" / "kernels"), **extra)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _graphene(tmp_path, *args):
+    p = subprocess.run([sys.executable, "-c", WRAPPER, *args], env=_env(tmp_path),
+                       capture_output=True, text=True, timeout=300)
+    line = [x for x in p.stderr.splitlines() if x.startswith("JIT ")]
+    assert line, p.stderr[-3000:]
+    info = json.loads(line[-1][4:])
+    assert info["code"] == 0, p.stderr[-3000:]
+    return p.stdout, info
+
+
+@pytest.fixture
+def small(tmp_path):
+    g = tg.powerlaw()
+    d = tmp_path / "d0"
+    d.mkdir()
+    os.environ["GRAPHENE_HOME"] = str(tmp_path / "home")     # the autouse fixture restores it
+    partition_arrays(g.src, g.dst, num_vertices=g.n, disks=[str(d)], name="pl", rows=1, cols=1)
+    return g
+
+
+def _json(stdout):
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_a_fresh_process_loads_cached_kernels_without_numba_registries(small, tmp_path):
+    """The second process finds every kernel in numba's cache and loads it without the target
+    refresh: numba's lowering registries (numba.np.npyimpl, numba.np.arraymath) are never
+    imported, no load fell back to numba's own path, and the answer is the first process's."""
+    out1, first = _graphene(tmp_path, "run", "bfs", "--graph", "pl", "--src", "0", "--json",
+                            "-o", str(tmp_path / "a.npy"))
+    out2, second = _graphene(tmp_path, "run", "bfs", "--graph", "pl", "--src", "0", "--json",
+                             "-o", str(tmp_path / "b.npy"))
+    assert second["fallbacks"] == 0
+    assert not second["arraymath"] and not second["npyimpl"], second
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+    assert _json(out1)["trials"][0]["n_reached"] == _json(out2)["trials"][0]["n_reached"]
+
+
+def test_the_kernels_of_the_last_run_load_in_setup(small, tmp_path):
+    """After one run, the next process of the same algorithm loads its kernels during setup: the
+    setup block names them, and its first trial loads none itself."""
+    _graphene(tmp_path, "run", "wcc", "--graph", "pl", "--json")
+    pre = tmp_path / "cache" / "preload"
+    files = sorted(os.listdir(pre))
+    assert any(f.startswith("wcc-d-id4-ssd") for f in files), files
+    entries = json.load(open(pre / [f for f in files if f.startswith("wcc-")][0]))
+    mods = {e[0] for e in entries}
+    assert "graphene_py.io.planner" in mods                           # engine kernels
+    assert any(m.startswith("graphene_py._kernels.") for m in mods)  # specialized supersteps
+    out, _ = _graphene(tmp_path, "run", "wcc", "--graph", "pl", "--json", "-o",
+                       str(tmp_path / "w.npy"))
+    setup = _json(out)["setup"]
+    assert setup["kernels_loaded"] == len(entries) and setup["kernels_skipped"] == 0, setup
+    g = small
+    from tests.naive import wcc_labels
+    assert np.array_equal(np.load(tmp_path / "w.npy"), wcc_labels(g.n, g.src, g.dst))
+
+
+def test_a_cached_function_then_a_new_compile_in_one_process(tmp_path):
+    """A function loaded lazily (no refresh) and a new function compiled after it, which calls it
+    and uses numpy functions whose lowering lives in the skipped registries: both right."""
+    mod = tmp_path / "lazymod.py"
+    mod.write_text(textwrap.dedent("""
+        import numpy as np
+        from numba import njit
+
+        @njit(cache=True)
+        def total(a):
+            s = 0
+            for x in a:
+                s += x
+            return s
+    """))
+    prog = textwrap.dedent("""
+        import sys, numpy as np
+        sys.path.insert(0, sys.argv[1])
+        from graphene_py import jit
+        jit.ready()
+        import lazymod
+        a = np.arange(10, dtype=np.int64)
+        assert lazymod.total(a) == 45
+        print("after-load", "numba.np.arraymath" in sys.modules)
+        from numba import njit
+        @njit
+        def later(a):
+            return lazymod.total(np.sort(a[::-1])) + np.argmax(a)
+        assert later(a) == 45 + 9
+        print("compiled", "numba.np.arraymath" in sys.modules, jit.fallbacks())
+    """)
+    env = _env(tmp_path)
+    outs = [subprocess.run([sys.executable, "-c", prog, str(tmp_path)], env=env,
+                           capture_output=True, text=True, timeout=300) for _ in range(2)]
+    for p in outs:
+        assert p.returncode == 0, p.stderr[-3000:]
+    # the first process compiled `total` (a refresh, as numba does to compile); the second loaded
+    # it without one, then compiled `later` with the registries it needed
+    assert "after-load False" in outs[1].stdout, outs[1].stdout
+    assert "compiled True 0" in outs[1].stdout, outs[1].stdout
+
+
+def test_a_load_that_fails_without_the_refresh_takes_numbas_own_path(monkeypatch):
+    """The short path is never worse than numba's: a load that raises there is done again the
+    way numba does it (refresh, then load), and counted."""
+    from numba import njit
+    from numba.core import caching
+    from graphene_py import jit
+    assert jit.lazy_refresh()
+    real = caching.Cache._load_overload
+    calls = {"n": 0}
+
+    def flaky(self, sig, ctx):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("simulated: needs the registries")
+        return real(self, sig, ctx)
+
+    monkeypatch.setattr(caching.Cache, "_load_overload", flaky)
+    before = jit.fallbacks()
+
+    @njit(cache=True)
+    def _jit_fallback_probe(x):     # cache=True: numba asks its cache first
+        return x * 3 + 1
+
+    assert _jit_fallback_probe(4) == 13
+    assert jit.fallbacks() == before + 1 and calls["n"] >= 2
+
+
+def test_preload_skips_what_it_cannot_load_and_never_compiles(tmp_path, monkeypatch):
+    """Stale or damaged preload lists cost nothing but their entries: unknown modules, a signature
+    that is not in numba's cache (not compiled there), garbage in the file."""
+    import base64
+    import pickle
+
+    import numba
+    from graphene_py import jit
+    from graphene_py.iterator import session
+    monkeypatch.setenv("GRAPHENE_KERNEL_CACHE", str(tmp_path / "kernels"))
+    assert jit.lazy_refresh()
+    f64 = numba.typeof(np.zeros(2))
+    absent = base64.b64encode(pickle.dumps((f64, f64))).decode()
+    entries = [["graphene_py.no_such_module", "f", absent],
+               ["graphene_py.iterator.session", "_narrow", absent],
+               ["graphene_py.iterator.session", "_narrow", "not base64 at all"],
+               ["graphene_py._kernels.process_batch", "x.y|z.w", absent]]
+    path = jit._preload_path("probe")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(entries, f)
+    p = jit.preload("probe").wait()
+    assert (p.loaded, p.skipped) == (0, 4)
+    assert (f64, f64) not in session._narrow.overloads        # nothing was compiled
+    with open(path, "w") as f:
+        f.write("{not json")
+    p = jit.preload("probe").wait()
+    assert (p.loaded, p.skipped) == (0, 0)
+
+
+def test_save_preload_keeps_earlier_entries_most_recent_last(tmp_path, monkeypatch):
+    from graphene_py import jit
+    monkeypatch.setenv("GRAPHENE_KERNEL_CACHE", str(tmp_path / "kernels"))
+    monkeypatch.setattr(jit, "_USED", {("graphene_py.a", "f", "s1"): None})
+    jit.save_preload("k")
+    monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "s2"): None,
+                                       ("graphene_py.a", "f", "s1"): None})
+    jit.save_preload("k")
+    got = json.load(open(jit._preload_path("k")))
+    assert got == [["graphene_py.b", "g", "s2"], ["graphene_py.a", "f", "s1"]]
+    monkeypatch.setattr(jit, "PRELOAD_MAX", 1)
+    jit.save_preload("k")
+    assert json.load(open(jit._preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
+    assert not [x for x in os.listdir(os.path.dirname(jit._preload_path("k")))
+                if x.startswith(".tmp-")]
