@@ -26,7 +26,7 @@ Kernels used last time, loaded before the first trial. Loading one cached kernel
 5-60 ms (reading and unpickling it, linking its machine code, the first parallel one starting
 numba's thread pool), ~0.15-0.25 s for the 15-25 kernels of one run, which a fresh process paid
 inside its first trial. Every graphene_py kernel this process loads or compiles is recorded
-(`record()`: module, name and numba signature); `graphene run` saves the list per algorithm and
+(module, name and numba signature); `graphene run` saves the list per algorithm, its flags and
 kind of dataset (`save_preload`) and, in the next process, `preload()` loads those kernels from
 numba's cache on a thread of its own while the main thread opens the dataset (offsets, IO pool),
 so the first trial finds them ready. A kernel whose cache entry is gone or stale is skipped,
@@ -45,12 +45,12 @@ import time
 
 _LOCK = threading.Lock()
 _READY = {"seconds": None}
-_PATCH = {"installed": False, "fallbacks": 0}
+_PATCH = {"installed": False, "fallbacks": 0, "saved": False}
 #: (module, qualname, pickled signature) of every graphene_py kernel loaded or compiled here
 _USED = {}
 #: generated kernels' modules (iterator/specialize.py); recorded as GENERATED_PREFIX + template
 GENERATED_PREFIX = "graphene_py._kernels."
-#: most kernels kept in one preload list (a developer's edits leave stale entries behind)
+#: most kernels kept in one preload list
 PRELOAD_MAX = 96
 
 
@@ -168,17 +168,17 @@ def _preload_path(key: str) -> str:
 
 
 def save_preload(key: str) -> None:
-    """Store this process's kernels under `key`, after the ones stored before (most recent last,
-    at most PRELOAD_MAX). Best effort: an unwritable cache folder only costs the next run time."""
-    if not _USED:
+    """Store the kernels this process loaded or compiled under `key`, replacing what was there
+    (at most PRELOAD_MAX). Only the first save of a process does it: one `graphene run` is one
+    process, and a process that ran several things (tests, a script calling the CLI's main)
+    holds kernels of all of them. Best effort: an unwritable cache folder only costs time."""
+    if not _USED or _PATCH["saved"]:
         return
+    _PATCH["saved"] = True
     path = _preload_path(key)
     try:
-        old = _read_preload(path)
-        mine = used()
-        entries = [e for e in old if e not in mine] + mine
-        entries = entries[-PRELOAD_MAX:]
-        if entries == old:
+        entries = used()[:PRELOAD_MAX]
+        if entries == _read_preload(path):
             return
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
