@@ -2,6 +2,7 @@
 
     sudo .venv/bin/python tools/bench_anchors.py prepare [--scratch /work/anchors]
     sudo .venv/bin/python tools/bench_anchors.py run [--algos bfs0,pr10,...] [-n 3] [--out benchmarks/anchors]
+        [--tree graphene_py=/tmp/after --tree before=/tmp/before]   # trees of other commits too
 
 `prepare` builds both anchors from ../shared/anchors (build.sh) into SCRATCH/build, makes GAPBS's
 kron22 (`converter -g22 -k16`: .sg, .el, .wsg) and the C++ Graphene 1x1 layout
@@ -162,8 +163,10 @@ def run(a):
             print("fio start:", res["fio_start"], flush=True)
         for name in names:
             label, ours, cpp = ALGOS[name]
-            cmds = {"graphene_py": [GRAPHENE, "run", *shlex.split(ours), "--graph", "kron22",
-                                    "-t", "2", "-q"]}
+            run_args = ["run", *shlex.split(ours), "--graph", "kron22", "-t", "2", "-q"]
+            cmds = {}
+            for label, path in trees(a):
+                cmds[label] = ([GRAPHENE] if path is None else tree_command(path)) + run_args
             if cpp is not None:
                 app, last = cpp
                 cmds["cpp"] = [os.path.join(B, app), *args.split()] + ([last] if last else [])
@@ -208,6 +211,28 @@ def run(a):
     print(table)
 
 
+def trees(a):
+    """(label, tree folder or None for the installed graphene) of every graphene_py to run: the
+    first is "graphene_py", the one the table leads with."""
+    out = []
+    for t in getattr(a, "tree", None) or []:
+        label, _, path = t.partition("=")
+        if not path or not os.path.isdir(os.path.join(path, "graphene_py")):
+            raise SystemExit(f"--tree {t}: LABEL=FOLDER with a graphene_py package (built in place)")
+        out.append((label, os.path.abspath(path)))
+    if not out:
+        return [("graphene_py", None)]
+    lead = next((i for i, (lbl, _) in enumerate(out) if lbl == "graphene_py"), 0)
+    return [("graphene_py", out[lead][1])] + out[:lead] + out[lead + 1:]
+
+
+def tree_command(path):
+    """graphene from a source tree (e.g. `git archive` of an earlier commit with its extension
+    built in place), in the same interpreter, run as `graphene` is."""
+    return ["env", f"PYTHONPATH={path}", sys.executable, "-c",
+            "import sys; sys.argv[0] = 'graphene'; from graphene_py.cli import main; main()"]
+
+
 def summary(res) -> str:
     def cell(rows, key, scale=1.0, fmt="{:.2f}"):
         vals = [r[key] * scale for r in rows if r.get(key) is not None and r["rc"] == 0]
@@ -236,6 +261,18 @@ def summary(res) -> str:
                    f"{cell(ours, 'device_bytes', 1e-6, '{:.0f}')} / "
                    f"{cell(cpp, 'device_bytes', 1e-6, '{:.0f}') if cpp else '-'} | "
                    f"{f'{gap:.3f}' if gap else '-'} |")
+    others = [k for r in res["algos"].values() for k in r.get("runs", {})
+              if k not in ("graphene_py", "cpp")]
+    others = list(dict.fromkeys(others))
+    if others:
+        out += ["", "The same runs, interleaved with other graphene_py trees (own / wall, s):", "",
+                "| algorithm | graphene_py | " + " | ".join(others) + " |",
+                "|" + "---|" * (2 + len(others))]
+        for name, r in res["algos"].items():
+            runs = r.get("runs", {})
+            row = [f"{cell(runs.get(k, []), 'own')} / {cell(runs.get(k, []), 'wall')}"
+                   for k in ["graphene_py"] + others]
+            out.append(f"| {r['label']} | " + " | ".join(row) + " |")
     out.append("")
     out.append("Ratios are C++ / graphene_py (above 1: graphene_py faster). Medians (min-max) of "
                "fresh processes on a cold page cache, interleaved.")
@@ -257,6 +294,9 @@ def main(argv=None):
     r.add_argument("--fio", default="/tmp/fio.dat", help="fio test file ('' to skip)")
     r.add_argument("--timeout", type=float, default=900)
     r.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "anchors"))
+    r.add_argument("--tree", action="append", metavar="LABEL=FOLDER",
+                   help="run graphene_py from this source tree (repeatable; interleaved with the "
+                        "others; the label graphene_py, or else the first, leads the table)")
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
         prepare(a)
