@@ -165,8 +165,8 @@ def run(a):
             label, ours, cpp = ALGOS[name]
             run_args = ["run", *shlex.split(ours), "--graph", "kron22", "-t", "2", "-q"]
             cmds = {}
-            for label, path in trees(a):
-                cmds[label] = ([GRAPHENE] if path is None else tree_command(path)) + run_args
+            for tlabel, path in trees(a):
+                cmds[tlabel] = ([GRAPHENE] if path is None else tree_command(path)) + run_args
             if cpp is not None:
                 app, last = cpp
                 cmds["cpp"] = [os.path.join(B, app), *args.split()] + ([last] if last else [])
@@ -228,9 +228,11 @@ def trees(a):
 
 def tree_command(path):
     """graphene from a source tree (e.g. `git archive` of an earlier commit with its extension
-    built in place), in the same interpreter, run as `graphene` is."""
-    return ["env", f"PYTHONPATH={path}", sys.executable, "-c",
-            "import sys; sys.argv[0] = 'graphene'; from graphene_py.cli import main; main()"]
+    built in place), in the same interpreter, run as `graphene` is. The tree goes first on
+    sys.path (before `-c`'s working directory, which may hold another graphene_py)."""
+    return [sys.executable, "-c",
+            f"import sys; sys.path[0:0] = [{path!r}]; sys.argv[0] = 'graphene'; "
+            "from graphene_py.cli import main; main()"]
 
 
 def summary(res) -> str:
