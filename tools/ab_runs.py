@@ -6,6 +6,9 @@ ceiling measured at the start and the end (the disk here drifts by 2x within min
         --run "check=graphene run bfs --graph kron22 --src 0 --check" \\
         --run "nocheck=graphene run bfs --graph kron22 --src 0 --no-check" --json out.json
 
+`--warm` keeps the page cache instead (steady state on disk: start-up costs, small graphs), with
+`--warmup N` uncounted rounds first.
+
 Each --run is LABEL=COMMAND (split like a shell, no shell). Per run it records: wall seconds of the
 process, the command's own reported time (the first match of --own-re per label, default: graphene's
 `Trial 1: X s`, C++ Graphene's `Total time: X`, GAPBS's `Trial Time: X`), peak RSS of the process
@@ -96,8 +99,8 @@ def _wait4(pid, timeout):
         time.sleep(0.005)
 
 
-def one_run(cmd, own_res, dev, timeout):
-    dropped = drop_caches()
+def one_run(cmd, own_res, dev, timeout, warm=False):
+    dropped = False if warm else drop_caches()
     s0 = sectors_read(dev)
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out:
@@ -140,6 +143,9 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=".", help="a path on the disk under test (device bytes)")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--json", default=None, help="write every run and the summary here")
+    ap.add_argument("--warm", action="store_true",
+                    help="keep the page cache (steady state on disk: start-up, small graphs)")
+    ap.add_argument("--warmup", type=int, default=0, help="uncounted runs of each command first")
     a = ap.parse_args(argv)
     runs = []
     for spec in a.run:
@@ -152,9 +158,12 @@ def main(argv=None):
     if a.fio:
         result["fio_start"] = fio_ceiling(a.fio)
         print("fio start:", result["fio_start"], flush=True)
+    for _ in range(a.warmup):
+        for label, cmd in runs:
+            one_run(cmd, own_res, dev, a.timeout, a.warm)
     for i in range(a.n):
         for label, cmd in runs:
-            r = one_run(cmd, own_res, dev, a.timeout)
+            r = one_run(cmd, own_res, dev, a.timeout, a.warm)
             r.update(label=label, i=i)
             result["runs"].append(r)
             print(f"{label:>12} #{i + 1}: wall {r['wall']:.3f} s  own {r['own']}  cpu {r['cpu']:.2f} s  rss "
