@@ -207,8 +207,8 @@ def _read_preload(path) -> list:
 
 
 def _dispatcher(mod, qual):
-    """The dispatcher an entry names, if its module is imported already (the preload thread
-    imports nothing of its own: no import locks taken against the main thread)."""
+    """The dispatcher an entry names, if its module is imported already (Preload imports them on
+    the main thread first: the preload thread takes no import lock against it)."""
     if mod.startswith(GENERATED_PREFIX):       # a specialized superstep kernel, by what it is for
         from .iterator.specialize import generated_kernel
         active, _, compute = qual.partition("|")
@@ -235,6 +235,25 @@ def _load_cached(disp, sig) -> bool:
         return True
 
 
+def _import_modules(entries):
+    """Import, on the calling (main) thread, the graphene_py modules the entries name that are not
+    imported yet (a run imports some only when a superstep first needs them, e.g. the kept
+    lists'), so the preload thread finds every dispatcher without importing anything itself."""
+    import importlib
+    names = set()
+    for mod, qual, _ in entries:
+        if mod.startswith(GENERATED_PREFIX):
+            names.update(q.rpartition(".")[0] for q in qual.split("|"))
+        else:
+            names.add(mod)
+    for name in sorted(names):
+        if name.startswith("graphene_py.") and name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:      # noqa: BLE001 - a stale entry: skipped on the thread
+                pass
+
+
 class Preload:
     """The kernels stored under a key, being loaded on a thread of their own (see the module)."""
 
@@ -243,6 +262,7 @@ class Preload:
         self.seconds = 0.0
         self.entries = _read_preload(_preload_path(key)) if _PATCH["installed"] else []
         self._t = None
+        _import_modules(self.entries)
         if self.entries:
             self._t = threading.Thread(target=self._run, name="graphene-preload", daemon=True)
             self._t.start()

@@ -226,3 +226,24 @@ def test_save_preload_keeps_the_last_runs_kernels_once_per_process(tmp_path, mon
     assert json.load(open(jit._preload_path("k"))) == [["graphene_py.b", "g", "s2"]]
     assert not [x for x in os.listdir(os.path.dirname(jit._preload_path("k")))
                 if x.startswith(".tmp-")]
+
+
+def test_preload_imports_the_modules_it_names_on_the_calling_thread():
+    """Modules a run imports only in its first superstep (the kept lists') are imported by
+    Preload on the main thread, before its thread looks for their kernels (which imports
+    nothing: no import locks taken against the main thread)."""
+    prog = textwrap.dedent("""
+        import sys
+        from graphene_py import jit
+        m = "graphene_py.iterator.shortlists"
+        before = m in sys.modules
+        jit._import_modules([[m, "_layout", "x"],
+                             ["graphene_py._kernels.process_batch",
+                              "graphene_py.algos.sssp._active|graphene_py.algos.sssp._relax", "x"],
+                             ["graphene_py.no_such_module", "f", "x"], ["numpy.linalg", "f", "x"]])
+        print(before, m in sys.modules, "graphene_py.algos.sssp" in sys.modules)
+    """)
+    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["False", "True", "True"], p.stdout
