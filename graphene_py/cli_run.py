@@ -433,8 +433,8 @@ def _prepare(graph, device, in_memory, runtime, preload_key=None):
     pre = None
     if (preload_key and device in ("cpu", "hybrid") and graph.num_vertices
             and getattr(graph, "cluster", None) is None):
-        from . import iterator  # noqa: F401 - imported here, not on the preload thread
-        pre = jit.preload(preload_key)
+        from .iterator.preload import preload
+        pre = preload(preload_key)
     if device in ("cpu", "hybrid") and graph.num_vertices and getattr(graph, "cluster", None):
         from .iterator.edgemap import EdgeMap     # the node actors, started and their shards opened
         io = {k: v for k, v in runtime.items() if k not in ("gpu_mem", "cache")}

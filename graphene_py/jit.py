@@ -26,11 +26,9 @@ Kernels used last time, loaded before the first trial. Loading one cached kernel
 5-60 ms (reading and unpickling it, linking its machine code, the first parallel one starting
 numba's thread pool), ~0.15-0.25 s for the 15-25 kernels of one run, which a fresh process paid
 inside its first trial. Every graphene_py kernel this process loads or compiles is recorded
-(module, name and numba signature); `graphene run` saves the list per algorithm, its flags and
-kind of dataset (`save_preload`) and, in the next process, `preload()` loads those kernels from
-numba's cache on a thread of its own while the main thread opens the dataset (offsets, IO pool),
-so the first trial finds them ready. A kernel whose cache entry is gone or stale is skipped,
-never compiled there; the trial then loads or compiles it as before.
+here (module, name and numba signature); `graphene run` saves the list per algorithm, its flags
+and kind of dataset (`save_preload`), and the next process loads those kernels from numba's
+cache on a thread of its own while the main thread opens the dataset (iterator/preload.py).
 """
 from __future__ import annotations
 
@@ -50,6 +48,9 @@ _PATCH = {"installed": False, "fallbacks": 0, "saved": False}
 _USED = {}
 #: generated kernels' modules (iterator/specialize.py); recorded as GENERATED_PREFIX + template
 GENERATED_PREFIX = "graphene_py._kernels."
+#: generated module name -> (template, is_active "module.name", compute "module.name"), filled
+#: by iterator/specialize.py as it loads them
+GENERATED = {}
 #: most kernels kept in one preload list
 PRELOAD_MAX = 96
 
@@ -131,6 +132,11 @@ def _refresh(cpu_target, blas):
             del sys.modules[key]
 
 
+def installed() -> bool:
+    """Whether cached kernels load without the refresh in this process (lazy_refresh())."""
+    return _PATCH["installed"]
+
+
 def fallbacks() -> int:
     """How many cached loads needed numba's own path (a refresh) in this process."""
     return _PATCH["fallbacks"]
@@ -145,7 +151,7 @@ def _record(py_func, sig):
     if not mod.startswith("graphene_py") or "<" in qual:
         return
     if mod.startswith(GENERATED_PREFIX):     # named by what it specializes, not by its hash
-        spec = sys.modules["graphene_py.iterator.specialize"].GENERATED.get(mod)
+        spec = GENERATED.get(mod)          # filled by iterator/specialize.py
         if spec is None:
             return
         mod, qual = GENERATED_PREFIX + spec[0], spec[1] + "|" + spec[2]
@@ -161,10 +167,20 @@ def used() -> list:
     return [list(k) for k in _USED]
 
 
-def _preload_path(key: str) -> str:
-    from .iterator.specialize import cache_dir
+def kernel_cache_dir() -> str:
+    """Where generated kernels live: $GRAPHENE_KERNEL_CACHE, else
+    $XDG_CACHE_HOME/graphene_py/kernels (~/.cache/graphene_py/kernels); the preload lists go to
+    `preload/` beside it."""
+    d = os.environ.get("GRAPHENE_KERNEL_CACHE")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "graphene_py", "kernels")
+    return d
+
+
+def preload_path(key: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in key)
-    return os.path.join(os.path.dirname(cache_dir()), "preload", safe + ".json")
+    return os.path.join(os.path.dirname(kernel_cache_dir()), "preload", safe + ".json")
 
 
 def save_preload(key: str) -> None:
@@ -175,10 +191,10 @@ def save_preload(key: str) -> None:
     if not _USED or _PATCH["saved"]:
         return
     _PATCH["saved"] = True
-    path = _preload_path(key)
+    path = preload_path(key)
     try:
         entries = used()[:PRELOAD_MAX]
-        if entries == _read_preload(path):
+        if entries == read_preload(path):
             return
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
@@ -194,7 +210,8 @@ def save_preload(key: str) -> None:
         pass
 
 
-def _read_preload(path) -> list:
+def read_preload(path) -> list:
+    """The [module, qualname, signature] entries stored at path ([] when none or damaged)."""
     try:
         with open(path) as f:
             entries = json.load(f)
@@ -204,89 +221,3 @@ def _read_preload(path) -> list:
         return []
     return [e for e in entries if isinstance(e, list) and len(e) == 3
             and all(isinstance(x, str) for x in e)]
-
-
-def _dispatcher(mod, qual):
-    """The dispatcher an entry names, if its module is imported already (Preload imports them on
-    the main thread first: the preload thread takes no import lock against it)."""
-    if mod.startswith(GENERATED_PREFIX):       # a specialized superstep kernel, by what it is for
-        from .iterator.specialize import generated_kernel
-        active, _, compute = qual.partition("|")
-        d = generated_kernel(mod[len(GENERATED_PREFIX):], active, compute)
-    else:
-        m = sys.modules.get(mod)
-        d = getattr(m, qual, None) if m is not None else None
-    return d if hasattr(d, "_cache") and hasattr(d, "overloads") else None
-
-
-def _load_cached(disp, sig) -> bool:
-    """disp's overload for sig from numba's on-disk cache, as Dispatcher.compile does it; False
-    (nothing done) when it is not there: compiling stays with the thread that needs it."""
-    from numba.core.compiler_lock import global_compiler_lock
-    with global_compiler_lock:
-        if disp.overloads.get(tuple(sig)) is not None:
-            return True
-        cres = disp._cache.load_overload(sig, disp.targetctx)
-        if cres is None:
-            return False
-        if not cres.objectmode:
-            disp.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-        disp.add_overload(cres)
-        return True
-
-
-def _import_modules(entries):
-    """Import, on the calling (main) thread, the graphene_py modules the entries name that are not
-    imported yet (a run imports some only when a superstep first needs them, e.g. the kept
-    lists'), so the preload thread finds every dispatcher without importing anything itself."""
-    import importlib
-    names = set()
-    for mod, qual, _ in entries:
-        if mod.startswith(GENERATED_PREFIX):
-            names.update(q.rpartition(".")[0] for q in qual.split("|"))
-        else:
-            names.add(mod)
-    for name in sorted(names):
-        if name.startswith("graphene_py.") and name not in sys.modules:
-            try:
-                importlib.import_module(name)
-            except Exception:      # noqa: BLE001 - a stale entry: skipped on the thread
-                pass
-
-
-class Preload:
-    """The kernels stored under a key, being loaded on a thread of their own (see the module)."""
-
-    def __init__(self, key: str):
-        self.loaded = self.skipped = 0
-        self.seconds = 0.0
-        self.entries = _read_preload(_preload_path(key)) if _PATCH["installed"] else []
-        self._t = None
-        _import_modules(self.entries)
-        if self.entries:
-            self._t = threading.Thread(target=self._run, name="graphene-preload", daemon=True)
-            self._t.start()
-
-    def _run(self):
-        t0 = time.perf_counter()
-        for mod, qual, sig in self.entries:
-            try:
-                disp = _dispatcher(mod, qual)
-                ok = disp is not None and _load_cached(disp, pickle.loads(base64.b64decode(sig)))
-            except Exception:      # noqa: BLE001 - stale entry: the trial loads what it needs
-                ok = False
-            if ok:
-                self.loaded += 1
-            else:
-                self.skipped += 1
-        self.seconds = time.perf_counter() - t0
-
-    def wait(self) -> "Preload":
-        if self._t is not None:
-            self._t.join()
-        return self
-
-
-def preload(key: str) -> Preload:
-    """Start loading the kernels stored under `key` (Preload.wait() to finish)."""
-    return Preload(key)

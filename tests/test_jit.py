@@ -185,6 +185,7 @@ def test_preload_skips_what_it_cannot_load_and_never_compiles(tmp_path, monkeypa
     import numba
     from graphene_py import jit
     from graphene_py.iterator import session
+    from graphene_py.iterator.preload import preload
     monkeypatch.setenv("GRAPHENE_KERNEL_CACHE", str(tmp_path / "kernels"))
     assert jit.lazy_refresh()
     f64 = numba.typeof(np.zeros(2))
@@ -193,16 +194,16 @@ def test_preload_skips_what_it_cannot_load_and_never_compiles(tmp_path, monkeypa
                ["graphene_py.iterator.session", "_narrow", absent],
                ["graphene_py.iterator.session", "_narrow", "not base64 at all"],
                ["graphene_py._kernels.process_batch", "x.y|z.w", absent]]
-    path = jit._preload_path("probe")
+    path = jit.preload_path("probe")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(entries, f)
-    p = jit.preload("probe").wait()
+    p = preload("probe").wait()
     assert (p.loaded, p.skipped) == (0, 4)
     assert (f64, f64) not in session._narrow.overloads        # nothing was compiled
     with open(path, "w") as f:
         f.write("{not json")
-    p = jit.preload("probe").wait()
+    p = preload("probe").wait()
     assert (p.loaded, p.skipped) == (0, 0)
 
 
@@ -214,17 +215,17 @@ def test_save_preload_keeps_the_last_runs_kernels_once_per_process(tmp_path, mon
     monkeypatch.setattr(jit, "_PATCH", dict(jit._PATCH, saved=False))
     monkeypatch.setattr(jit, "_USED", {("graphene_py.a", "f", "s1"): None})
     jit.save_preload("k")
-    assert json.load(open(jit._preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
+    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
     monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "s2"): None})
     jit.save_preload("k")                                   # the same process: not again
-    assert json.load(open(jit._preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
+    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
     monkeypatch.setattr(jit, "_PATCH", dict(jit._PATCH, saved=False))   # as a new process
     monkeypatch.setattr(jit, "PRELOAD_MAX", 1)
     monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "s2"): None,
                                        ("graphene_py.c", "h", "s3"): None})
     jit.save_preload("k")
-    assert json.load(open(jit._preload_path("k"))) == [["graphene_py.b", "g", "s2"]]
-    assert not [x for x in os.listdir(os.path.dirname(jit._preload_path("k")))
+    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.b", "g", "s2"]]
+    assert not [x for x in os.listdir(os.path.dirname(jit.preload_path("k")))
                 if x.startswith(".tmp-")]
 
 
@@ -234,10 +235,10 @@ def test_preload_imports_the_modules_it_names_on_the_calling_thread():
     nothing: no import locks taken against the main thread)."""
     prog = textwrap.dedent("""
         import sys
-        from graphene_py import jit
         m = "graphene_py.iterator.shortlists"
         before = m in sys.modules
-        jit._import_modules([[m, "_layout", "x"],
+        from graphene_py.iterator.preload import _import_modules
+        _import_modules([[m, "_layout", "x"],
                              ["graphene_py._kernels.process_batch",
                               "graphene_py.algos.sssp._active|graphene_py.algos.sssp._relax", "x"],
                              ["graphene_py.no_such_module", "f", "x"], ["numpy.linalg", "f", "x"]])

@@ -347,20 +347,13 @@ class IoSession:
         return 2 * self.queue_depth * self.nworkers + 2 * self.threads * BATCH + 16
 
     def _fit_small(self, slot, nslots, need):
-        """(slot, nslots) for a dataset much smaller than the pool (a 64 MiB pool takes ~0.1 s to
-        fault in): slots no longer than its largest file, nor than twice its bytes spread over
-        the queues' slots, and no more of them than the queues plus its bytes in slots. Requests
-        are capped at the slot (max_io): more, smaller ones, which a dataset this small does not
-        feel. The in-memory path plans with the same slot, so both make the same extents."""
+        """nslots for a dataset much smaller than the pool (a 64 MiB pool takes ~0.1 s to fault
+        in): the queues' slots plus its bytes twice over in slots. The slot size stays, so every
+        request and plan is what it would have been."""
         data = int(self.file_bytes.sum()) + (int(self.wfile_bytes.sum()) if self.weights else 0)
         if not data or 2 * data >= nslots * slot:
-            return slot, nslots
-        big = int(self.file_bytes.max(initial=0))
-        if self.weights:
-            big = max(big, int(self.wfile_bytes.max(initial=0)))
-        slot = max(4096, min(slot, _round_up(big, 4096), _round_up(-(-2 * data // need), 4096)))
-        self.max_io = min(self.max_io, slot)
-        return slot, min(nslots, need + -(-2 * data // slot))
+            return nslots
+        return min(nslots, need + -(-2 * data // slot))
 
     def _open_engine(self, engine, direct):
         from ..io import buffers as _buffers
@@ -379,7 +372,7 @@ class IoSession:
         if budget // slot < need:
             slot = _round_up(max(self.max_io, 4096), 4096)
         nslots = max(need, budget // slot)
-        slot, nslots = self._fit_small(slot, nslots, need)
+        nslots = self._fit_small(slot, nslots, need)
         if nslots * slot > budget:
             self.notes.append(f"buffer pool raised to {nslots * slot >> 20} MiB "
                               f"({nslots} slots x {slot >> 10} KiB) to keep {qd} IOs in flight per "
@@ -442,11 +435,7 @@ class IoSession:
         return mem, wmem, base, wbase
 
     def _load_memory(self):
-        need = self._slots_needed()
-        budget = int(self.buffer_mb * (1 << 20))
-        self.slot_bytes = self._fit_small(DENSE_EXTENT, max(need, budget // DENSE_EXTENT), need)[0]
-        if self.slot_bytes < DENSE_EXTENT:     # a small dataset: the SSD path's extents
-            self.scan_max_io = min(self.scan_max_io, self.slot_bytes)
+        self.slot_bytes = DENSE_EXTENT
         key = (self.graph.uuid, self.direction, self.weights)
         hit = _MEM_CACHE.get(key)
         if hit is None:

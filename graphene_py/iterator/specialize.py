@@ -32,20 +32,15 @@ import types
 
 import numba
 
+from .. import jit
 from . import kernels as K
 
 _LOCK = threading.Lock()
 _KERNELS = {}
-#: generated module name -> (template, is_active "module.name", compute "module.name")
-GENERATED = {}
 
 
 def cache_dir() -> str:
-    d = os.environ.get("GRAPHENE_KERNEL_CACHE")
-    if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "graphene_py", "kernels")
-    return d
+    return jit.kernel_cache_dir()
 
 
 def _importable(fn):
@@ -146,7 +141,7 @@ def _load_generated(a, c, template="process_batch"):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     sys.modules[modname] = mod
-    GENERATED[modname] = (template, f"{a[0]}.{a[1]}", f"{c[0]}.{c[1]}")
+    jit.GENERATED[modname] = (template, f"{a[0]}.{a[1]}", f"{c[0]}.{c[1]}")    # preload names
     return mod.kernel
 
 
