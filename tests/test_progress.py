@@ -1,0 +1,57 @@
+"""graphene_py/progress.py: one bar per phase on a terminal, with honest rates."""
+from __future__ import annotations
+
+import io
+import re
+import time
+
+from graphene_py.progress import Progress
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _frames(out):
+    return [f for f in re.split(r"[\r\n]", out.getvalue()) if f.strip()]
+
+
+def test_a_spill_count_shows_inside_the_open_bar_which_goes_on():
+    """A count without an end ("spill 3") while a phase's bar is open is shown in that bar; the
+    bar is not closed and reopened at 0% (it was, once per spilled run)."""
+    out = Tty()
+    p = Progress(stream=out, units={"read": "bytes"})
+    p("read", 10 << 20, 100 << 20)
+    p("spill", 1)
+    p("read", 50 << 20, 100 << 20)
+    p("spill", 2)
+    p("read", 100 << 20, 100 << 20)
+    p.done()
+    frames = _frames(out)
+    starts = [f for f in frames if re.search(r"\b0%", f) and "read" in f]
+    assert len(starts) <= 1, frames                  # one bar for the whole phase
+    assert any("spill 2" in f for f in frames), frames
+    assert not any(f.startswith("spill") for f in frames), frames   # no line of its own
+
+
+def test_the_rate_counts_from_the_first_report():
+    """What was done before a phase's first report took an unknown time: the rate is measured
+    from there (a first chunk reported at once read as millions of MB/s)."""
+    out = Tty()
+    p = Progress(stream=out, units={"read": "bytes"})
+    p("read", 500 << 20, 1000 << 20)               # half reported at once
+    time.sleep(0.2)
+    p("read", 520 << 20, 1000 << 20)               # 20 MiB in ~0.2 s: ~100 MB/s
+    p.done()
+    rates = [float(m) for m in re.findall(r"(\d+) MB/s", out.getvalue())]
+    assert rates and max(rates) < 200, out.getvalue()
+
+
+def test_no_bar_and_no_count_lines_off_a_terminal():
+    out = io.StringIO()
+    p = Progress(stream=out, units={"read": "bytes"})
+    p("read", 1, 10)
+    p.done()
+    p("spill", 1)
+    assert "spill" not in out.getvalue()
