@@ -274,7 +274,7 @@ def _run(name, mod, kw):
         if not quiet_lines:
             click.echo(common.superstep_line(i, st, label), err=True)
 
-    pre_key = _preload_key(name, graph, in_memory, algo_opts)
+    pre_key = _preload_key(name, graph, in_memory, algo_opts, run_rt.get("cache") is not None)
     setup = _prepare(graph, registry.choose_device(name, device, graph, {**algo_opts, **run_rt}),
                      in_memory, run_rt, pre_key)
     kern = (f", {setup['kernels_loaded']} cached kernels loaded alongside"
@@ -406,15 +406,16 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     return plan
 
 
-def _preload_key(name, graph, in_memory, algo_opts):
-    """Which stored kernel list a run loads in setup (jit.preload): the algorithm, its flags that
-    are on (--membership-only, --closeness...) and what about the dataset changes which kernels
-    it specializes."""
+def _preload_key(name, graph, in_memory, algo_opts, cache=False):
+    """Which stored kernel list a run loads in setup (iterator/preload.py): the algorithm, its
+    flags that are on (--membership-only, --closeness...), whether an adjacency cache reads
+    through, and what about the dataset changes which kernels it specializes."""
     kind = (("w" if graph.weighted else "") + ("d" if graph.directed else "u")
             + ("i" if getattr(graph, "in_partitions", None) is not None else ""))
     where = "cluster" if getattr(graph, "cluster", None) is not None else (
         "mem" if in_memory else "ssd")
     flags = "".join(f"+{k}" for k in sorted(algo_opts) if algo_opts[k] is True)
+    flags += "+cache" if cache else ""
     return f"{name}{flags}-{kind}-id{graph.id_width}-{where}"
 
 

@@ -93,8 +93,9 @@ def test_the_kernels_of_the_last_run_load_in_setup(small, tmp_path):
     _graphene(tmp_path, "run", "wcc", "--graph", "pl", "--json")
     pre = tmp_path / "cache" / "preload"
     files = sorted(os.listdir(pre))
-    assert any(f.startswith("wcc-d-id4-ssd") for f in files), files
-    entries = json.load(open(pre / [f for f in files if f.startswith("wcc-")][0]))
+    # the algorithm, a read-through cache (--memory auto gives WCC one), the kind of dataset
+    assert files == ["wcc_cache-d-id4-ssd.json"], files
+    entries = json.load(open(pre / files[0]))
     mods = {e[0] for e in entries}
     assert "graphene_py.io.planner" in mods                           # engine kernels
     assert any(m.startswith("graphene_py._kernels.") for m in mods)  # specialized supersteps
