@@ -166,3 +166,16 @@ def test_pagerank_state_per_vertex(sparse_and_dense, case, algo):
     beside = {k: round(b / n) for k, b in arrays.items() if not k.startswith(
         ("io buffers", "offsets", "block bitmaps", "superstep plan", "iterator mask"))}
     assert beside == _PR_ARRAYS[case]
+
+
+def test_bfs_state_per_vertex(sparse_and_dense):
+    """BFS holds, beside the offsets and the IO pool: parent and depth (4 B each at 4-byte IDs),
+    ONE queue of 4 B (every level appended behind the last, as GAPBS's sliding queue; it held two,
+    8 B), the pull mask (1 B) and two level bitmaps (0.25 B). Any further n-sized array fails."""
+    n, sparse, _ = sparse_and_dense
+    d = _run(sparse, "bfs", "--src", "0", "--threads", "2")
+    arrays = {k: v["bytes"] for k, v in d["memory"]["arrays"].items()}
+    beside = {k: round(b / n, 2) for k, b in arrays.items() if not k.startswith(
+        ("io buffers", "offsets", "block bitmaps", "superstep plan", "iterator mask"))}
+    assert beside == {"parent": 4, "depth": 4, "queue": 4, "pull mask": 1, "level bitmaps": 0.25}
+    assert d["trials"][0]["n_reached"] == n

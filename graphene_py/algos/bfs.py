@@ -71,7 +71,7 @@ def _visit(v, nbrs, wts, tid, state):
 
 
 from ..iterator.atomics import atomic_or as _or  # noqa: E402
-from ..iterator.queue import BLOCK, push, squeeze  # noqa: E402
+from ..iterator.queue import BLOCK, push, squeeze_from  # noqa: E402
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
 from ..iterator.cost import deg_at  # noqa: E402
@@ -204,21 +204,25 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     vdt = vertex_dtype(n)       # parents and queues: 4-byte IDs while they fit (as GAPBS)
     parent = np.full(n, -1, dtype=vdt)
     threads = runtime.get("threads") or config.default_threads()
-    qa = np.empty(n + threads * BLOCK, dtype=vdt)
-    qb = np.empty(n + threads * BLOCK, dtype=vdt)
+    # one queue for every level, one after the other (GAPBS's sliding queue): the frontier is
+    # q[fs:fs + size] and the next level is appended behind it; a vertex enters once, so n slots
+    # (plus one block per thread, squeezed out) hold the whole run
+    q = np.empty(n + threads * BLOCK, dtype=vdt)
     tail = np.zeros(1, dtype=np.int64)
     cur = np.zeros((threads, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
     front = np.zeros((n + 63) // 64, dtype=np.uint64)
     visited = np.zeros((n + 63) // 64, dtype=np.uint64)
     track("depth", depth)
     track("parent", parent)
-    track("queues", qa, qb)
+    track("queue", q)
     track("level bitmaps", front, visited)
     visited[src >> 6] |= np.uint64(1) << np.uint64(src & 63)
     depth[src] = 0
     parent[src] = src
-    qa[0] = src
+    q[0] = src
+    fs = 0                          # the frontier on this path: q[fs:fs + size]
     size = 1
+    qend = 1                        # the queue's used part (a level back from the GPU goes here)
     level = 0
     steps = []
     force = "pull" if bottom_up == "always" else None
@@ -236,14 +240,14 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             deg_in, d_in = em.degree_view(em.pull_dir)
             mask = track("pull mask", np.zeros(n, dtype=np.uint8))
             unvisited_cost = em.pull_cost(np.ones(n, np.bool_)) - em.models[em.pull_dir].lists(
-                deg_in, qa[:1], capped=False, diff=d_in)
+                deg_in, q[:1], capped=False, diff=d_in)
         while size > 0:
             if hyb is not None:
                 gl, pol = hyb
-                ef = gl.ef if on == "gpu" else int(_edges_of(deg_out, d_out, qa[:size]))
+                ef = gl.ef if on == "gpu" else int(_edges_of(deg_out, d_out, q[fs:fs + size]))
                 if pol.decide(size, ef) == "gpu":
                     if on == "cpu":
-                        gl.load(depth, parent, qa[:size], level)
+                        gl.load(depth, parent, q[fs:fs + size], level)
                         on = "gpu"
                     t1 = time.perf_counter()
                     kind, nlev = gl.step()
@@ -257,16 +261,18 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                     continue
                 if on == "gpu":             # the state comes back to the SSD path
                     gl.store(depth, parent)
-                    f = gl.frontier_host()
+                    f = gl.frontier_host()       # vertices none of the queued levels holds
+                    fs = qend
                     size = len(f)
-                    qa[:size] = f
+                    q[fs:fs + size] = f
+                    qend = fs + size
                     _visited_from_depth(depth, visited)
                     if up:
                         unvisited_cost = em.pull_cost(depth < 0)
                     on = "cpu"
-            tail[0] = 0
-            state = (visited, front, depth, parent, qb, tail, cur, np.int64(level))
-            frontier = qa[:size]
+            tail[0] = fs + size                  # the next level goes behind this one
+            state = (visited, front, depth, parent, q, tail, cur, np.int64(level))
+            frontier = q[fs:fs + size]
 
             def unvisited():
                 _mark_unvisited(depth, deg_in, d_in, mask)
@@ -276,7 +282,9 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             st = em.edge_map(state, frontier, push=VISIT, pull=ADOPT,
                              pull_mask=unvisited if up else None,
                              pull_cost=unvisited_cost if up else None, force=force)
-            size = int(squeeze(qb, tail, cur))
+            fs += size
+            size = int(squeeze_from(q, tail, cur, fs))
+            qend = fs + size
             st["level"] = level
             st["found"] = size
             st["device"] = "cpu"
@@ -284,9 +292,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             if progress is not None:
                 progress(st)
             if up:
-                unvisited_cost -= em.models[em.pull_dir].lists(deg_in, qb[:size], capped=False,
+                unvisited_cost -= em.models[em.pull_dir].lists(deg_in, q[fs:fs + size], capped=False,
                                                                diff=d_in)
-            qa, qb = qb, qa
             level += 1
         if on == "gpu":
             hyb[0].store(depth, parent)

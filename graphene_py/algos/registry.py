@@ -62,7 +62,7 @@ class Entry:
 
 ENTRIES = {e.name: e for e in (
     Entry("bfs", "bfs", "Breadth-first search from one source (direction-optimizing).",
-          state=(24, 0), auto_cache=False),
+          state=(20, 0), auto_cache=False),
     Entry("pagerank", "pagerank",
           "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
           {"variant": "delta"}, state=(25, 0), temp=0),

@@ -68,11 +68,13 @@ def merge(target: np.ndarray, rule: str, changes) -> None:
 
 def merge_queues(ids: np.ndarray, tail: np.ndarray, cur: np.ndarray, pieces) -> int:
     """Put the union of the pieces' queued vertices (sorted, each once: two nodes may both claim
-    a vertex) into a NextQueue's slots, so that its squeeze/close returns their count."""
+    a vertex) into a NextQueue's slots from tail[0] on (0, or where a queue that holds every
+    level starts this one: queue.squeeze_from), so that its squeeze returns their count."""
     from ..partition.partitioner import sorted_unique
     got = [p for p in pieces if len(p)]
     u = sorted_unique(np.concatenate(got).astype(np.int64)) if got else np.zeros(0, np.int64)
-    ids[:len(u)] = u
-    tail[0] = len(u)
+    t0 = int(tail[0])
+    ids[t0:t0 + len(u)] = u
+    tail[0] = t0 + len(u)
     cur[:] = 0
     return len(u)

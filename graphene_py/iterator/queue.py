@@ -33,18 +33,26 @@ def push(ids, tail, cur, tid, u):
 @njit(cache=True)
 def squeeze(ids, tail, cur):
     """Drop every thread's unfilled slots; returns the queue's size (ids[:size])."""
+    return squeeze_from(ids, tail, cur, 0)
+
+
+@njit(cache=True)
+def squeeze_from(ids, tail, cur, start):
+    """squeeze() for a queue appended from ids[start] on (tail[0] was start when the superstep
+    began): returns its size, ids[start:start + size]. One array then holds every level of a BFS
+    one after the other (each vertex enters once: n slots, plus one block per thread)."""
     t = tail[0]
     for k in range(cur.shape[0]):
         for j in range(cur[k, 0], cur[k, 1]):
             ids[j] = -1
         cur[k, 0] = 0
         cur[k, 1] = 0
-    m = 0
-    for j in range(t):
+    m = start
+    for j in range(start, t):
         if ids[j] >= 0:
             ids[m] = ids[j]
             m += 1
-    return m
+    return m - start
 
 
 class NextQueue:
