@@ -46,6 +46,9 @@ _READY = {"seconds": None}
 _PATCH = {"installed": False, "fallbacks": 0, "saved": False}
 #: (module, qualname, pickled signature) of every graphene_py kernel loaded or compiled here
 _USED = {}
+#: (id of a dispatcher's cache, signature) -> its compiled overload, loaded by prepare() and not
+#: yet asked for by the dispatcher (kept alive with the dispatcher: module-level kernels)
+_PREPARED = {}
 #: generated kernels' modules (iterator/specialize.py); recorded as GENERATED_PREFIX + template
 GENERATED_PREFIX = "graphene_py._kernels."
 #: generated module name -> (template, is_active "module.name", compute "module.name"), filled
@@ -82,6 +85,9 @@ def _install_locked() -> bool:
         # what numba's own load_overload does, less the refresh: the runtime (NRT) must be up
         # before machine code that calls it is linked in
         _record(getattr(self, "_py_func", None), sig)
+        ready = _PREPARED.pop(_prepared_key(self, sig), None)
+        if ready is not None:           # loaded ahead by prepare(): this run asks for it now
+            return ready
         try:
             rtsys.initialize(target_context)
             with self._guard_against_spurious_io_errors():
@@ -132,6 +138,35 @@ def _refresh(cpu_target, blas):
             del sys.modules[key]
 
 
+def _prepared_key(cache, sig):
+    try:
+        return (id(cache), tuple(sig))
+    except TypeError:           # a Signature object (explicitly typed @njit): never prepared
+        return (id(cache), None)
+
+
+def prepare(disp, sig) -> bool:
+    """Load disp's overload for sig from numba's on-disk cache now (the expensive part: reading,
+    unpickling, linking the machine code) and keep it until the dispatcher itself asks for it:
+    the run's first call then takes it at once (and only then is it recorded as used, so a stale
+    preload list shrinks to what runs use). True when it is ready (or already installed); False,
+    doing nothing, when the cache lacks it: compiling stays with the thread that needs it."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.runtime import rtsys
+    cache = disp._cache
+    key = _prepared_key(cache, sig)
+    with global_compiler_lock:
+        if disp.overloads.get(tuple(sig)) is not None or key in _PREPARED:
+            return True
+        rtsys.initialize(disp.targetctx)
+        with cache._guard_against_spurious_io_errors():
+            cres = cache._load_overload(sig, disp.targetctx)
+            if cres is not None:
+                _PREPARED[key] = cres
+                return True
+        return False
+
+
 def installed() -> bool:
     """Whether cached kernels load without the refresh in this process (lazy_refresh())."""
     return _PATCH["installed"]
@@ -156,15 +191,17 @@ def _record(py_func, sig):
             return
         mod, qual = GENERATED_PREFIX + spec[0], spec[1] + "|" + spec[2]
     try:
-        key = (mod, qual, base64.b64encode(pickle.dumps(tuple(sig))).decode("ascii"))
+        key = (mod, qual, str(tuple(sig)))     # pickles differ between processes (type codes)
+        if key not in _USED:
+            _USED[key] = base64.b64encode(pickle.dumps(tuple(sig))).decode("ascii")
     except Exception:      # noqa: BLE001 - an unpicklable signature is just not preloaded
         return
-    _USED.setdefault(key, None)
 
 
 def used() -> list:
-    """[module, qualname, signature] of every graphene_py kernel loaded or compiled so far."""
-    return [list(k) for k in _USED]
+    """[module, qualname, pickled signature] of every graphene_py kernel loaded or compiled so
+    far, in the order of their first use."""
+    return [[m, q, p] for (m, q, _), p in _USED.items()]
 
 
 def kernel_cache_dir() -> str:

@@ -6,8 +6,10 @@ what they check (which numba modules a process imports, what its first trial loa
 once per process."""
 from __future__ import annotations
 
+import base64
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -214,16 +216,16 @@ def test_save_preload_keeps_the_last_runs_kernels_once_per_process(tmp_path, mon
     from graphene_py import jit
     monkeypatch.setenv("GRAPHENE_KERNEL_CACHE", str(tmp_path / "kernels"))
     monkeypatch.setattr(jit, "_PATCH", dict(jit._PATCH, saved=False))
-    monkeypatch.setattr(jit, "_USED", {("graphene_py.a", "f", "s1"): None})
+    monkeypatch.setattr(jit, "_USED", {("graphene_py.a", "f", "S1"): "s1"})
     jit.save_preload("k")
     assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
-    monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "s2"): None})
+    monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "S2"): "s2"})
     jit.save_preload("k")                                   # the same process: not again
     assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
     monkeypatch.setattr(jit, "_PATCH", dict(jit._PATCH, saved=False))   # as a new process
     monkeypatch.setattr(jit, "PRELOAD_MAX", 1)
-    monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "s2"): None,
-                                       ("graphene_py.c", "h", "s3"): None})
+    monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "S2"): "s2",
+                                       ("graphene_py.c", "h", "S3"): "s3"})
     jit.save_preload("k")
     assert json.load(open(jit.preload_path("k"))) == [["graphene_py.b", "g", "s2"]]
     assert not [x for x in os.listdir(os.path.dirname(jit.preload_path("k")))
@@ -249,3 +251,28 @@ def test_preload_imports_the_modules_it_names_on_the_calling_thread():
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.split() == ["False", "True", "True"], p.stdout
+
+
+def test_a_kernel_the_run_never_calls_leaves_the_preload_list(small, tmp_path):
+    """Preloaded kernels count as used only when the run calls them (jit.prepare keeps them until
+    the dispatcher asks), so a kernel of another algorithm put into a run's list is loaded once,
+    not saved again: the list follows what runs use instead of growing with what they loaded."""
+    _graphene(tmp_path, "run", "spmv", "--graph", "pl", "--memory", "none")
+    # twice: the first run compiles, and compiling loads the user functions the generated
+    # kernels inline, which later runs never ask for (so the second list drops them)
+    for _ in range(2):
+        _graphene(tmp_path, "run", "wcc", "--graph", "pl", "--memory", "none")
+    pre = tmp_path / "cache" / "preload"
+    spmv = json.load(open(pre / "spmv-d-id4-ssd.json"))
+    wcc_path = pre / "wcc-d-id4-ssd.json"
+    wcc = json.load(open(wcc_path))
+    foreign = [e for e in spmv if e not in wcc and e[0].startswith("graphene_py._kernels.")]
+    assert foreign, (spmv, wcc)
+    json.dump(wcc + foreign, open(wcc_path, "w"))
+    out, _ = _graphene(tmp_path, "run", "wcc", "--graph", "pl", "--memory", "none", "--json")
+    assert _json(out)["setup"]["kernels_loaded"] == len(wcc) + len(foreign)
+    again = json.load(open(wcc_path))
+
+    def kernels(entries):          # (module, name, signature): pickles differ between processes
+        return sorted((m, q, str(pickle.loads(base64.b64decode(p)))) for m, q, p in entries)
+    assert kernels(again) == kernels(wcc) and not set(kernels(foreign)) & set(kernels(again))

@@ -3,9 +3,11 @@
 `graphene run` saves which kernels a run loaded or compiled (jit.save_preload: module, name and
 numba signature, per algorithm, its flags and kind of dataset); `preload(key)` in the next
 process imports the modules they live in on the calling thread, then loads them from numba's
-on-disk cache on a thread of its own while the caller opens the dataset. An entry whose kernel is
-not in numba's cache (stale, never compiled with that signature) is skipped, never compiled
-there: the trial then loads or compiles it as it always did.
+on-disk cache on a thread of its own while the caller opens the dataset (jit.prepare: the
+dispatcher takes a loaded kernel when the run first calls it, which is when it counts as used;
+a kernel of the list the run never calls is not saved again). An entry whose kernel is not in
+numba's cache (stale, never compiled with that signature) is skipped, never compiled there: the
+trial then loads or compiles it as it always did.
 """
 from __future__ import annotations
 
@@ -29,22 +31,6 @@ def _dispatcher(mod, qual):
         m = sys.modules.get(mod)
         d = getattr(m, qual, None) if m is not None else None
     return d if hasattr(d, "_cache") and hasattr(d, "overloads") else None
-
-
-def _load_cached(disp, sig) -> bool:
-    """disp's overload for sig from numba's on-disk cache, as Dispatcher.compile does it; False
-    (nothing done) when it is not there: compiling stays with the thread that needs it."""
-    from numba.core.compiler_lock import global_compiler_lock
-    with global_compiler_lock:
-        if disp.overloads.get(tuple(sig)) is not None:
-            return True
-        cres = disp._cache.load_overload(sig, disp.targetctx)
-        if cres is None:
-            return False
-        if not cres.objectmode:
-            disp.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-        disp.add_overload(cres)
-        return True
 
 
 def _import_modules(entries):
@@ -84,7 +70,7 @@ class Preload:
         for mod, qual, sig in self.entries:
             try:
                 disp = _dispatcher(mod, qual)
-                ok = disp is not None and _load_cached(disp, pickle.loads(base64.b64decode(sig)))
+                ok = disp is not None and jit.prepare(disp, pickle.loads(base64.b64decode(sig)))
             except Exception:      # noqa: BLE001 - stale entry: the trial loads what it needs
                 ok = False
             if ok:
