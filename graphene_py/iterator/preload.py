@@ -1,7 +1,7 @@
 """Kernels the last run used, loaded before the first trial (see graphene_py/jit.py).
 
-`graphene run` saves which kernels a run loaded or compiled (jit.save_preload: module, name and
-numba signature, per algorithm, its flags and kind of dataset); `preload(key)` in the next
+`graphene run` saves which kernels a run called (jit.save_preload: module, name and numba
+signature, per algorithm, its flags, its cache and kind of dataset); `preload(key)` in the next
 process imports the modules they live in on the calling thread, then loads them from numba's
 on-disk cache on a thread of its own while the caller opens the dataset (jit.prepare: the
 dispatcher takes a loaded kernel when the run first calls it, which is when it counts as used;
@@ -20,6 +20,7 @@ import time
 
 from .. import jit
 from .specialize import generated_kernel
+
 
 def _dispatcher(mod, qual):
     """The dispatcher an entry names, if its module is imported already (Preload imports them on
