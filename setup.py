@@ -25,7 +25,7 @@ setup(
                  "matplotlib>=3.7", "ray>=2.9", "pyarrow>=12"],
     },
     entry_points={
-        "console_scripts": ["graphene=graphene_py.cli:main"],
+        "console_scripts": ["graphene=graphene_py.cli:run_cli"],
         # NetworkX dispatches its functions to graphene_py (graphene_py/nx_backend.py)
         "networkx.backends": ["graphene = graphene_py.nx_backend:backend"],
         "networkx.backend_info": ["graphene = graphene_py.nx_backend:info"],

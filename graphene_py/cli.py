@@ -77,6 +77,39 @@ def main(ctx, debug):
     ctx.obj["debug"] = debug
 
 
+def run_cli():
+    """The `graphene` command: main(), then out of the process at once. The interpreter's own
+    teardown (collecting every module, numba's and LLVM's objects) took 0.16-0.27 s after the
+    work was done (BENCHMARKS.md, "No per-process tax"); here the atexit handlers run (logging,
+    temporary folders, Ray), stdout and stderr are flushed, and the process exits with the code
+    main() gave. Output files are complete before that (written and renamed into place)."""
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    _exit_now(code)
+
+
+def _exit_now(code):
+    import atexit
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):            # sys.exit("message"): printed, status 1
+        _say_err(str(code))
+        code = 1
+    run = getattr(atexit, "_run_exitfuncs", None)
+    if run is None:                            # not CPython: the ordinary way out
+        sys.exit(code)
+    run()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):          # a reader that went away: nothing left to say
+            pass
+    os._exit(code)
+
+
 def _register():
     # partition / info / list (dataset commands) and run / bench (algorithm commands).
     from . import cli_cluster, cli_dataset, cli_device, cli_run

@@ -153,3 +153,39 @@ def test_setup_is_reported_before_the_first_trial_and_in_json(tmp_path):
     r = CliRunner().invoke(main, ["run", "bfs", "--graph", "s", "--src", "0", "--json"])
     out = json.loads(r.output.strip().splitlines()[-1])
     assert out["setup"]["seconds"] >= out["setup"]["open_seconds"] >= 0
+
+
+_ENTRY = "from graphene_py.cli import run_cli; run_cli()"
+
+
+def _entry(tmp_path, *args, code=_ENTRY):
+    import subprocess
+    import sys
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=str(tmp_path))
+
+
+def test_the_console_entry_keeps_exit_codes_and_output(ds, tmp_path):
+    """`graphene` leaves through os._exit after its atexit handlers and a flush (the interpreter's
+    teardown cost ~0.2 s): the exit codes, a piped stdout (complete JSON) and stderr stay what
+    click and the error handler made them."""
+    r = _entry(tmp_path, "run", "bfs", "--graph", "pl", "--src", "0", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1])["trials"][0]["n_reached"] > 0
+    r = _entry(tmp_path, "run", "bfs", "--graph", "pl", "--bogus")
+    assert r.returncode == 2 and "No such option" in r.stderr
+    r = _entry(tmp_path, "run", "bfs", "--graph", str(tmp_path / "nothing-here"))
+    assert r.returncode == 1 and r.stderr.startswith("Error: ")
+    r = _entry(tmp_path, "--version")
+    assert r.returncode == 0 and "version 0.1.0" in r.stdout
+
+
+def test_the_console_entry_runs_atexit_handlers_before_it_leaves(tmp_path):
+    marker = tmp_path / "ran"
+    code = (f"import atexit; atexit.register(lambda: open({str(marker)!r}, 'w').write('x')); "
+            "import sys; from graphene_py import cli; print('out'); "
+            "sys.exit(cli._exit_now('a message'))")
+    r = _entry(tmp_path, code=code)
+    assert r.returncode == 1 and r.stdout == "out\n" and "a message" in r.stderr
+    assert marker.read_text() == "x"
