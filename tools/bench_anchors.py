@@ -228,11 +228,12 @@ def trees(a):
 
 def tree_command(path):
     """graphene from a source tree (e.g. `git archive` of an earlier commit with its extension
-    built in place), in the same interpreter, run as `graphene` is. The tree goes first on
+    built in place), in the same interpreter, run as its `graphene` command is (its console entry:
+    run_cli, or main in trees from before it). The tree goes first on
     sys.path (before `-c`'s working directory, which may hold another graphene_py)."""
     return [sys.executable, "-c",
             f"import sys; sys.path[0:0] = [{path!r}]; sys.argv[0] = 'graphene'; "
-            "from graphene_py.cli import main; main()"]
+            "from graphene_py import cli; getattr(cli, 'run_cli', cli.main)()"]
 
 
 def summary(res) -> str:
