@@ -82,25 +82,30 @@ def _install_locked() -> bool:
         return False
 
     def load_overload(self, sig, target_context):
-        # what numba's own load_overload does, less the refresh: the runtime (NRT) must be up
-        # before machine code that calls it is linked in
+        # what numba's own load_overload does, less the refresh (_load)
         _record(getattr(self, "_py_func", None), sig)
         ready = _PREPARED.pop(_prepared_key(self, sig), None)
         if ready is not None:           # loaded ahead by prepare(): this run asks for it now
             return ready
         try:
-            rtsys.initialize(target_context)
-            with self._guard_against_spurious_io_errors():
-                return self._load_overload(sig, target_context)
+            return _load(self, sig, target_context)
         except Exception:      # noqa: BLE001 - never worse than numba's own path
             _PATCH["fallbacks"] += 1
             return orig(self, sig, target_context)
 
     load_overload.__doc__ = orig.__doc__
-    load_overload._graphene_lazy = True
     cls.load_overload = load_overload
     _PATCH["installed"] = True
     return True
+
+
+def _load(cache, sig, target_context):
+    """The compiled overload for sig from cache's files (None when they lack it), without the
+    refresh: the runtime (NRT) must be up before machine code that calls it is linked in."""
+    from numba.core.runtime import rtsys
+    rtsys.initialize(target_context)
+    with cache._guard_against_spurious_io_errors():
+        return cache._load_overload(sig, target_context)
 
 
 def ready(blas: bool = True) -> float:
@@ -152,19 +157,16 @@ def prepare(disp, sig) -> bool:
     preload list shrinks to what runs use). True when it is ready (or already installed); False,
     doing nothing, when the cache lacks it: compiling stays with the thread that needs it."""
     from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.runtime import rtsys
     cache = disp._cache
     key = _prepared_key(cache, sig)
     with global_compiler_lock:
         if disp.overloads.get(tuple(sig)) is not None or key in _PREPARED:
             return True
-        rtsys.initialize(disp.targetctx)
-        with cache._guard_against_spurious_io_errors():
-            cres = cache._load_overload(sig, disp.targetctx)
-            if cres is not None:
-                _PREPARED[key] = cres
-                return True
-        return False
+        cres = _load(cache, sig, disp.targetctx)
+        if cres is None:
+            return False
+        _PREPARED[key] = cres
+        return True
 
 
 def installed() -> bool:
