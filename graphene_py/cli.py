@@ -79,7 +79,7 @@ def main(ctx, debug):
 
 def run_cli():
     """The `graphene` command: main(), then out of the process at once. The interpreter's own
-    teardown (collecting every module, numba's and LLVM's objects) took 0.16-0.27 s after the
+    teardown (collecting every module, numba's and LLVM's objects) took 0.11-0.17 s after the
     work was done (BENCHMARKS.md, "No per-process tax"); here the atexit handlers run (logging,
     temporary folders, Ray), stdout and stderr are flushed, and the process exits with the code
     main() gave. Output files are complete before that (written and renamed into place)."""

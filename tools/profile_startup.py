@@ -7,7 +7,9 @@ Runs the command in a fresh interpreter (from FOLDER, a source tree, when given;
 installed package), `--cold` after `sync; echo 3 > drop_caches` (root), and prints, per run, the
 seconds since the process was started at which it had: the interpreter up, numpy imported, numba
 imported, graphene_py's CLI imported, and the command done; with the command's own `setup` and
-`Trial 1` lines (setup: numba's target, offsets, IO pool, the kernels loaded beside them).
+`Trial 1` lines (setup: numba's target, offsets, IO pool, the kernels loaded beside them). The
+run's wall minus `done` is what leaving costs: as `graphene` leaves, or with `--teardown` through
+the interpreter's own teardown.
 """
 from __future__ import annotations
 
@@ -34,15 +36,18 @@ import numpy
 mark("numpy")
 import numba
 mark("numba")
-from graphene_py.cli import main
+from graphene_py import cli
 mark("cli")
 sys.argv = ["graphene"] + sys.argv[1:]
+code = 0
 try:
-    main()
-except SystemExit:
-    pass
+    cli.main()
+except SystemExit as e:
+    code = e.code
 mark("done")
 print("STAMPS " + " ".join(f"{w}={t:.3f}" for w, t in marks), file=sys.stderr)
+if os.environ.get("STARTUP_EXIT") != "teardown" and hasattr(cli, "_exit_now"):
+    cli._exit_now(code)             # as the `graphene` command leaves (cli.run_cli)
 """
 
 
@@ -52,12 +57,17 @@ def main(argv=None):
     ap.add_argument("--cold", action="store_true", help="drop the page cache before each run")
     ap.add_argument("--tree", default=None, help="run graphene_py from this source tree")
     ap.add_argument("-n", type=int, default=3)
+    ap.add_argument("--teardown", action="store_true",
+                    help="leave through the interpreter's own teardown instead of the way the "
+                         "`graphene` command leaves (its wall minus 'done' is what that costs)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- graphene arguments")
     a = ap.parse_args(argv)
     cmd = [x for x in a.command if x != "--"] or ["--help"]
     env = dict(os.environ)
     if a.tree:
         env["STARTUP_TREE"] = os.path.abspath(a.tree)
+    if a.teardown:
+        env["STARTUP_EXIT"] = "teardown"
     for i in range(a.n):
         if a.cold and not ab_runs.drop_caches():
             print("could not drop the page cache (root needed)", file=sys.stderr)
