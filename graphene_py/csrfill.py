@@ -3,7 +3,7 @@ copied to their vertex's slot in one pass, behind the pieces of the columns befo
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -22,7 +22,7 @@ import os
 import zlib
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 from .errors import DatasetError
 

@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _READY = {"seconds": None}
 _PATCH = {"installed": False, "fallbacks": 0, "saved": False}
 #: (module, qualname, pickled signature) of every graphene_py kernel loaded or compiled here
@@ -56,6 +56,120 @@ GENERATED_PREFIX = "graphene_py._kernels."
 GENERATED = {}
 #: most kernels kept in one preload list
 PRELOAD_MAX = 96
+
+
+# -- numba imported when a kernel is first needed ------------------------------------------------
+
+#: every _Lazy made before numba was imported, in the order they were made
+_LAZY = []
+_MAT = {"done": False, "seconds": 0.0}
+_MAT_LOCK = _LOCK        # one lock: ready() makes the kernels while it holds it
+
+
+class _Lazy:
+    """A numba object (an @njit dispatcher, an intrinsic) that is made when numba is first needed:
+    importing numba costs 0.3-0.9 s of a fresh process, which a command that compiles nothing (a
+    small graph's whole-graph path, `graphene info`, `--help`) should not pay. Calling one, or
+    reading any attribute numba's dispatchers have, imports numba and makes every pending object
+    (materialize()); the module globals that named them then name the real objects."""
+
+    def __init__(self, factory, like=None):
+        self._factory = factory
+        self._real = None
+        self.__wrapped__ = like
+        self.__name__ = getattr(like, "__name__", "kernel")
+        self.__qualname__ = getattr(like, "__qualname__", self.__name__)
+        self.__module__ = getattr(like, "__module__", __name__)
+        self.__doc__ = getattr(like, "__doc__", None)
+
+    def __call__(self, *args, **kwargs):
+        return real(self)(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(real(self), name)
+
+    def __repr__(self):
+        state = "made" if self._real is not None else "pending numba"
+        return f"<{self.__module__}.{self.__qualname__} ({state})>"
+
+
+def lazy(factory, like=None):
+    """`factory()` (which imports numba) now when numba is in use, else a _Lazy standing for it."""
+    if _MAT["done"]:
+        return factory()
+    lz = _Lazy(factory, like)
+    with _MAT_LOCK:
+        if _MAT["done"]:
+            return factory()
+        _LAZY.append(lz)
+    return lz
+
+
+def njit(*args, **options):
+    """numba.njit, made when numba is first needed (`@njit`, `@njit(cache=True, ...)`)."""
+    if len(args) == 1 and callable(args[0]) and not options:
+        fn = args[0]
+        return lazy(lambda: __import__("numba").njit(fn), fn)
+    if args:
+        raise TypeError("graphene_py.jit.njit takes options only (no explicit signatures)")
+
+    def deco(fn):
+        return lazy(lambda: __import__("numba").njit(**options)(fn), fn)
+    return deco
+
+
+def intrinsic(fn):
+    """numba.extending.intrinsic, made when numba is first needed."""
+    def make():
+        from numba.extending import intrinsic as _intrinsic
+        return _intrinsic(fn)
+    return lazy(make, fn)
+
+
+def real(obj):
+    """The numba object a _Lazy stands for (importing numba and making it); obj itself otherwise."""
+    if type(obj) is not _Lazy:
+        return obj
+    if obj._real is None:
+        materialize()
+    return obj._real
+
+
+def materialized() -> bool:
+    """Whether numba has been imported for graphene_py's kernels in this process."""
+    return _MAT["done"]
+
+
+def materialize() -> float:
+    """Import numba and make every pending kernel and intrinsic, then point the graphene_py
+    modules' globals at them (numba resolves a kernel's callees through its module's globals).
+    Idempotent; returns the seconds it took (0.0 when done before)."""
+    if _MAT["done"]:
+        return 0.0
+    with _MAT_LOCK:
+        if _MAT["done"]:
+            return 0.0
+        t0 = time.perf_counter()
+        from numba.extending import typeof_impl
+
+        @typeof_impl.register(_Lazy)
+        def _typeof_lazy(val, c):          # one held in a container and missed below
+            return typeof_impl(real(val), c)
+
+        _install_locked()           # their cached code loads without the registries' refresh
+        for lz in _LAZY:
+            lz._real = lz._factory()
+        _MAT["done"] = True
+        for name, mod in list(sys.modules.items()):
+            if mod is None or not (name == "graphene_py" or name.startswith("graphene_py.")):
+                continue
+            d = getattr(mod, "__dict__", None) or {}
+            for k, v in list(d.items()):
+                if type(v) is _Lazy:
+                    d[k] = v._real
+        _LAZY.clear()
+        _MAT["seconds"] = time.perf_counter() - t0
+        return _MAT["seconds"]
 
 
 def lazy_refresh() -> bool:
@@ -115,6 +229,7 @@ def ready(blas: bool = True) -> float:
         if _READY["seconds"] is not None:
             return 0.0
         t0 = time.perf_counter()
+        materialize()
         from numba.core.registry import cpu_target
         if _install_locked():
             cpu_target.target_context        # noqa: B018 - creates the code generator

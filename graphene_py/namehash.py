@@ -2,11 +2,11 @@
 of a label table (names.py): numba kernels, loaded only where names are used."""
 from __future__ import annotations
 
-import numba as nb
+from .jit import njit
 import numpy as np
 
 
-@nb.njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _mix(h):
     """MurmurHash3's 64-bit finalizer: every bit of h moves the low bits (the table slots)."""
     h ^= h >> np.uint64(33)
@@ -17,7 +17,7 @@ def _mix(h):
     return h
 
 
-@nb.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def hash_name(buf):
     """A 64-bit hash of a name (FNV-1a 64, mixed): the index of names.Labels sorts by it."""
     h = np.uint64(0xCBF29CE484222325)
@@ -26,7 +26,7 @@ def hash_name(buf):
     return _mix(h)
 
 
-@nb.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def hash_lines(buf, off):
     """hash_name of every line buf[off[i]:off[i+1]-1] of a label table."""
     n = off.shape[0] - 1

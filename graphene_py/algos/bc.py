@@ -24,7 +24,7 @@ import time
 
 import click
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..errors import GrapheneError
 from ..iterator.atomics import atomic_cas, atomic_fadd

@@ -33,7 +33,7 @@ import time
 
 import click
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .. import config
 from ..errors import GrapheneError

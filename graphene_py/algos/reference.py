@@ -3,7 +3,7 @@ enough to be obviously right, independent of the engine, the partitions and the 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 
 @njit(cache=True)

@@ -23,7 +23,7 @@ import time
 
 import click
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..errors import GrapheneError
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 
 from .common import Result, vertex_dtype

@@ -25,11 +25,8 @@ numba ``nogil`` so several partitions can be marked from several threads.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
-
 from .. import config
+from ..jit import intrinsic, njit
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
@@ -40,6 +37,7 @@ _U6 = np.uint64(6)
 @intrinsic
 def popcount64(typingctx, x):
     """Number of set bits of a uint64 (LLVM ctpop: one instruction on x86-64 with POPCNT)."""
+    from numba import types
     sig = types.uint64(types.uint64)
 
     def codegen(context, builder, signature, args):
@@ -51,9 +49,11 @@ def popcount64(typingctx, x):
 @intrinsic
 def ctz64(typingctx, x):
     """Index of the lowest set bit of a non-zero uint64 (LLVM cttz)."""
+    from numba import types
     sig = types.uint64(types.uint64)
 
     def codegen(context, builder, signature, args):
+        from llvmlite import ir
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
 
     return sig, codegen

@@ -24,7 +24,7 @@ direction (marking included): what IoIterator runs before each superstep.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .. import config
 from .bitmap import (_check_block_size, ctz64, mark_queue, mark_scan, new_bitmap, popcount64,

@@ -22,18 +22,21 @@ release sequence).
 """
 from __future__ import annotations
 
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from ..jit import intrinsic
+
+# numba's typing and code generation are imported inside the intrinsics: they run when a kernel
+# that calls one is compiled, by when numba is in use (graphene_py.jit imports it on demand)
 
 
 def _ptr(context, builder, aryty, ary, idx):
+    from numba.core import cgutils
     a = context.make_array(aryty)(context, builder, ary)
     return cgutils.get_item_pointer(context, builder, aryty, a, [idx])
 
 
 @intrinsic
 def atomic_cas(typingctx, ary, idx, expected, new):
+    from numba import types
     if not isinstance(ary, types.Array) or not isinstance(ary.dtype, types.Integer):
         return None
     dt = ary.dtype
@@ -48,13 +51,13 @@ def atomic_cas(typingctx, ary, idx, expected, new):
     return sig, codegen
 
 
-def _rmw(op, ordering="monotonic", kind=types.Integer):
+def _rmw(op, ordering="monotonic", kind="Integer"):
     """An intrinsic f(arr, i, val) -> old value: LLVM `atomicrmw op` on arr[i] with `ordering`, for
-    arrays whose dtype is a `kind` (op "min" becomes "umin" on unsigned integers)."""
+    arrays whose dtype is a numba `types.<kind>` (op "min" becomes "umin" on unsigned integers)."""
 
-    @intrinsic
     def rmw(typingctx, ary, idx, val):
-        if not isinstance(ary, types.Array) or not isinstance(ary.dtype, kind):
+        from numba import types
+        if not isinstance(ary, types.Array) or not isinstance(ary.dtype, getattr(types, kind)):
             return None
         dt = ary.dtype
         sig = dt(ary, types.intp, dt)
@@ -67,19 +70,20 @@ def _rmw(op, ordering="monotonic", kind=types.Integer):
 
         return sig, codegen
 
-    return rmw
+    return intrinsic(rmw)
 
 
 atomic_add = _rmw("add")
 atomic_min = _rmw("min")
 atomic_or = _rmw("or")
-atomic_fadd = _rmw("fadd", "acq_rel", types.Float)
+atomic_fadd = _rmw("fadd", "acq_rel", "Float")
 atomic_add_acq_rel = _rmw("add", "acq_rel")
 
 
 @intrinsic
 def atomic_add2(typingctx, ary, i, j, val):
     """atomic_add on a 2-D integer array element (fetch-and-add, monotonic; returns the old value)."""
+    from numba import types
     if not (isinstance(ary, types.Array) and ary.ndim == 2 and isinstance(ary.dtype, types.Integer)):
         return None
     sig = ary.dtype(ary, types.intp, types.intp, ary.dtype)
@@ -88,6 +92,7 @@ def atomic_add2(typingctx, ary, i, j, val):
         arr, ii, jj, v = args
         aty = signature.args[0]
         a = context.make_array(aty)(context, builder, arr)
+        from numba.core import cgutils
         ptr = cgutils.get_item_pointer(context, builder, aty, a, [ii, jj])
         return builder.atomic_rmw("add", ptr, v, "monotonic")
 
@@ -98,6 +103,7 @@ def atomic_add2(typingctx, ary, i, j, val):
 def float_bits(typingctx, x):
     """The IEEE-754 bits of a float64 as an int64. For non-negative floats (and +inf) the bits
     order as the values do, so atomic_min on an int64 view of a float64 array is a float min."""
+    from numba import types
     if not isinstance(x, types.Float) or x.bitwidth != 64:
         return None
     from llvmlite import ir

@@ -17,7 +17,7 @@ adjacency bytes (a dense superstep streams each file once).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .. import config
 

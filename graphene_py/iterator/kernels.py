@@ -13,7 +13,7 @@ for the in-memory path, so both run the very same code.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .atomics import atomic_add
 

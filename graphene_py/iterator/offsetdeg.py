@@ -11,7 +11,7 @@ no O(|V|) degree array at all. `RowGroups(it)` describes the rows; in a kernel:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 
 @njit(inline="always")

@@ -12,7 +12,7 @@ its visited bit; betweenness: a compare-and-swap on its depth).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .atomics import atomic_add
 

@@ -13,7 +13,7 @@ import threading
 import zlib
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .. import integrity as _ig
 from ..errors import GrapheneError

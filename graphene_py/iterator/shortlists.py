@@ -22,7 +22,7 @@ entries (4 bytes each for 32-bit IDs).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .memory import Side, track
 

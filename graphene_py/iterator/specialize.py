@@ -30,8 +30,6 @@ import tempfile
 import threading
 import types
 
-import numba
-
 from .. import jit
 from . import kernels as K
 
@@ -45,8 +43,10 @@ def cache_dir() -> str:
 
 def _importable(fn):
     """(module name, attribute name, module file) when `fn` can be imported by name, else None."""
+    from numba.core.registry import CPUDispatcher
+    fn = jit.real(fn)
     py = getattr(fn, "py_func", None)
-    if py is None or not isinstance(fn, numba.core.registry.CPUDispatcher):
+    if py is None or not isinstance(fn, CPUDispatcher):
         return None
     modname, qual = py.__module__, py.__qualname__
     if not modname or modname == "__main__" or "<" in qual or "." in qual:
@@ -120,7 +120,8 @@ def kernel_name(a, c, template="process_batch") -> str:
     h = hashlib.sha1()
     for mod in (K, atomics, sys.modules[a[0]], sys.modules[c[0]]):
         _code_digest(h, mod)
-    h.update(f"{template}|{a[0]}.{a[1]}|{c[0]}.{c[1]}|{numba.__version__}|{sys.version}".encode())
+    from numba import __version__ as numba_version
+    h.update(f"{template}|{a[0]}.{a[1]}|{c[0]}.{c[1]}|{numba_version}|{sys.version}".encode())
     return f"gk_{h.hexdigest()[:20]}"
 
 

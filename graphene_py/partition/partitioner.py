@@ -28,7 +28,7 @@ import time
 from typing import Optional
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .. import config
 from ..errors import GrapheneError, InputFormatError

@@ -3,7 +3,7 @@ vertices to go kept in RAM within a budget; see the package docstring)."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from ...errors import GrapheneError
 from ...io.bitmap import ctz64

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2

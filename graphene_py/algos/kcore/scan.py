@@ -3,7 +3,7 @@ every alive vertex's out-list and counts its removed out-neighbours (see the pac
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from ...errors import GrapheneError
 from ...iterator.atomics import atomic_add as _add

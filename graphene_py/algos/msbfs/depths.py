@@ -10,7 +10,7 @@ the depths per source.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from ...io.bitmap import ctz64
 from ...iterator.memory import track

@@ -18,7 +18,7 @@ the pending changes r in the same two rows.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
 from ...iterator.edgemap import EdgeMap, Update

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from ...iterator.edgemap import EdgeMap
 from ...iterator.memory import track

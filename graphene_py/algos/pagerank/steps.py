@@ -3,7 +3,7 @@ contributions over in-lists; push: scatter shares along out-lists) and small hel
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from ...iterator.atomics import atomic_fadd as _fadd
 from ...iterator.edgemap import Update
