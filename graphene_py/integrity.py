@@ -48,6 +48,23 @@ def _first_decrease(off):
     return -1
 
 
+#: arrays up to this many entries are checked with numpy while numba is not imported (a small
+#: graph's whole-graph path never imports it: algos/small.py); larger ones by the kernels
+NUMPY_CHECK_MAX = 1 << 22
+
+
+def _numpy_checks(a) -> bool:
+    from . import jit
+    return not jit.materialized() and len(a) <= NUMPY_CHECK_MAX
+
+
+def _first_decrease_of(off) -> int:
+    if _numpy_checks(off):
+        bad = np.flatnonzero(off[1:] < off[:-1])
+        return int(bad[0]) + 1 if bad.size else -1
+    return _first_decrease(off)
+
+
 def check_offsets(p, off: np.ndarray, crc=None) -> None:
     """The offsets of partition p as loaded: CRC32 as recorded (of `off`'s bytes, which must then
     be the file's uint64s; or `crc`, computed while reading them), then structure."""
@@ -65,7 +82,7 @@ def check_offsets(p, off: np.ndarray, crc=None) -> None:
         return
     if int(off[0]) != 0:
         raise _damaged(p.off_path, f"first offset is {int(off[0])}, not 0 (byte offset 0)")
-    i = _first_decrease(off)
+    i = _first_decrease_of(off)
     if i >= 0:
         raise _damaged(p.off_path, f"offset {i} ({int(off[i])}) is below offset {i - 1} "
                                    f"({int(off[i - 1])}) (byte offset {8 * i})")
@@ -240,14 +257,24 @@ def check_array(p, kind: str, arr: np.ndarray) -> None:
     m = p.num_edges
     if not m:
         return
-    if kind == "adj":
+    if kind == "adj" and _numpy_checks(arr):
+        bad = np.flatnonzero((arr[:m] < p.col_lo) | (arr[:m] >= p.col_hi))
+        if bad.size:
+            i = int(bad[0])
+            raise _damaged(p.adj_path, f"neighbour ID {int(arr[i])} at byte offset {i * p.id_width} "
+                                       f"is outside this partition's range [{p.col_lo}, {p.col_hi})")
+    elif kind == "adj":
         mn, mx = _range_of(arr, 0, m)
         if mn < p.col_lo or mx >= p.col_hi:
             i = _first_outside(arr, 0, m, p.col_lo, p.col_hi)
             raise _damaged(p.adj_path, f"neighbour ID {int(arr[i])} at byte offset {i * p.id_width} "
                                        f"is outside this partition's range [{p.col_lo}, {p.col_hi})")
     else:
-        i = _nonfinite(arr, 0, m)
+        if _numpy_checks(arr):
+            bad = np.flatnonzero(~np.isfinite(arr[:m]))
+            i = int(bad[0]) if bad.size else -1
+        else:
+            i = _nonfinite(arr, 0, m)
         if i >= 0:
             raise _damaged(p.wgt_path, f"weight {arr[i]} at byte offset {4 * i} is not a finite "
                                        f"number")

@@ -2,6 +2,11 @@ import os
 
 import pytest
 
+# The suite's graphs are small, and small graphs run on numpy by default (algos/small.py): keep
+# them on the engine, which is what most tests are about; tests/test_small.py turns the small path
+# on and compares the two.
+os.environ["GRAPHENE_SMALL_EDGES"] = "0"
+
 
 @pytest.fixture(autouse=True)
 def _isolated_registry(tmp_path_factory, monkeypatch):

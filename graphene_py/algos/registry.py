@@ -190,7 +190,6 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     from . import common
     from .. import jit
     from ..names import resolve_options, vertex_names
-    jit.lazy_refresh()            # cached kernels load without numba's registries (jit.py)
     e = entry(name)
     opts = dict(e.fixed)
     opts.update(options)
@@ -208,9 +207,13 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
             raise GrapheneError("a cluster run is CPU only (--device gpu is for one machine)")
         device = "cpu"
     where, reason = _choose(name, device, graph, opts)
-    if where == "gpu":
+    from . import small
+    if small.eligible(name, graph, where):      # a small graph: whole in RAM, numpy only
+        res = small.run(name, graph, progress=progress, **opts)
+    elif where == "gpu":
         res = mod.run_gpu(graph, progress=progress, **opts)
     else:
+        jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)
         gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
         if where == "hybrid":
             res = mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
