@@ -189,7 +189,6 @@ def test_structural_checks_numpy_and_kernels_agree(tmp_path, monkeypatch, branch
     """integrity's checks of a whole file in RAM: numpy while numba is not imported (the small
     path), the kernels otherwise; the same errors either way, at the first bad entry."""
     from graphene_py import integrity, jit
-    monkeypatch.setitem(jit._MAT, "done", branch == "kernels")
     tg = graphs.uniform()
     d = str(tmp_path / "d")
     os.makedirs(d)
@@ -197,6 +196,7 @@ def test_structural_checks_numpy_and_kernels_agree(tmp_path, monkeypatch, branch
                          name="chk", force=True, register=False)
     p = g.parts("out")[0]
     p.checksums.clear()           # past the CRC32s: the structure itself is checked
+    monkeypatch.setitem(jit._MAT, "done", branch == "kernels")    # numba "not imported"
     off = np.fromfile(p.off_path, dtype="<u8")
     integrity.check_offsets(p, off)                      # intact: no error
     bad = off.copy()
