@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import jit as _jit
 from .cost import Model, pull_direction
 from .memory import track
 
@@ -61,6 +62,15 @@ class Update:
                                  f"(got {rule!r})")
         if self.queue and len(self.queue) != 3:
             raise ValueError("queue names three state slots: (ids, tail, cur)")
+
+    def __getattribute__(self, name):
+        # the kernels as numba made them: an Update built at import holds graphene_py.jit's
+        # stand-ins (numba is imported when a kernel is first needed), swapped here on first use
+        v = object.__getattribute__(self, name)
+        if name in ("is_active", "compute") and type(v) is _jit._Lazy:
+            v = _jit.real(v)
+            object.__setattr__(self, name, v)
+        return v
 
     def slots(self) -> list:
         """[(slot, combine, rows)] of the state the kernel writes (the queue apart); rows: a
