@@ -223,9 +223,9 @@ def _run(name, mod, kw):
         _PARTIAL.append(stream)
     run_rt = dict(runtime)
     mem_plan = None
-    where = registry.choose_device(name, device, graph, {**algo_opts, **run_rt})
+    run_on = registry.choose_device(name, device, graph, {**algo_opts, **run_rt})
     from .algos import small
-    small_run = small.eligible(name, graph, where)     # whole in RAM, numpy only: no cache
+    small_run = small.eligible(name, graph, run_on)    # whole in RAM, numpy only: no cache
     auto = memory is None or str(memory).lower() == "auto"
     if memory is not None and str(memory).lower() in ("auto", "none"):
         memory = None
@@ -279,7 +279,7 @@ def _run(name, mod, kw):
 
     pre_key = _preload_key(name, graph, in_memory, algo_opts, run_rt.get("cache") is not None)
     setup = (_prepare_small(graph) if small_run else
-             _prepare(graph, where, in_memory, run_rt, pre_key))
+             _prepare(graph, run_on, in_memory, run_rt, pre_key))
     if small_run:
         in_memory = True            # what the notices and the summary say about where data was
     kern = (f", {setup['kernels_loaded']} cached kernels loaded alongside"

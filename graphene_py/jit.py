@@ -88,6 +88,19 @@ class _Lazy:
     def __getattr__(self, name):
         return getattr(real(self), name)
 
+    @property
+    def _numba_type_(self):
+        # numba asks this first when it types a value: a stand-in left in a user's module (`from
+        # graphene_py.iterator import atomic_add` before any kernel ran) or in a container types
+        # as the object it stands for (a dispatcher; an intrinsic, through the typing context)
+        from numba.core.registry import cpu_target
+        obj, ctx = real(self), cpu_target.typing_context
+        try:
+            return ctx.resolve_value_type(obj)
+        except Exception:      # noqa: BLE001 - made after the context's last refresh
+            ctx.refresh()        # (an intrinsic registers itself there)
+            return ctx.resolve_value_type(obj)
+
     def __repr__(self):
         state = "made" if self._real is not None else "pending numba"
         return f"<{self.__module__}.{self.__qualname__} ({state})>"
@@ -150,12 +163,6 @@ def materialize() -> float:
         if _MAT["done"]:
             return 0.0
         t0 = time.perf_counter()
-        from numba.extending import typeof_impl
-
-        @typeof_impl.register(_Lazy)
-        def _typeof_lazy(val, c):          # one held in a container and missed below
-            return typeof_impl(real(val), c)
-
         _install_locked()           # their cached code loads without the registries' refresh
         for lz in _LAZY:
             lz._real = lz._factory()

@@ -209,7 +209,7 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     where, reason = _choose(name, device, graph, opts)
     from . import small
     if small.eligible(name, graph, where):      # a small graph: whole in RAM, numpy only
-        res = small.run(name, graph, progress=progress, **opts)
+        res = small.run(name, graph, mod, progress=progress, **opts)
     elif where == "gpu":
         res = mod.run_gpu(graph, progress=progress, **opts)
     else:

@@ -23,9 +23,11 @@ import numpy as np
 
 from ..errors import GrapheneError
 
-#: default largest graph (stored edges, out-lists) run here: numpy's per-level overhead (~0.1 ms)
-#: and whole-array passes stay below numba's import and kernel loads (0.3-0.9 s) up to about here
-SMALL_EDGES = 1 << 18
+#: default largest graph (stored edges, out-lists) run here. Fresh processes, this project's 2-vCPU
+#: machine (BENCHMARKS.md, "Small graphs without numba"): numpy was 2-3x faster than the engine
+#: with numba's import at 0.2 M and 1.8 M edges on every algorithm here, and slower at 7.6 M
+#: (reading and building the CSR dominates). Memory: about 16 bytes per edge plus temporaries.
+SMALL_EDGES = 1 << 21
 #: the algorithms with a whole-graph numpy path (registry names)
 ALGORITHMS = ("bfs", "wcc", "spmv", "pagerank", "pagerank-pull", "kcore")
 
@@ -131,8 +133,9 @@ def _step(steps, progress, t, **st):
         progress(st)
 
 
-def run(name: str, graph, *, progress=None, **opts):
-    """Run registry algorithm `name` on the whole graph in RAM; the engine path's Result."""
+def run(name: str, graph, mod, *, progress=None, **opts):
+    """Run registry algorithm `name` (its module `mod`, whose Result class it returns: this module
+    imports no algorithm module) on the whole graph in RAM."""
     from ..iterator.memory import track
     csr, _ = load(graph)
     track("partitions in RAM (a small graph's lists)", csr.indptr, csr.indices, csr.src,
@@ -140,7 +143,7 @@ def run(name: str, graph, *, progress=None, **opts):
     t0 = time.perf_counter()
     fn = {"bfs": _bfs, "wcc": _wcc, "spmv": _spmv, "pagerank": _pagerank,
           "pagerank-pull": _pagerank, "kcore": _kcore}[name]
-    res = fn(graph, csr, progress, t0, **opts)
+    res = fn(graph, csr, mod, progress, t0, **opts)
     res.small = True
     return res
 
@@ -173,8 +176,7 @@ def _levels(csr, src, steps=None, progress=None, parent=None):
     return depth
 
 
-def _bfs(graph, csr, progress, t0, src=None, **_ignored):
-    from .bfs import BFSResult
+def _bfs(graph, csr, mod, progress, t0, src=None, **_ignored):
     from .common import pick_source, vertex_dtype
     n = graph.num_vertices
     if n == 0:
@@ -185,24 +187,23 @@ def _bfs(graph, csr, progress, t0, src=None, **_ignored):
     parent = np.full(n, -1, dtype=vertex_dtype(n))
     steps = []
     depth = _levels(csr, src, steps, progress, parent)
-    return BFSResult(parent=parent, depth=depth, n_reached=int(np.count_nonzero(depth >= 0)),
+    return mod.BFSResult(parent=parent, depth=depth, n_reached=int(np.count_nonzero(depth >= 0)),
                      src=src, levels=int(depth.max()) + 1, supersteps=steps, setup_seconds=0.0,
                      seconds=time.perf_counter() - t0)
 
 
 # -- WCC ---------------------------------------------------------------------------------------------
-def _wcc(graph, csr, progress, t0, **_ignored):
+def _wcc(graph, csr, mod, progress, t0, **_ignored):
     """Labels: the smallest vertex ID of each weak component (hook every edge's two labels onto
     their minimum, then compress to roots, until no label moves); `bfs_reached` as the engine's
     first phase counts it (the max-degree vertex's BFS: along out-edges only on a directed dataset
     without in-edge partitions)."""
     from .common import vertex_dtype
-    from .wcc import WCCResult
     n = graph.num_vertices
     steps = []
     label = np.arange(n, dtype=np.int64)
     if graph.num_edges == 0 or n == 0:
-        return WCCResult(labels=label.astype(vertex_dtype(n)), n_components=n,
+        return mod.WCCResult(labels=label.astype(vertex_dtype(n)), n_components=n,
                          bfs_reached=min(n, 1), supersteps=steps, seconds=time.perf_counter() - t0)
     u, v = csr.src, csr.indices
     step = 0
@@ -231,35 +232,33 @@ def _wcc(graph, csr, progress, t0, **_ignored):
         reached = int(np.count_nonzero(_levels(csr, root) >= 0))
     else:
         reached = int(np.count_nonzero(label == label[root]))
-    return WCCResult(labels=label.astype(vertex_dtype(n)),
+    return mod.WCCResult(labels=label.astype(vertex_dtype(n)),
                      n_components=int(np.count_nonzero(label == np.arange(n))),
                      bfs_reached=reached, supersteps=steps, seconds=time.perf_counter() - t0)
 
 
 # -- SpMV --------------------------------------------------------------------------------------------
-def _spmv(graph, csr, progress, t0, x="ones", **_ignored):
-    from .spmv import SpMVResult, make_x
+def _spmv(graph, csr, mod, progress, t0, x="ones", **_ignored):
     n = graph.num_vertices
-    xv = make_x(n, x)
+    xv = mod.make_x(n, x)
     steps = []
     if n == 0 or graph.num_edges == 0:
-        return SpMVResult(y=np.zeros(n), x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
+        return mod.SpMVResult(y=np.zeros(n), x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
     t = time.perf_counter()
     vals = xv[csr.indices]
     if csr.weights is not None:
         vals = vals * csr.weights
     y = np.bincount(csr.src, weights=vals, minlength=n)
     _step(steps, progress, t, frontier=n, active_edges=int(len(vals)))
-    return SpMVResult(y=y, x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
+    return mod.SpMVResult(y=y, x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
 
 
 # -- PageRank ----------------------------------------------------------------------------------------
-def _pagerank(graph, csr, progress, t0, variant="delta", alpha=None, tolerance=None,
+def _pagerank(graph, csr, mod, progress, t0, variant="delta", alpha=None, tolerance=None,
               max_iter=None, **_ignored):
     """GAPBS's pull iteration (Jacobi; dangling mass spread over all vertices) for both variants,
     with the engine's stop rule: the L1 change of an iteration below `tolerance`, or max_iter."""
     from .. import config
-    from .pagerank import PageRankResult
     alpha = config.PR_ALPHA if alpha is None else float(alpha)
     tolerance = config.PR_TOLERANCE if tolerance is None else float(tolerance)
     max_iter = config.PR_MAX_ITERS if max_iter is None else int(max_iter)
@@ -272,7 +271,7 @@ def _pagerank(graph, csr, progress, t0, variant="delta", alpha=None, tolerance=N
     n = graph.num_vertices
     steps = []
     if n == 0:
-        return PageRankResult(scores=np.zeros(0), iterations=0, error=0.0, variant="pull",
+        return mod.PageRankResult(scores=np.zeros(0), iterations=0, error=0.0, variant="pull",
                               converged=True, tolerance=tolerance, supersteps=steps,
                               seconds=time.perf_counter() - t0)
     outdeg = csr.deg.astype(np.float64)
@@ -290,18 +289,17 @@ def _pagerank(graph, csr, progress, t0, variant="delta", alpha=None, tolerance=N
         _step(steps, progress, t, frontier=n, active_edges=int(len(csr.indices)), error=err)
         if err < tolerance:
             break
-    return PageRankResult(scores=p, iterations=it, error=err, variant="pull",
+    return mod.PageRankResult(scores=p, iterations=it, error=err, variant="pull",
                           converged=bool(err < tolerance or err == 0), tolerance=tolerance,
                           supersteps=steps, seconds=time.perf_counter() - t0)
 
 
 # -- k-core ------------------------------------------------------------------------------------------
-def _kcore(graph, csr, progress, t0, k=None, membership_only=False, **_ignored):
+def _kcore(graph, csr, mod, progress, t0, k=None, membership_only=False, **_ignored):
     """Peeling by levels: at level k every alive vertex of degree <= k goes (core number k), and
     the vertices its removal takes to <= k follow in the same level. Degree = in + out on a
     directed dataset (every edge in both directions), the list length on an undirected one."""
     from .common import vertex_dtype
-    from .kcore.base import KCoreResult, _result
     if k is not None and int(k) < 0:
         raise GrapheneError(f"k must be >= 0 (got {k})")
     if membership_only and k is None:
@@ -335,8 +333,8 @@ def _kcore(graph, csr, progress, t0, k=None, membership_only=False, **_ignored):
             rounds += 1
             cand = np.unique(nb[deg[nb] <= level])
     if membership_only:
-        return KCoreResult(core_number=None, max_core=None, k=int(k), in_k_core=alive,
+        return mod.KCoreResult(core_number=None, max_core=None, k=int(k), in_k_core=alive,
                            k_core_size=int(np.count_nonzero(alive)), membership_only=True,
                            rounds=rounds, kept_lists=0, supersteps=steps,
                            seconds=time.perf_counter() - t0)
-    return _result(core, k, rounds, steps, t0, kept_lists=0)
+    return mod._result(core, k, rounds, steps, t0, kept_lists=0)

@@ -61,7 +61,7 @@ import numpy as np
 
 from ...errors import GrapheneError
 from ..common import vertex_dtype
-from .base import KEEP_PER_VERTEX, KCoreResult, _peel_serial  # noqa: F401  (KCoreResult: the API)
+from .base import KEEP_PER_VERTEX, KCoreResult, _peel_serial, _result  # noqa: F401  (KCoreResult: the API; _result: algos/small.py)
 from .full import _run_full
 from .membership import _run_membership
 from .scan import _run_scan
