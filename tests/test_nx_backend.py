@@ -42,8 +42,12 @@ def test_entry_points_registered():
 
 
 def test_networkx_own_tests_pass_on_the_backend(tmp_path):
+    # as a user's graphs run: NetworkX's test graphs are small, so BFS, PageRank, components and
+    # cores take the numpy path (algos/small.py), the rest the engine (the other tests here and
+    # tests/test_algos.py check the engine on the same functions)
     env = dict(os.environ, NETWORKX_TEST_BACKEND="graphene", NETWORKX_FALLBACK_TO_NX="True",
                GRAPHENE_HOME=str(tmp_path / "home"))
+    env.pop("GRAPHENE_SMALL_EDGES", None)
     p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", *NX_SUITES, "-q",
                         "-p", "no:cacheprovider", "-W", "ignore", "-o", "log_cli=true",
                         "--log-cli-level=DEBUG"], capture_output=True, text=True, env=env,
