@@ -94,6 +94,13 @@ def test_small_path_equals_references_and_engine(root, monkeypatch, gname, kind,
             assert abs(rs.scores.sum() - 1) < 1e-12
             assert np.abs(rs.scores - ref).sum() <= ALPHA / (1 - ALPHA) * rs.error * 1.001 + 1e-12
             assert pagerank.verify(g, rs) == []
+    # SSSP on the weighted kinds: Dijkstra's distances, the engine's buckets
+    if n and w is not None:
+        for s in sorted({0, n - 1, int(np.argmax(np.bincount(src, minlength=n)))}):
+            rs, re = both(monkeypatch, "sssp", g, src=s, delta=64.0)
+            assert np.array_equal(rs.dist, naive.dijkstra(n, src, dst, w, s))
+            assert np.array_equal(rs.dist, re.dist) and rs.n_reached == re.n_reached
+            assert rs.buckets == re.buckets
     # k-core: every core number, and membership for a few K
     rs, re = both(monkeypatch, "kcore", g)
     core = naive.core_numbers(n, src, dst, directed=not sym)
@@ -111,9 +118,9 @@ def test_only_small_graphs_and_the_cpu(root, monkeypatch):
     assert not small.eligible("bfs", g)
     monkeypatch.setenv("GRAPHENE_SMALL_EDGES", str(g.num_edges))
     assert small.eligible("bfs", g) and small.eligible("kcore", g)
-    assert not small.eligible("bfs", g, "gpu") and not small.eligible("sssp", g)
+    assert not small.eligible("bfs", g, "gpu") and small.eligible("sssp", g)
     assert not small.eligible("msbfs", g) and not small.eligible("bc", g)
-    r = registry.dispatch("sssp", g, src=0)          # no numpy path: the engine at every size
+    r = registry.dispatch("msbfs", g, sources=[0, 5])   # no numpy path: the engine at every size
     assert not getattr(r, "small", False)
     monkeypatch.setenv("GRAPHENE_SMALL_EDGES", "lots")
     with pytest.raises(GrapheneError, match="GRAPHENE_SMALL_EDGES"):

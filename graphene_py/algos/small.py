@@ -8,8 +8,8 @@ neighbour ID checked, as `--in-memory` does) into a CSR during setup, and the al
 few vectorized numpy passes per level or iteration. The results are the same arrays, in the same
 Result classes, as the engine's: BFS depths (any valid parents), WCC labels (the smallest ID of
 each component), SpMV's y, k-core numbers and membership, PageRank within its tolerance (both
-variants run GAPBS's pull iteration here, and say so: `variant` "pull"). SSSP, MS-BFS/APSP and
-betweenness run on the engine at every size.
+variants run GAPBS's pull iteration here, and say so: `variant` "pull"), SSSP's distances (the
+same delta-stepping buckets). MS-BFS/APSP and betweenness run on the engine at every size.
 
 GRAPHENE_SMALL_EDGES=0 turns this path off (the test suite does, so its small graphs exercise the
 engine; tests/test_small.py runs both paths and compares them).
@@ -29,7 +29,7 @@ from ..errors import GrapheneError
 #: (reading and building the CSR dominates). Memory: about 16 bytes per edge plus temporaries.
 SMALL_EDGES = 1 << 21
 #: the algorithms with a whole-graph numpy path (registry names)
-ALGORITHMS = ("bfs", "wcc", "spmv", "pagerank", "pagerank-pull", "kcore")
+ALGORITHMS = ("bfs", "wcc", "spmv", "pagerank", "pagerank-pull", "kcore", "sssp")
 
 
 def limit() -> int:
@@ -63,8 +63,8 @@ class CSR:
         self.deg = np.diff(indptr)
         self.src = np.repeat(np.arange(self.n, dtype=np.int64), self.deg)
 
-    def gather(self, vs):
-        """(position in vs of each edge's source, neighbour) of the out-lists of vertices vs."""
+    def edges_of(self, vs):
+        """(position in vs of each edge's source, the edge's index) of the out-lists of vs."""
         starts = self.indptr[vs]
         lens = self.indptr[vs + 1] - starts
         total = int(lens.sum())
@@ -72,7 +72,11 @@ class CSR:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         owner = np.repeat(np.arange(len(vs), dtype=np.int64), lens)
         first = np.cumsum(lens) - lens
-        idx = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
+        return owner, np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
+
+    def gather(self, vs):
+        """(position in vs of each edge's source, neighbour) of the out-lists of vertices vs."""
+        owner, idx = self.edges_of(vs)
         return owner, self.indices[idx]
 
     def symmetric(self) -> "CSR":
@@ -142,7 +146,7 @@ def run(name: str, graph, mod, *, progress=None, **opts):
           *([csr.weights] if csr.weights is not None else []))
     t0 = time.perf_counter()
     fn = {"bfs": _bfs, "wcc": _wcc, "spmv": _spmv, "pagerank": _pagerank,
-          "pagerank-pull": _pagerank, "kcore": _kcore}[name]
+          "pagerank-pull": _pagerank, "kcore": _kcore, "sssp": _sssp}[name]
     res = fn(graph, csr, mod, progress, t0, **opts)
     res.small = True
     return res
@@ -338,3 +342,54 @@ def _kcore(graph, csr, mod, progress, t0, k=None, membership_only=False, **_igno
                            rounds=rounds, kept_lists=0, supersteps=steps,
                            seconds=time.perf_counter() - t0)
     return mod._result(core, k, rounds, steps, t0, kept_lists=0)
+
+
+# -- SSSP ----------------------------------------------------------------------------------------------
+def _sssp(graph, csr, mod, progress, t0, src=None, delta=None, **_ignored):
+    """Delta-stepping as the engine runs it: each step relaxes every out-edge of the pending
+    vertices of the lowest non-empty bucket [b*delta, (b+1)*delta); the vertices whose distance
+    dropped are pending again (label-correcting: exact for any delta)."""
+    from .common import pick_source
+    delta = float(mod.DEFAULT_DELTA if delta is None else delta)
+    if not graph.weighted:
+        raise GrapheneError(f"{graph.name}: SSSP needs edge weights; this dataset has none "
+                            f"(partition a weighted edge list, e.g. .wel, with --weighted)")
+    if not (delta > 0 and np.isfinite(delta)):
+        raise GrapheneError(f"delta must be a positive number (got {delta})")
+    n = graph.num_vertices
+    if n == 0:
+        raise GrapheneError(f"{graph.name}: the graph has no vertices")
+    src = pick_source(graph) if src is None else int(src)
+    if not 0 <= src < n:
+        raise GrapheneError(f"source {src} out of range 0..{n - 1}")
+    dist = np.full(n, np.inf)
+    dist[src] = 0.0
+    pending = np.zeros(n, dtype=bool)
+    pending[src] = True
+    steps = []
+    buckets = set()
+    while True:
+        pend = np.flatnonzero(pending)
+        if pend.size == 0:
+            break
+        t = time.perf_counter()
+        d = dist[pend]
+        b = int(d.min() // delta)
+        front = pend[d < (b + 1) * delta]
+        pending[front] = False
+        buckets.add(b)
+        owner, idx = csr.edges_of(front)
+        nb, w = csr.indices[idx], csr.weights[idx].astype(np.float64)
+        if w.size and w.min() < 0.0:
+            raise GrapheneError(f"{graph.name}: negative edge weight found; delta-stepping "
+                                f"needs weights >= 0")
+        cand = dist[front][owner] + w
+        better = cand < dist[nb]
+        nb, cand = nb[better], cand[better]
+        np.minimum.at(dist, nb, cand)
+        pending[nb] = True
+        _step(steps, progress, t, frontier=int(front.size), active_edges=int(w.size), bucket=b,
+              relaxed=int(front.size))
+    return mod.SSSPResult(dist=dist, src=src, delta=delta,
+                          n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=len(buckets),
+                          supersteps=steps, seconds=time.perf_counter() - t0)
