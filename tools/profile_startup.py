@@ -5,8 +5,9 @@
 
 Runs the command in a fresh interpreter (from FOLDER, a source tree, when given; else the
 installed package), `--cold` after `sync; echo 3 > drop_caches` (root), and prints, per run, the
-seconds since the process was started at which it had: the interpreter up, numpy imported, numba
-imported, graphene_py's CLI imported, and the command done; with the command's own `setup` and
+seconds since the process was started at which it had: the interpreter up, numpy imported,
+graphene_py's CLI imported, and the command done (numba is imported when a kernel is first needed:
+its time is in the setup line's `numba` part; a small graph's run never imports it); with the command's own `setup` and
 `Trial 1` lines (setup: numba's target, offsets, IO pool, the kernels loaded beside them). The
 run's wall minus `done` is what leaving costs: as `graphene` leaves, or with `--teardown` through
 the interpreter's own teardown.
@@ -34,8 +35,6 @@ if os.environ.get("STARTUP_TREE"):
     sys.path[0:0] = [os.environ["STARTUP_TREE"]]
 import numpy
 mark("numpy")
-import numba
-mark("numba")
 from graphene_py import cli
 mark("cli")
 sys.argv = ["graphene"] + sys.argv[1:]

@@ -181,6 +181,18 @@ def run_gpu(graph, *, src=None, gpu_mem=None, progress=None, **_ignored) -> BFSR
                      seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
+def source(graph, src):
+    """The source vertex ID a run starts from (default: pick_source); a clear error when the graph
+    is empty or src is out of range (also the numpy path's: algos/small.py)."""
+    n = graph.num_vertices
+    if n == 0:
+        raise GrapheneError(f"{graph.name}: BFS needs at least one vertex (graph is empty)")
+    src = pick_source(graph) if src is None else int(src)
+    if not 0 <= src < n:
+        raise GrapheneError(f"source vertex {src} is out of range [0, {n})")
+    return src
+
+
 def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,
         gpu_mem=None, **runtime) -> BFSResult:
     """BFS from `src` (default: pick_source). bottom_up: take a bottom-up step (unvisited vertices
@@ -193,13 +205,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     runtime.pop("device", None)
     t0 = time.perf_counter()
     n = graph.num_vertices
-    if n == 0:
-        raise GrapheneError(f"{graph.name}: BFS needs at least one vertex (graph is empty)")
-    if src is None:
-        src = pick_source(graph)
-    src = int(src)
-    if not 0 <= src < n:
-        raise GrapheneError(f"source vertex {src} is out of range [0, {n})")
+    src = source(graph, src)
     depth = np.full(n, -1, dtype=np.int32)
     vdt = vertex_dtype(n)       # parents and queues: 4-byte IDs while they fit (as GAPBS)
     parent = np.full(n, -1, dtype=vdt)

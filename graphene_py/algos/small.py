@@ -181,13 +181,9 @@ def _levels(csr, src, steps=None, progress=None, parent=None):
 
 
 def _bfs(graph, csr, mod, progress, t0, src=None, **_ignored):
-    from .common import pick_source, vertex_dtype
+    from .common import vertex_dtype
     n = graph.num_vertices
-    if n == 0:
-        raise GrapheneError(f"{graph.name}: BFS needs at least one vertex (graph is empty)")
-    src = pick_source(graph) if src is None else int(src)
-    if not 0 <= src < n:
-        raise GrapheneError(f"source vertex {src} is out of range [0, {n})")
+    src = mod.source(graph, src)
     parent = np.full(n, -1, dtype=vertex_dtype(n))
     steps = []
     depth = _levels(csr, src, steps, progress, parent)
@@ -266,12 +262,7 @@ def _pagerank(graph, csr, mod, progress, t0, variant="delta", alpha=None, tolera
     alpha = config.PR_ALPHA if alpha is None else float(alpha)
     tolerance = config.PR_TOLERANCE if tolerance is None else float(tolerance)
     max_iter = config.PR_MAX_ITERS if max_iter is None else int(max_iter)
-    if variant not in ("delta", "pull"):
-        raise GrapheneError(f"unknown PageRank variant {variant!r} (delta or pull)")
-    if not 0.0 < alpha < 1.0:
-        raise GrapheneError(f"alpha must be in (0, 1) (got {alpha})")
-    if max_iter < 1:
-        raise GrapheneError(f"max_iter must be >= 1 (got {max_iter})")
+    mod.check(variant, alpha, max_iter)
     n = graph.num_vertices
     steps = []
     if n == 0:
@@ -349,19 +340,8 @@ def _sssp(graph, csr, mod, progress, t0, src=None, delta=None, **_ignored):
     """Delta-stepping as the engine runs it: each step relaxes every out-edge of the pending
     vertices of the lowest non-empty bucket [b*delta, (b+1)*delta); the vertices whose distance
     dropped are pending again (label-correcting: exact for any delta)."""
-    from .common import pick_source
-    delta = float(mod.DEFAULT_DELTA if delta is None else delta)
-    if not graph.weighted:
-        raise GrapheneError(f"{graph.name}: SSSP needs edge weights; this dataset has none "
-                            f"(partition a weighted edge list, e.g. .wel, with --weighted)")
-    if not (delta > 0 and np.isfinite(delta)):
-        raise GrapheneError(f"delta must be a positive number (got {delta})")
+    src, delta = mod.check(graph, src, delta)
     n = graph.num_vertices
-    if n == 0:
-        raise GrapheneError(f"{graph.name}: the graph has no vertices")
-    src = pick_source(graph) if src is None else int(src)
-    if not 0 <= src < n:
-        raise GrapheneError(f"source {src} out of range 0..{n - 1}")
     dist = np.full(n, np.inf)
     dist[src] = 0.0
     pending = np.zeros(n, dtype=bool)

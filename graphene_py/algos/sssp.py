@@ -144,23 +144,32 @@ def run_gpu(graph, *, src=None, delta=DEFAULT_DELTA, gpu_mem=None, progress=None
                       load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
-def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
-        **runtime) -> SSSPResult:
-    runtime = dict(runtime)
-    progress = runtime.pop("progress", None)
-    runtime.pop("device", None)
+def check(graph, src, delta):
+    """(source ID, delta) of a run: clear errors for a dataset without weights, a bad delta, an
+    empty graph or a source out of range (also the numpy path's: algos/small.py)."""
     if not graph.weighted:
         raise GrapheneError(f"{graph.name}: SSSP needs edge weights; this dataset has none "
                             f"(partition a weighted edge list, e.g. .wel, with --weighted)")
+    delta = float(DEFAULT_DELTA if delta is None else delta)
     if not (delta > 0 and np.isfinite(delta)):
         raise GrapheneError(f"delta must be a positive number (got {delta})")
-    t0 = time.perf_counter()
     n = graph.num_vertices
     if n == 0:
         raise GrapheneError(f"{graph.name}: the graph has no vertices")
     src = pick_source(graph) if src is None else int(src)
     if not 0 <= src < n:
         raise GrapheneError(f"source {src} out of range 0..{n - 1}")
+    return src, delta
+
+
+def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
+        **runtime) -> SSSPResult:
+    runtime = dict(runtime)
+    progress = runtime.pop("progress", None)
+    runtime.pop("device", None)
+    src, delta = check(graph, src, delta)
+    t0 = time.perf_counter()
+    n = graph.num_vertices
     from ..iterator.edgemap import EdgeMap
     from ..iterator.memory import track
     from ..iterator.queue import NextQueue

@@ -114,15 +114,21 @@ def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
                           seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
-def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.PR_ALPHA,
-        tolerance=config.PR_TOLERANCE, max_iter=config.PR_MAX_ITERS, threshold=DELTA_THRESHOLD,
-        **runtime) -> PageRankResult:
+def check(variant, alpha, max_iter) -> None:
+    """Clear errors for an unknown variant, alpha outside (0, 1), max_iter < 1 (also the numpy
+    path's: algos/small.py)."""
     if variant not in ("delta", "pull"):
         raise GrapheneError(f"unknown PageRank variant {variant!r} (delta or pull)")
     if not 0.0 < alpha < 1.0:
         raise GrapheneError(f"alpha must be in (0, 1) (got {alpha})")
     if max_iter < 1:
         raise GrapheneError(f"max_iter must be >= 1 (got {max_iter})")
+
+
+def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.PR_ALPHA,
+        tolerance=config.PR_TOLERANCE, max_iter=config.PR_MAX_ITERS, threshold=DELTA_THRESHOLD,
+        **runtime) -> PageRankResult:
+    check(variant, alpha, max_iter)
     progress, runtime = _split_runtime(runtime)
     t0 = time.perf_counter()
     n = graph.num_vertices
