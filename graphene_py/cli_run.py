@@ -225,7 +225,7 @@ def _run(name, mod, kw):
     mem_plan = None
     run_on = registry.choose_device(name, device, graph, {**algo_opts, **run_rt})
     from .algos import small
-    small_run = small.eligible(name, graph, run_on)    # whole in RAM, numpy only: no cache
+    small_run = small.eligible(name, graph, run_on, algo_opts)   # in RAM, numpy: no cache
     auto = memory is None or str(memory).lower() == "auto"
     if memory is not None and str(memory).lower() in ("auto", "none"):
         memory = None

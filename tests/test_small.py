@@ -101,6 +101,13 @@ def test_small_path_equals_references_and_engine(root, monkeypatch, gname, kind,
             assert np.array_equal(rs.dist, naive.dijkstra(n, src, dst, w, s))
             assert np.array_equal(rs.dist, re.dist) and rs.n_reached == re.n_reached
             assert rs.buckets == re.buckets
+    # MS-BFS: every source's depths and closeness, as the engine's bit-parallel levels give them
+    if n:
+        srcs = sorted({0, n - 1, n // 2, int(np.argmax(np.bincount(src, minlength=n)))})
+        rs, re = both(monkeypatch, "apsp", g, sources=srcs, closeness=True)
+        assert np.array_equal(rs.depths, naive.msbfs_depths(n, src, dst, srcs))
+        assert np.array_equal(rs.depths, re.depths) and np.array_equal(rs.reached, re.reached)
+        assert np.allclose(rs.closeness, re.closeness, rtol=1e-12, atol=0)
     # k-core: every core number, and membership for a few K
     rs, re = both(monkeypatch, "kcore", g)
     core = naive.core_numbers(n, src, dst, directed=not sym)
@@ -119,8 +126,14 @@ def test_only_small_graphs_and_the_cpu(root, monkeypatch):
     monkeypatch.setenv("GRAPHENE_SMALL_EDGES", str(g.num_edges))
     assert small.eligible("bfs", g) and small.eligible("kcore", g)
     assert not small.eligible("bfs", g, "gpu") and small.eligible("sssp", g)
-    assert not small.eligible("msbfs", g) and not small.eligible("bc", g)
-    r = registry.dispatch("msbfs", g, sources=[0, 5])   # no numpy path: the engine at every size
+    # multi-source BFS: edges x sources within PAIRS_PER_EDGE_LIMIT x the limit (here 8 sources)
+    k = small.PAIRS_PER_EDGE_LIMIT
+    assert small.eligible("apsp", g, opts={"sources": "1,2,3"})
+    assert small.eligible("msbfs", g, opts={"num_sources": k})
+    assert not small.eligible("msbfs", g, opts={"num_sources": k + 1})
+    assert not small.eligible("msbfs", g)                  # the default: 32 sources
+    assert not small.eligible("bc", g)
+    r = registry.dispatch("bc", g, k=2)                 # no numpy path: the engine at every size
     assert not getattr(r, "small", False)
     monkeypatch.setenv("GRAPHENE_SMALL_EDGES", "lots")
     with pytest.raises(GrapheneError, match="GRAPHENE_SMALL_EDGES"):

@@ -208,7 +208,7 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
         device = "cpu"
     where, reason = _choose(name, device, graph, opts)
     from . import small
-    if small.eligible(name, graph, where):      # a small graph: whole in RAM, numpy only
+    if small.eligible(name, graph, where, opts):    # a small graph: whole in RAM, numpy only
         res = small.run(name, graph, mod, progress=progress, **opts)
     elif where == "gpu":
         res = mod.run_gpu(graph, progress=progress, **opts)

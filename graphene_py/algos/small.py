@@ -9,7 +9,8 @@ few vectorized numpy passes per level or iteration. The results are the same arr
 Result classes, as the engine's: BFS depths (any valid parents), WCC labels (the smallest ID of
 each component), SpMV's y, k-core numbers and membership, PageRank within its tolerance (both
 variants run GAPBS's pull iteration here, and say so: `variant` "pull"), SSSP's distances (the
-same delta-stepping buckets). MS-BFS/APSP and betweenness run on the engine at every size.
+same delta-stepping buckets), MS-BFS/APSP's depths and closeness (while edges x sources is
+small too: PAIRS_PER_EDGE_LIMIT). Betweenness runs on the engine at every size.
 
 GRAPHENE_SMALL_EDGES=0 turns this path off (the test suite does, so its small graphs exercise the
 engine; tests/test_small.py runs both paths and compares them).
@@ -29,7 +30,13 @@ from ..errors import GrapheneError
 #: (reading and building the CSR dominates). Memory: about 16 bytes per edge plus temporaries.
 SMALL_EDGES = 1 << 21
 #: the algorithms with a whole-graph numpy path (registry names)
-ALGORITHMS = ("bfs", "wcc", "spmv", "pagerank", "pagerank-pull", "kcore", "sssp")
+ALGORITHMS = ("bfs", "wcc", "spmv", "pagerank", "pagerank-pull", "kcore", "sssp", "msbfs", "apsp")
+#: multi-source BFS runs here while edges x sources stays within this many times limit(): its
+#: levels move (source, vertex) pairs, so its work grows with the sources (the engine's bit-
+#: parallel kernels take 64 sources per word). Measured (BENCHMARKS.md, "Small graphs without
+#: numba"): 32 sources on 0.2 M edges (6.5 M pairs) took 0.58 s of numpy against the engine's
+#: 0.05 s plus its start, and 209 MiB against 160: 2 keeps it to about half of that.
+PAIRS_PER_EDGE_LIMIT = 2
 
 
 def limit() -> int:
@@ -42,13 +49,25 @@ def limit() -> int:
         raise GrapheneError(f"GRAPHENE_SMALL_EDGES={v!r} is not a number of edges") from None
 
 
-def eligible(name: str, graph, where: str = "cpu") -> bool:
-    """Whether `name` on `graph` runs here: the CPU of this machine, a graph of at most limit()
-    edges, an algorithm with a numpy path."""
+def eligible(name: str, graph, where: str = "cpu", opts: dict = None) -> bool:
+    """Whether `name` on `graph` with options `opts` runs here: the CPU of this machine, a graph of
+    at most limit() edges, an algorithm with a numpy path (multi-source BFS: edges x sources within
+    PAIRS_PER_EDGE_LIMIT x limit())."""
     if where != "cpu" or name not in ALGORITHMS or getattr(graph, "cluster", None) is not None:
         return False
     cap = limit()
-    return cap > 0 and graph.num_edges <= cap
+    if cap <= 0 or graph.num_edges > cap:
+        return False
+    if name in ("msbfs", "apsp"):
+        opts = opts or {}
+        srcs = opts.get("sources")
+        if srcs is not None:
+            k = len(str(srcs).split(",")) if isinstance(srcs, str) else len(srcs)
+        else:
+            from .msbfs.result import DEFAULT_SOURCES
+            k = int(opts.get("num_sources") or DEFAULT_SOURCES)
+        return graph.num_edges * max(1, k) <= cap * PAIRS_PER_EDGE_LIMIT
+    return True
 
 
 class CSR:
@@ -146,7 +165,8 @@ def run(name: str, graph, mod, *, progress=None, **opts):
           *([csr.weights] if csr.weights is not None else []))
     t0 = time.perf_counter()
     fn = {"bfs": _bfs, "wcc": _wcc, "spmv": _spmv, "pagerank": _pagerank,
-          "pagerank-pull": _pagerank, "kcore": _kcore, "sssp": _sssp}[name]
+          "pagerank-pull": _pagerank, "kcore": _kcore, "sssp": _sssp, "msbfs": _msbfs,
+          "apsp": _msbfs}[name]
     res = fn(graph, csr, mod, progress, t0, **opts)
     res.small = True
     return res
@@ -373,3 +393,42 @@ def _sssp(graph, csr, mod, progress, t0, src=None, delta=None, **_ignored):
     return mod.SSSPResult(dist=dist, src=src, delta=delta,
                           n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=len(buckets),
                           supersteps=steps, seconds=time.perf_counter() - t0)
+
+
+# -- MS-BFS / APSP -------------------------------------------------------------------------------------
+def _msbfs(graph, csr, mod, progress, t0, sources=None, num_sources=None, closeness=False,
+           output=None, **_ignored):
+    """Every source's BFS at once, level by level over (source, vertex) pairs: depths[k, v] for
+    source k (int32, -1 unreached), as the engine's bit-parallel levels give them."""
+    n = graph.num_vertices
+    src = mod._sources(graph, sources, num_sources or mod.DEFAULT_SOURCES) if n else \
+        np.zeros(0, dtype=np.int64)
+    if len(src) and (src.min() < 0 or src.max() >= n):
+        raise GrapheneError(f"source vertex out of range 0..{n - 1}: "
+                            f"{int(src[(src < 0) | (src >= n)][0])}")
+    S = len(src)
+    depths = np.full((S, n), -1, dtype=np.int32)
+    steps = []
+    fk = np.arange(S, dtype=np.int64)
+    fv = src.astype(np.int64)
+    depths[fk, fv] = 0
+    level = 0
+    while fv.size:
+        t = time.perf_counter()
+        pairs = int(fv.size)            # (source, vertex) pairs in this level
+        owner, nb = csr.gather(fv)
+        kk = fk[owner]
+        new = depths[kk, nb] < 0
+        key = np.unique(kk[new] * n + nb[new])
+        fk, fv = key // n, key % n
+        depths[fk, fv] = level + 1
+        _step(steps, progress, t, frontier=pairs, active_edges=int(nb.size), level=level,
+              discovered=int(key.size), direction="top-down")
+        level += 1
+    reached = (depths >= 0).sum(axis=1).astype(np.int64)
+    sums = np.where(depths > 0, depths, 0).sum(axis=1).astype(np.float64)
+    clo = mod.closeness_of(reached, sums, n) if closeness else None
+    if output is not None:
+        np.save(output, depths)
+    return mod.MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo, passes=1,
+                           supersteps=steps, seconds=time.perf_counter() - t0)
