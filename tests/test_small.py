@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from graphene_py.algos import bfs, kcore, pagerank, registry, small
+from graphene_py.algos import bc as bc_mod, bfs, kcore, pagerank, registry, small
 from graphene_py.errors import GrapheneError
 from graphene_py.integrity import DamagedDataError
 from graphene_py.partition import partition_arrays
@@ -108,6 +108,15 @@ def test_small_path_equals_references_and_engine(root, monkeypatch, gname, kind,
         assert np.array_equal(rs.depths, naive.msbfs_depths(n, src, dst, srcs))
         assert np.array_equal(rs.depths, re.depths) and np.array_equal(rs.reached, re.reached)
         assert np.allclose(rs.closeness, re.closeness, rtol=1e-12, atol=0)
+    # betweenness: sampled (with endpoints) and exact on the smaller graphs, as the engine's
+    if n:
+        rs, re = both(monkeypatch, "bc", g, k=min(n, 5), seed=3, endpoints=True)
+        assert np.array_equal(rs.sources, re.sources)
+        assert np.allclose(rs.bc, re.bc, rtol=1e-9, atol=1e-12)
+        if n <= 200:
+            rs, re = both(monkeypatch, "bc", g, exact=True)
+            assert np.allclose(rs.bc, re.bc, rtol=1e-9, atol=1e-12)
+            assert bc_mod.verify(g, rs) == []
     # k-core: every core number, and membership for a few K
     rs, re = both(monkeypatch, "kcore", g)
     core = naive.core_numbers(n, src, dst, directed=not sym)
@@ -132,9 +141,8 @@ def test_only_small_graphs_and_the_cpu(root, monkeypatch):
     assert small.eligible("msbfs", g, opts={"num_sources": k})
     assert not small.eligible("msbfs", g, opts={"num_sources": k + 1})
     assert not small.eligible("msbfs", g)                  # the default: 32 sources
-    assert not small.eligible("bc", g)
-    r = registry.dispatch("bc", g, k=2)                 # no numpy path: the engine at every size
-    assert not getattr(r, "small", False)
+    assert small.eligible("bc", g, opts={"k": k}) and not small.eligible("bc", g, opts={"k": k + 1})
+    assert not small.eligible("bc", g, opts={"exact": True})          # every vertex a source
     monkeypatch.setenv("GRAPHENE_SMALL_EDGES", "lots")
     with pytest.raises(GrapheneError, match="GRAPHENE_SMALL_EDGES"):
         small.eligible("bfs", g)

@@ -10,7 +10,7 @@ Result classes, as the engine's: BFS depths (any valid parents), WCC labels (the
 each component), SpMV's y, k-core numbers and membership, PageRank within its tolerance (both
 variants run GAPBS's pull iteration here, and say so: `variant` "pull"), SSSP's distances (the
 same delta-stepping buckets), MS-BFS/APSP's depths and closeness (while edges x sources is
-small too: PAIRS_PER_EDGE_LIMIT). Betweenness runs on the engine at every size.
+small too: PAIRS_PER_EDGE_LIMIT), betweenness (Brandes per source, the same rescaling).
 
 GRAPHENE_SMALL_EDGES=0 turns this path off (the test suite does, so its small graphs exercise the
 engine; tests/test_small.py runs both paths and compares them).
@@ -30,10 +30,12 @@ from ..errors import GrapheneError
 #: (reading and building the CSR dominates). Memory: about 16 bytes per edge plus temporaries.
 SMALL_EDGES = 1 << 21
 #: the algorithms with a whole-graph numpy path (registry names)
-ALGORITHMS = ("bfs", "wcc", "spmv", "pagerank", "pagerank-pull", "kcore", "sssp", "msbfs", "apsp")
-#: multi-source BFS runs here while edges x sources stays within this many times limit(): its
-#: levels move (source, vertex) pairs, so its work grows with the sources (the engine's bit-
-#: parallel kernels take 64 sources per word). Measured (BENCHMARKS.md, "Small graphs without
+ALGORITHMS = ("bfs", "wcc", "spmv", "pagerank", "pagerank-pull", "kcore", "sssp", "msbfs", "apsp",
+              "bc")
+#: multi-source BFS (and betweenness) runs here while edges x sources stays within this many times
+#: limit(): its levels move (source, vertex) pairs, so its work grows with the sources (the
+#: engine's bit-parallel kernels take 64 sources per word; betweenness is one BFS per source there
+#: too). Measured (BENCHMARKS.md, "Small graphs without
 #: numba"): 32 sources on 0.2 M edges (6.5 M pairs) took 0.58 s of numpy against the engine's
 #: 0.05 s plus its start, and 209 MiB against 160: 2 keeps it to about half of that.
 PAIRS_PER_EDGE_LIMIT = 2
@@ -58,11 +60,14 @@ def eligible(name: str, graph, where: str = "cpu", opts: dict = None) -> bool:
     cap = limit()
     if cap <= 0 or graph.num_edges > cap:
         return False
-    if name in ("msbfs", "apsp"):
+    if name in ("msbfs", "apsp", "bc"):
         opts = opts or {}
         srcs = opts.get("sources")
         if srcs is not None:
             k = len(str(srcs).split(",")) if isinstance(srcs, str) else len(srcs)
+        elif name == "bc":          # k sampled sources; every vertex when k is None or exact
+            k = graph.num_vertices if opts.get("exact") or opts.get("k") is None else \
+                min(int(opts["k"]), graph.num_vertices)
         else:
             from .msbfs.result import DEFAULT_SOURCES
             k = int(opts.get("num_sources") or DEFAULT_SOURCES)
@@ -166,7 +171,7 @@ def run(name: str, graph, mod, *, progress=None, **opts):
     t0 = time.perf_counter()
     fn = {"bfs": _bfs, "wcc": _wcc, "spmv": _spmv, "pagerank": _pagerank,
           "pagerank-pull": _pagerank, "kcore": _kcore, "sssp": _sssp, "msbfs": _msbfs,
-          "apsp": _msbfs}[name]
+          "apsp": _msbfs, "bc": _bc}[name]
     res = fn(graph, csr, mod, progress, t0, **opts)
     res.small = True
     return res
@@ -432,3 +437,57 @@ def _msbfs(graph, csr, mod, progress, t0, sources=None, num_sources=None, closen
         np.save(output, depths)
     return mod.MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo, passes=1,
                            supersteps=steps, seconds=time.perf_counter() - t0)
+
+
+# -- betweenness -------------------------------------------------------------------------------------
+def _bc(graph, csr, mod, progress, t0, k=None, sources=None, seed=None, normalized=True,
+        endpoints=False, exact=False, **_ignored):
+    """Brandes per source as the engine runs it: forward levels counting shortest paths (sigma),
+    then dependencies (delta) from the deepest level up, summed into bc and rescaled as NetworkX
+    does."""
+    n = graph.num_vertices
+    if exact:
+        k = None
+    src = [int(x) for x in (mod.pick_sources(n, k, seed) if sources is None else sources)]
+    if any(not 0 <= x < n for x in src):
+        raise GrapheneError(f"source vertex out of range 0..{n - 1}")
+    bc = np.zeros(n)
+    steps = []
+    for s in src:
+        depth = np.full(n, -1, dtype=np.int64)
+        sigma = np.zeros(n)
+        depth[s], sigma[s] = 0, 1.0
+        levels = [np.array([s], dtype=np.int64)]
+        while True:
+            t = time.perf_counter()
+            front, lv = levels[-1], len(levels) - 1
+            owner, nb = csr.gather(front)
+            nxt = np.unique(nb[depth[nb] < 0])
+            depth[nxt] = lv + 1
+            on = depth[nb] == lv + 1           # edges to the next level: shortest paths
+            np.add.at(sigma, nb[on], sigma[front[owner[on]]])
+            _step(steps, progress, t, frontier=int(front.size), active_edges=int(nb.size),
+                  source=s, level=lv, phase="forward", found=int(nxt.size))
+            if nxt.size == 0:
+                break
+            levels.append(nxt)
+        delta = np.zeros(n)
+        for lv in range(len(levels) - 2, -1, -1):   # the deepest level has no successors
+            t = time.perf_counter()
+            front = levels[lv]
+            owner, nb = csr.gather(front)
+            on = depth[nb] == lv + 1
+            v, w = front[owner[on]], nb[on]
+            np.add.at(delta, v, sigma[v] / sigma[w] * (1.0 + delta[w]))
+            _step(steps, progress, t, frontier=int(front.size), active_edges=int(nb.size),
+                  source=s, level=lv, phase="backward")
+        reached = np.concatenate(levels)
+        rest = reached[reached != s]
+        bc[rest] += delta[rest] + (1.0 if endpoints else 0.0)
+        if endpoints:
+            bc[s] += len(reached) - 1
+    sampled = None if len(src) == n else src
+    bc = mod.rescale(bc, n, normalized, graph.directed, endpoints, sampled)
+    return mod.BCResult(bc=bc, sources=np.asarray(src, dtype=np.int64),
+                        normalized=bool(normalized), endpoints=bool(endpoints), supersteps=steps,
+                        seconds=time.perf_counter() - t0)
