@@ -194,8 +194,10 @@ def generate(kind: str, scale: int | None = None, edge_factor: int = 16, n: int 
 def generate_to_file(path: str, kind: str = "kron", scale: int | None = None, edge_factor: int = 16,
                      n: int | None = None, m: int | None = None, seed: int = config.SEED,
                      fmt: str | None = None, weighted: bool = False,
-                     chunk: int = DEFAULT_CHUNK) -> dict:
+                     chunk: int = DEFAULT_CHUNK, progress=None) -> dict:
     """Generate a graph straight into `path` (format from the suffix or `fmt`, see partition/edgelists.py).
+    progress: called as progress("generate", edges written, edges in all) after every chunk
+    (graphene_py/progress.py's Progress draws it).
 
     Returns a dict: path, fmt, kind, num_vertices, num_edges, bytes (file size), seconds."""
     from .partition.edgelists import EdgeWriter
@@ -203,9 +205,13 @@ def generate_to_file(path: str, kind: str = "kron", scale: int | None = None, ed
     t0 = time.perf_counter()
     nv, ne, it = generate(kind, scale=scale, edge_factor=edge_factor, n=n, m=m, seed=seed,
                           chunk=chunk, weights=weighted)
+    done = 0
     with EdgeWriter(path, fmt=fmt, weighted=weighted, num_vertices=nv, num_edges=ne) as w:
         for ch in it:
             w.write(*ch)
+            done += len(ch[0])
+            if progress is not None:
+                progress("generate", done, ne)
         fmt_used = w.fmt
     return {"path": path, "fmt": fmt_used, "kind": kind, "num_vertices": nv, "num_edges": ne,
             "bytes": os.path.getsize(path), "seconds": time.perf_counter() - t0}

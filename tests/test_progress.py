@@ -55,3 +55,15 @@ def test_no_bar_and_no_count_lines_off_a_terminal():
     p.done()
     p("spill", 1)
     assert "spill" not in out.getvalue()
+
+
+def test_generation_reports_progress_to_the_last_edge(tmp_path):
+    """tools/generate.py's bar: generate_to_file reports every chunk, rising, ending at the total
+    (a bar that stops short, as the partitioner's last phase once did at about 50%, fails)."""
+    from graphene_py.generate import generate_to_file
+    seen = []
+    info = generate_to_file(str(tmp_path / "k.el"), "kron", scale=10, edge_factor=8, chunk=1000,
+                            progress=lambda phase, done, total: seen.append((phase, done, total)))
+    assert len(seen) == 9 and {p for p, _, _ in seen} == {"generate"}
+    assert [d for _, d, _ in seen] == sorted(d for _, d, _ in seen)
+    assert seen[-1][1] == seen[-1][2] == info["num_edges"] == 8 << 10

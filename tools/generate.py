@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from graphene_py import config  # noqa: E402
 from graphene_py.generate import generate_to_file  # noqa: E402
+from graphene_py.progress import Progress  # noqa: E402
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,11 +46,12 @@ from graphene_py.generate import generate_to_file  # noqa: E402
 @click.option("--reuse", is_flag=True, help="With --read-back: if OUTPUT exists, do not regenerate.")
 @click.option("--chunk-bytes", type=int, default=config.READ_CHUNK_BYTES, show_default=True,
               help="Reader chunk size for --read-back.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar on stderr.")
 @click.option("--compare-loadtxt", is_flag=True,
               help="With --read-back on text: also time numpy.loadtxt (whole file in RAM) and "
                    "check it reads the same edges.")
 def main(kind, output, scale, edge_factor, num_vertices, num_edges, seed, fmt, weighted, read_back,
-         reuse, chunk_bytes, compare_loadtxt):
+         reuse, chunk_bytes, quiet, compare_loadtxt):
     """Generate a KIND ('kron' or 'uniform') graph into OUTPUT."""
     if kind == "kron" and scale is None:
         raise click.UsageError("kron needs --scale")
@@ -60,9 +62,14 @@ def main(kind, output, scale, edge_factor, num_vertices, num_edges, seed, fmt, w
             info = {"path": output, "reused": True}
         else:
             c0 = time.process_time()
-            info = generate_to_file(output, kind, scale=scale, edge_factor=edge_factor,
-                                    n=num_vertices, m=num_edges, seed=seed, fmt=fmt,
-                                    weighted=weighted)
+            bar = None if quiet else Progress(units={"generate": "edges"})
+            try:
+                info = generate_to_file(output, kind, scale=scale, edge_factor=edge_factor,
+                                        n=num_vertices, m=num_edges, seed=seed, fmt=fmt,
+                                        weighted=weighted, progress=bar)
+            finally:
+                if bar is not None:
+                    bar.done()
             info["cpu_seconds"] = time.process_time() - c0
         if read_back:
             info.update(read_benchmark(output, fmt, chunk_bytes, info.get("num_edges"),
