@@ -91,7 +91,20 @@ class _Lazy:
     def __call__(self, *args, **kwargs):
         return real(self)(*args, **kwargs)
 
+    def __copy__(self):                 # like a function: copies are the object itself
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):               # pickled as the numba object it stands for
+        return real(self).__reduce__()
+
     def __getattr__(self, name):
+        # only what numba's objects have: never our own fields (missing only on an instance not
+        # yet initialized, as copy and pickle make one) nor protocol dunders
+        if name in ("_factory", "_real") or name.startswith("__"):
+            raise AttributeError(name)
         return getattr(real(self), name)
 
     @property

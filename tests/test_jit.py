@@ -276,3 +276,29 @@ def test_a_kernel_the_run_never_calls_leaves_the_preload_list(small, tmp_path):
     def kernels(entries):          # (module, name, signature): pickles differ between processes
         return sorted((m, q, str(pickle.loads(base64.b64decode(p)))) for m, q, p in entries)
     assert kernels(again) == kernels(wcc) and not set(kernels(foreign)) & set(kernels(again))
+
+
+def test_stand_ins_until_a_kernel_is_needed():
+    """A fresh process: graphene_py's kernels are stand-ins and numba is not imported; a stand-in
+    copies as itself (before, copy recursed without end); calling one imports numba and swaps the module's global for the
+    real dispatcher, which gives the same answer."""
+    prog = textwrap.dedent("""
+        import copy, sys
+        import numpy as np
+        from graphene_py.algos import bfs
+        from graphene_py.iterator import queue
+        assert type(bfs._visit).__name__ == "_Lazy", type(bfs._visit)
+        assert "numba" not in sys.modules
+        lz = queue.squeeze_from
+        assert copy.copy(lz) is lz and copy.deepcopy(lz) is lz
+        assert "numba" not in sys.modules
+        assert bool(bfs._always(3, None)) is True          # the call makes numba's objects
+        from numba.core.registry import CPUDispatcher
+        assert isinstance(bfs._visit, CPUDispatcher) and isinstance(queue.squeeze_from, CPUDispatcher)
+        from graphene_py import jit
+        assert jit.real(lz) is queue.squeeze_from
+        print("OK")
+    """)
+    p = subprocess.run([sys.executable, "-c", prog], env=dict(os.environ, PYTHONPATH=ROOT),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "OK", p.stderr[-2000:]
