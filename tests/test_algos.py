@@ -251,7 +251,10 @@ def check_sssp(g, c, run_kw):
             sssp.run(g, src=0, **run_kw)
         return
     srcs = sources_for(c)
-    for s, delta in zip(srcs[-3:], [1.0, 32.0, 1e9]):
+    # 0.7: bucket edges between the integer weights (entries go stale across many bins); None:
+    # the default from the dataset's recorded weights
+    for i, delta in enumerate([0.7, 1.0, 32.0, 1e9, None] if len(srcs) else []):
+        s = srcs[-1 - i % len(srcs)]
         ref = c.ref(("dijkstra", s), lambda: naive.dijkstra(c.n, c.src, c.dst, c.w, s))
         r = sssp.run(g, src=s, delta=delta, **run_kw)
         assert np.array_equal(r.dist, ref), (s, delta)
@@ -388,6 +391,46 @@ def test_vs_networkx_scipy(gname, tmp_root):
     dist = csg.dijkstra(_csr(c, weighted=True), indices=srcs[0])
     r = sssp.run(g, src=srcs[0], **SSD)
     assert np.array_equal(r.dist, dist)
+
+
+def test_sssp_default_delta_comes_from_the_recorded_weights(tmp_path):
+    """Partitioning records the weights' min, max and mean; SSSP's default bucket width is the
+    largest weight, at most twice the mean; a dataset without them gets DEFAULT_DELTA."""
+    src = np.array([0, 1, 2, 3, 0], dtype=np.int64)
+    dst = np.array([1, 2, 3, 4, 4], dtype=np.int64)
+    for w, want in (([2, 4, 6, 8, 10], 10.0), ([1, 1, 1, 1, 96], 40.0)):
+        disk = tmp_path / f"dd{int(want)}"
+        disk.mkdir()
+        g = partition_arrays(src, dst, weights=np.array(w, np.float32), disks=[str(disk)],
+                             name=f"dd{int(want)}", register=False, durable=False)
+        st = g.stats
+        assert (st["weight_min"], st["weight_max"]) == (min(w), max(w))
+        assert st["weight_mean"] == pytest.approx(np.mean(w))
+        r = sssp.run(g, src=0, **SSD)
+        assert r.delta == want
+        assert list(r.dist) == list(naive.dijkstra(5, src, dst, np.array(w, np.float32), 0))
+        g.stats = {k: v for k, v in st.items() if not k.startswith("weight_")}
+        assert sssp.run(g, src=0, **SSD).delta == sssp.DEFAULT_DELTA
+
+
+def test_sssp_bins_take_the_lowest_bucket_and_skip_stale_entries():
+    """Bins hand out the lowest bucket first; _take keeps only the vertices still in that bucket
+    (one that dropped lower since went stale) and each once."""
+    bins = sssp.Bins(10)
+    bins.add(np.array([5, 1, 7, 1, 3]), np.array([2.0, 0.0, 2.0, 0.0, 1.0]))
+    bins.add(np.array([7, 9]), np.array([1.0, 2.0]))
+    assert bins.held == 7 and bins.most == 7
+    dist = np.full(10, np.inf)
+    dist[[1, 3, 5, 7, 9]] = [0.5, 1.5, 2.5, 1.2, 2.9]     # 7 dropped from bucket 2 to 1
+    inq = np.zeros(10, np.uint8)
+    got = []
+    while (b := bins.pop()) is not None:
+        k, ids = b
+        m = sssp._take(ids, dist, inq, 1.0, k)
+        got.append((k, sorted(ids[:m].tolist())))
+        inq[:] = 0
+    assert got == [(0.0, [1]), (1.0, [3, 7]), (2.0, [5, 9])]
+    assert bins.held == 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -67,14 +67,16 @@ def test_ledger_tracks_by_name_and_address():
 
 
 def test_memory_block_accounts_for_the_arrays_and_the_process(sparse_and_dense):
-    """BFS from vertex 0 reaches every vertex: depth and parent (int32 below 2^31 vertices) are n entries
-    each, the offsets n + 1 int32 (every partition has < 2^31 edges). The state sum is the sum of its arrays, and the RSS the
+    """BFS from vertex 0 reaches every vertex: parent (int32 below 2^31 vertices) is n entries, the
+    queue n + a block per thread (it becomes the depths in place: not an array of its own), the
+    offsets n + 1 int32 (every partition has < 2^31 edges). The state sum is the sum of its arrays, and the RSS the
     trial added stays within what the block says it allocated (plus JIT and allocator slack)."""
     n, sparse, _ = sparse_and_dense
     d = _run(sparse, "bfs", "--src", "0")
     mem = d["memory"]
     arrays = {k: v["bytes"] for k, v in mem["arrays"].items()}
-    assert arrays["depth"] == 4 * n and arrays["parent"] == 4 * n
+    assert arrays["parent"] == 4 * n and "depth" not in arrays
+    assert 4 * n <= arrays["queue"] <= 4 * n + 2**16
     assert arrays["offsets (out)"] == 4 * (n + 1)
     assert arrays["io buffers (out)"] > 0 and mem["io_buffer_bytes"] == arrays["io buffers (out)"]
     state = sum(b for k, b in arrays.items() if not k.startswith(("io buffers", "partitions")))
@@ -86,7 +88,7 @@ def test_memory_block_accounts_for_the_arrays_and_the_process(sparse_and_dense):
     # at most everything the ledger allocated plus 48 MiB of slack
     growth = mem["trial_peak_rss_mib"] - mem["rss_before_trial_mib"]
     assert mem["trial_growth_mib"] == pytest.approx(growth, abs=0.2)
-    touched = 8 * n                      # depth + parent, written in full
+    touched = 8 * n                      # queue (then depths) + parent, written in full
     assert growth * MiB >= 0.9 * touched
     assert growth * MiB <= state + mem["io_buffer_bytes"] + 48 * MiB
     assert d["peak_rss_mb"] >= mem["trial_peak_rss_mib"] - 1
@@ -169,13 +171,42 @@ def test_pagerank_state_per_vertex(sparse_and_dense, case, algo):
 
 
 def test_bfs_state_per_vertex(sparse_and_dense):
-    """BFS holds, beside the offsets and the IO pool: parent and depth (4 B each at 4-byte IDs),
-    ONE queue of 4 B (every level appended behind the last, as GAPBS's sliding queue; it held two,
-    8 B), the pull mask (1 B) and two level bitmaps (0.25 B). Any further n-sized array fails."""
+    """BFS holds, beside the offsets and the IO pool: parent (4 B at 4-byte IDs), ONE queue of 4 B
+    (every level appended behind the last, as GAPBS's sliding queue; it held two, 8 B), which
+    becomes the depths in place at the end (they were another 4 B), the pull mask (1 B) and two
+    level bitmaps (0.25 B). Any further n-sized array fails."""
     n, sparse, _ = sparse_and_dense
     d = _run(sparse, "bfs", "--src", "0", "--threads", "2")
     arrays = {k: v["bytes"] for k, v in d["memory"]["arrays"].items()}
     beside = {k: round(b / n, 2) for k, b in arrays.items() if not k.startswith(
         ("io buffers", "offsets", "block bitmaps", "superstep plan", "iterator mask"))}
-    assert beside == {"parent": 4, "depth": 4, "queue": 4, "pull mask": 1, "level bitmaps": 0.25}
+    assert beside == {"parent": 4, "queue": 4, "pull mask": 1, "level bitmaps": 0.25}
     assert d["trials"][0]["n_reached"] == n
+    state = d["memory"]["state_bytes_per_vertex"]
+    assert state <= 16, state         # issue 13's budget, the offsets and iterator flags included
+
+
+def test_wcc_state_per_vertex(tmp_path):
+    """WCC holds, beside the offsets and the IO pool: labels (4 B at 4-byte IDs), the BFS's three
+    flag rows (its visited row is kept as the reached flags), two propagation rows and the
+    has-edges flags; the hub and those flags come from the offsets (a degree array of 4 B is gone).
+    Any further n-sized array fails, and the sum must meet issue 13's 16 B/vertex. The graph: a
+    ring over the first half, random edges over the second: the BFS from the hub reaches one
+    component, propagation labels the rest."""
+    n = 400_000
+    h = n // 2
+    rng = np.random.default_rng(3)
+    ring = np.arange(h, dtype=np.int64)
+    src = np.concatenate([ring, rng.integers(h, n, h, dtype=np.int64)])
+    dst = np.concatenate([(ring + 1) % h, rng.integers(h, n, h, dtype=np.int64)])
+    disk = tmp_path / "disk_wcc"
+    disk.mkdir()
+    g = partition_arrays(src, dst, num_vertices=n, disks=[str(disk)], name="wccm", rows=1, cols=1,
+                         symmetrize=True, register=False, durable=False)
+    d = _run(g.path if hasattr(g, "path") else str(disk / "wccm"), "wcc", "--threads", "2")
+    arrays = {k: v["bytes"] for k, v in d["memory"]["arrays"].items()}
+    beside = {k: round(b / n, 2) for k, b in arrays.items() if not k.startswith(
+        ("io buffers", "offsets", "block bitmaps", "superstep plan", "iterator mask"))}
+    assert beside == {"labels": 4, "BFS flags": 3, "propagation flags": 2, "has-edges flags": 1}
+    assert d["memory"]["state_bytes_per_vertex"] <= 16
+    assert 0 < d["trials"][0]["bfs_reached"] < n and d["trials"][0]["n_components"] > 2

@@ -8,7 +8,7 @@ Algorithm (Graphene §4.7, plus Beamer's direction optimisation): one superstep 
 the previous level) is translated into block requests for their adjacency lists; for every list
 (chunk) that arrives, each unvisited neighbour u is claimed with one atomic fetch-or on its bit of a visited bitmap (1 bit
 per vertex, so the hot check stays in cache; checked with a plain read first): the single winner
-sets depth[u] = level+1 and parent[u] and appends u to the next queue (fetch-and-add on its tail). So every vertex enters the next frontier exactly once, depths are exact on any schedule,
+sets parent[u] and appends u to the next queue (fetch-and-add on its tail). So every vertex enters the next frontier exactly once, depths are exact on any schedule,
 and a parent is always a vertex of the previous level with an edge to u (a valid BFS parent; which
 one may differ between runs with several threads).
 A level runs bottom-up instead (every unvisited vertex with edges reads its in-list — the out-list
@@ -23,6 +23,12 @@ device, counting the transfer of the O(|V|) state (depth, parent) when it sits o
 Small frontiers stay on this SSD path; hot levels run on the GPU (gpu.algorithms.BfsLevels), and the
 state moves only when the device changes. Depths are the same whatever ran where; each superstep's
 stats say its device, and the result counts cpu_supersteps / gpu_supersteps / device_moves.
+
+Depths are not held while the levels run: every level is appended behind the last in one queue (GAPBS's
+sliding queue), so level l is q[starts[l]:starts[l+1]], and at the end the queue is turned into
+the depths in place (`_depths_in_queue`). The run holds parent, queue, the pull mask and two bitmaps
+(13.3 B/vertex at 4-byte IDs) beside the offsets, not a fourth n-sized array. The hybrid run keeps
+a depth array, which the GPU's levels read and write.
 
 Verification (`verify`): an independent serial BFS over the whole CSR recomputes every depth; each
 reached vertex's parent must be reached one level above and hold an edge to it.
@@ -57,15 +63,13 @@ def _always(v, state):
 
 @njit(cache=True)
 def _visit(v, nbrs, wts, tid, state):
-    visited, front, depth, parent, nxt, tail, cur, level = state
-    nd = np.int32(level + 1)
+    visited, front, parent, nxt, tail, cur = state
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
         w = u >> 6
         bit = np.uint64(1) << np.uint64(u & 63)
         if visited[w] & bit == 0:          # plain read first: a 1-bit-per-vertex map stays in cache
             if _or(visited, w, bit) & bit == 0:   # claimed by this thread alone
-                depth[u] = nd
                 parent[u] = v
                 push(nxt, tail, cur, tid, u)
 
@@ -85,13 +89,12 @@ def _unvisited(v, state):
 @njit(cache=True)
 def _adopt(v, nbrs, wts, tid, state):
     """Bottom-up step: unvisited v takes the first neighbour found in the current level."""
-    visited, front, depth, parent, nxt, tail, cur, level = state
+    visited, front, parent, nxt, tail, cur = state
     for i in range(nbrs.shape[0]):
         u = np.int64(nbrs[i])
         if front[u >> 6] & (np.uint64(1) << np.uint64(u & 63)):   # u is in the current level
             bit = np.uint64(1) << np.uint64(v & 63)
             if _or(visited, v >> 6, bit) & bit == 0:   # another chunk of v's list may race us
-                depth[v] = np.int32(level + 1)
                 parent[v] = u
                 push(nxt, tail, cur, tid, v)
             return
@@ -99,10 +102,10 @@ def _adopt(v, nbrs, wts, tid, state):
 
 #: the two ways a level runs: push (top-down) and pull (bottom-up); a vertex is claimed once, by a
 #: fetch-or on its visited bit: the first writer wins
-#: (state: visited, front, depth, parent, nxt, tail, cur, level; depth and parent take the first
-#: writer's values, the visited bits or together, found vertices go to the nxt queue)
-VISIT = Update(_always, _visit, combine="first", writes=((0, "or"), 2, 3), queue=(4, 5, 6))
-ADOPT = Update(_unvisited, _adopt, combine="first", writes=((0, "or"), 2, 3), queue=(4, 5, 6))
+#: (state: visited, front, parent, nxt, tail, cur; parent takes the first writer's value, the
+#: visited bits or together, found vertices go to the nxt queue, whose place says their level)
+VISIT = Update(_always, _visit, combine="first", writes=((0, "or"), 2), queue=(3, 4, 5))
+ADOPT = Update(_unvisited, _adopt, combine="first", writes=((0, "or"), 2), queue=(3, 4, 5))
 
 
 @njit(cache=True)
@@ -119,6 +122,48 @@ def _visited_from_depth(depth, visited):
     for v in range(depth.shape[0]):
         if depth[v] >= 0:
             visited[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+
+
+@njit(cache=True)
+def _depths_in_queue(q, starts, n):
+    """The queue of a whole run (level l at q[starts[l]:starts[l+1]], r = starts[-1] vertices,
+    each once) becomes the depths in place: afterwards q[v] is v's level, -1 if unreached, v < n.
+    A cycle-leader walk: the vertex x taken from position i gets its level written into slot x,
+    whose own vertex (the one at position x) goes next; a taken slot holds -1 (its vertex is on
+    its way), a written one -2 - level, so the walk stops at -1 and the last pass maps both."""
+    r = starts[-1]
+    L = starts.shape[0]
+    for j in range(r, n):
+        q[j] = -1
+    for i in range(r):
+        x = q[i]
+        if x < 0:
+            continue
+        q[i] = -1
+        p = i
+        while True:
+            lo = 0                          # the level of position p: last l with starts[l] <= p
+            hi = L - 1
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                if starts[mid] <= p:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            nxt = q[x]
+            q[x] = -2 - lo
+            if nxt < 0:
+                break
+            p = x
+            x = nxt
+    for v in range(n):
+        q[v] = -2 - q[v]
+
+
+@njit(cache=True)
+def _levels_into(depth, q, lo, hi, level):
+    for k in range(lo, hi):
+        depth[q[k]] = level
 
 
 @njit(cache=True)
@@ -154,10 +199,10 @@ def _hybrid(graph, device, policy=None, gpu_mem=None):
 
 
 @njit(cache=True)
-def _mark_unvisited(depth, deg, diff, mask):
+def _mark_unvisited(visited, deg, diff, mask):
     cnt = 0
-    for v in range(depth.shape[0]):
-        a = depth[v] < 0 and deg_at(deg, diff, v) > 0
+    for v in range(mask.shape[0]):
+        a = visited[v >> 6] & (np.uint64(1) << np.uint64(v & 63)) == 0 and deg_at(deg, diff, v) > 0
         mask[v] = a
         cnt += a
     return cnt
@@ -206,33 +251,36 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     t0 = time.perf_counter()
     n = graph.num_vertices
     src = source(graph, src)
-    depth = np.full(n, -1, dtype=np.int32)
+    hyb, device_note = _hybrid(graph, device, offload_policy, gpu_mem)
     vdt = vertex_dtype(n)       # parents and queues: 4-byte IDs while they fit (as GAPBS)
     parent = np.full(n, -1, dtype=vdt)
     threads = runtime.get("threads") or config.default_threads()
     # one queue for every level, one after the other (GAPBS's sliding queue): the frontier is
     # q[fs:fs + size] and the next level is appended behind it; a vertex enters once, so n slots
-    # (plus one block per thread, squeezed out) hold the whole run
+    # (plus one block per thread, squeezed out) hold the whole run, and the places of the levels
+    # (starts) give the depths at the end
     q = np.empty(n + threads * BLOCK, dtype=vdt)
     tail = np.zeros(1, dtype=np.int64)
     cur = np.zeros((threads, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
     front = np.zeros((n + 63) // 64, dtype=np.uint64)
     visited = np.zeros((n + 63) // 64, dtype=np.uint64)
-    track("depth", depth)
     track("parent", parent)
     track("queue", q)
     track("level bitmaps", front, visited)
+    depth = None                    # the hybrid's: the GPU's levels read and write depths
+    if hyb is not None:
+        depth = track("depth", np.full(n, -1, dtype=np.int32))
+        depth[src] = 0
     visited[src >> 6] |= np.uint64(1) << np.uint64(src & 63)
-    depth[src] = 0
     parent[src] = src
     q[0] = src
+    starts = [0]                    # where each level begins in q (the CPU-only run)
     fs = 0                          # the frontier on this path: q[fs:fs + size]
     size = 1
     qend = 1                        # the queue's used part (a level back from the GPU goes here)
     level = 0
     steps = []
     force = "pull" if bottom_up == "always" else None
-    hyb, device_note = _hybrid(graph, device, offload_policy, gpu_mem)
     on = "cpu"                      # where depth/parent/frontier live now
     em = EdgeMap(graph, pull=bool(bottom_up), in_memory=in_memory, **runtime)
     try:
@@ -277,11 +325,11 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                         unvisited_cost = em.pull_cost(depth < 0)
                     on = "cpu"
             tail[0] = fs + size                  # the next level goes behind this one
-            state = (visited, front, depth, parent, q, tail, cur, np.int64(level))
+            state = (visited, front, parent, q, tail, cur)
             frontier = q[fs:fs + size]
 
             def unvisited():
-                _mark_unvisited(depth, deg_in, d_in, mask)
+                _mark_unvisited(visited, deg_in, d_in, mask)
                 _set_front(front, frontier)
                 return mask
 
@@ -291,6 +339,9 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             fs += size
             size = int(squeeze_from(q, tail, cur, fs))
             qend = fs + size
+            starts.append(fs)
+            if depth is not None:
+                _levels_into(depth, q, fs, qend, level + 1)
             st["level"] = level
             st["found"] = size
             st["device"] = "cpu"
@@ -305,6 +356,9 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             hyb[0].store(depth, parent)
     finally:
         em.close()
+    if depth is None:
+        _depths_in_queue(q, np.array(starts, dtype=np.int64), n)
+        depth = q[:n] if vdt == np.int32 else q[:n].astype(np.int32)
     n_reached = int(np.count_nonzero(depth >= 0))
     extra = {"device_note": device_note} if device == "auto" else {}
     if hyb is not None:

@@ -4,17 +4,19 @@ Computes: `dist` float64[n], the shortest-path distance from `src` over the weig
 (np.inf = unreached). Needs a weighted dataset with non-negative weights.
 Returns: SSSPResult(dist, src, delta, n_reached, buckets, supersteps, seconds).
 
-Algorithm: vertices whose distance dropped and whose edges have not been relaxed since are *pending*.
-Each superstep takes the pending vertices of the lowest non-empty bucket [i*delta, (i+1)*delta)
-(GAPBS-style: all edges of a vertex relaxed when it is processed, no light/heavy split, so every
-list is read once per processing) and relaxes their out-edges: candidate distances go to one
-array by an atomic min on the float's bits (weights are >= 0, so bits order as values), and the
-first hit of a vertex queues it (dist itself is only written between supersteps); the merge
-walks the queue: O(hit vertices). Improved vertices
-become pending again; the bucket is re-processed until empty, then the next non-empty bucket.
+Algorithm (GAPBS's): a vertex whose distance dropped goes into the bin of its new bucket
+[i*delta, (i+1)*delta). Each superstep takes the lowest non-empty bin (skipping entries whose vertex
+has dropped to a lower bucket since, and duplicates) and relaxes every out-edge of its vertices
+(no light/heavy split, so every list is read once per processing): distances drop in place by an
+atomic min on the float's bits (weights are >= 0, so bits order as values), and the first drop of
+a vertex in a superstep queues it; after the superstep the queued vertices join their bins
+(`Bins`: per bucket, the arrays of the supersteps that fed it; O(dropped vertices) per superstep,
+never a pass over all pending vertices). The current bucket is re-processed until its bin stays
+empty, then the next one.
 Label-correcting, so the result is exact for any delta; delta trades supersteps (small delta: many
 nearly-empty buckets) against re-relaxations (large delta: Bellman-Ford-like). The default
-(DEFAULT_DELTA = 256) suits integer weights 1..255 (GAPBS's generator); tune with --delta.
+(`default_delta`) is the dataset's largest weight, capped at twice the mean weight (both recorded
+when it was partitioned; DEFAULT_DELTA = 256 on older datasets); tune with --delta.
 """
 from __future__ import annotations
 
@@ -29,11 +31,26 @@ from ..errors import GrapheneError
 
 from .common import Result, pick_source, real_range
 
-#: Bucket width. On SSDs fewer, fuller supersteps beat saving re-relaxations: with GAPBS's weights
-#: 1..255 on a symmetrized Kronecker scale-20 graph (2 threads, O_DIRECT) one SSSP took 16.7 s at
-#: delta 8, 6.6 s at 32, 4.9 s at 128, 3.5 s at 255, 3.3 s at 512 and 4.6 s at infinity
-#: (Bellman-Ford): about the largest edge weight is best.
+#: Bucket width where the dataset does not record its weights. On SSDs fewer, fuller supersteps
+#: beat saving re-relaxations: with GAPBS's weights 1..255 on a symmetrized Kronecker scale-20
+#: graph (2 threads, O_DIRECT) one SSSP took 16.7 s at delta 8, 6.6 s at 32, 4.9 s at 128, 3.5 s
+#: at 255, 3.3 s at 512 and 4.6 s at infinity (Bellman-Ford): about the largest edge weight is
+#: best. GAPBS's kron22 with its bins (BENCHMARKS.md): 8 and 256 within noise with the adjacency
+#: cache; without it every superstep that scans costs a pass, and fewer buckets win.
 DEFAULT_DELTA = 256.0
+
+
+def default_delta(graph):
+    """The bucket width of a run without --delta: the dataset's largest edge weight, at most twice
+    its mean weight (a few heavy edges do not make every bucket Bellman-Ford), from the stats its
+    partitioning recorded; DEFAULT_DELTA where they are missing (older datasets) or not > 0."""
+    st = getattr(graph, "stats", None) or {}
+    hi, mean = st.get("weight_max"), st.get("weight_mean")
+    try:
+        d = min(float(hi), 2.0 * float(mean))
+    except (TypeError, ValueError):
+        return DEFAULT_DELTA
+    return d if d > 0 and np.isfinite(d) else DEFAULT_DELTA
 
 
 CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
@@ -50,9 +67,10 @@ def _active(v, state):
 
 @njit(cache=True)
 def _relax(v, nbrs, wts, tid, state):
-    """Candidate distances of v's out-neighbours: cand[u] = min(cand[u], dist[v] + w) by an atomic
-    min on the float's bits (weights >= 0); the first hit of u this superstep queues it."""
-    inq, dist, cbits, hit, ids, tail, cur, neg = state
+    """v's out-neighbours: dist[u] = min(dist[u], dist[v] + w) by an atomic min on the float's bits
+    (weights >= 0, so bits order as values; as GAPBS, in place: a later list of the same superstep
+    sees the lower distance); the first improvement of u this superstep queues it."""
+    inq, dist, dbits, hit, ids, tail, cur, neg = state
     dv = dist[v]
     for i in range(len(nbrs)):
         w = np.float64(wts[i])
@@ -61,10 +79,9 @@ def _relax(v, nbrs, wts, tid, state):
             continue
         u = np.int64(nbrs[i])
         nd = dv + w
-        if nd < dist[u]:
+        if nd < dist[u]:                      # plain read first: most candidates lose
             b = _bits(nd)
-            if b < cbits[u]:                  # plain read first: most candidates lose
-                _amin(cbits, u, b)
+            if b < _amin(dbits, u, b):
                 if hit[u] == 0 and _or(hit, u, np.uint8(1)) == 0:
                     push(ids, tail, cur, tid, u)
 
@@ -73,60 +90,89 @@ from ..iterator.atomics import atomic_min as _amin, atomic_or as _or, float_bits
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.queue import push  # noqa: E402
 
-#: one superstep: candidates combine by min (on their bits), hits by or, the hit vertices queue
+#: one superstep: distances combine by min (on their bits), hits by or, the hit vertices queue
+#: (slot 1 is slot 2 as floats: one array, read as floats and lowered as bits)
 RELAX = Update(_active, _relax, combine="min", writes=(2, (3, "or"), (7, "or")), queue=(4, 5, 6))
 
 
 @njit(cache=True)
-def _merge(dist, cand, hit, q, nq, pending, npend, in_pending):
-    """Apply the candidates of the queued (hit) vertices; improved ones join `pending`. Returns the
-    new pending count."""
+def _bins_of(dist, hit, q, nq, delta, key):
+    """The queued (improved) vertices' buckets: key[j] = floor(dist[q[j]] / delta); clears hit."""
     for j in range(nq):
         u = q[j]
-        c = cand[u]
-        cand[u] = np.inf
         hit[u] = 0
-        if c < dist[u]:
-            dist[u] = c
-            if in_pending[u] == 0:
-                in_pending[u] = 1
-                pending[npend] = u
-                npend += 1
-    return npend
+        key[j] = np.floor(dist[u] / delta)
 
 
 @njit(cache=True)
-def _take_bucket(dist, pending, npend, in_pending, inq, delta):
-    """Remove the pending vertices of the lowest bucket; returns (frontier, new npend, bucket)."""
-    lo = np.inf
-    for i in range(npend):
-        d = dist[pending[i]]
-        if d < lo:
-            lo = d
-    b = np.floor(lo / delta)
-    hi = (b + 1.0) * delta
+def _take(ids, dist, inq, delta, b):
+    """The vertices of bin b still in bucket b (an entry goes stale when its vertex dropped to a
+    lower bucket since, which processed it there), each once: they get inq; returns the count,
+    moved to the front of ids."""
     m = 0
-    for i in range(npend):
-        if dist[pending[i]] < hi:
-            m += 1
-    out = np.empty(m, dtype=np.int64)
-    k = 0
-    keep = 0
-    for i in range(npend):
-        v = pending[i]
-        if dist[v] < hi:
-            out[k] = v
-            k += 1
-            in_pending[v] = 0
+    for j in range(ids.shape[0]):
+        v = ids[j]
+        if inq[v] == 0 and np.floor(dist[v] / delta) == b:
             inq[v] = 1
+            ids[m] = v
+            m += 1
+    return m
+
+
+class Bins:
+    """GAPBS's bucket bins: bucket number -> the vertices that dropped into it (arrays appended per
+    superstep; a vertex may sit in several, stale ones are skipped when a bin is taken). Buckets
+    are taken lowest first; a superstep only adds to the current bucket or later ones."""
+
+    def __init__(self, n):
+        import heapq
+        from .common import vertex_dtype
+        self._heap = heapq
+        self.dtype = vertex_dtype(n)
+        self.keys = []                  # a heap of bucket numbers that have a bin
+        self.bins = {}                  # bucket -> [arrays]
+        self.held = 0                   # vertex entries held (stale ones included)
+        self.most = 0                   # ... at the most
+
+    def add(self, verts, keys):
+        """verts[j] joins bin keys[j] (both arrays of one superstep)."""
+        if len(verts) == 0:
+            return
+        if keys[0] == keys[-1] and (keys == keys[0]).all():
+            self._put(float(keys[0]), verts.astype(self.dtype))
+            return
+        order = np.argsort(keys, kind="stable")
+        ks = keys[order]
+        vs = verts[order].astype(self.dtype, copy=False)
+        cut = np.flatnonzero(ks[1:] != ks[:-1]) + 1
+        lo = 0
+        for hi in (*cut.tolist(), len(ks)):
+            self._put(float(ks[lo]), vs[lo:hi])
+            lo = hi
+
+    def _put(self, k, arr):
+        got = self.bins.get(k)
+        if got is None:
+            self.bins[k] = [arr]
+            self._heap.heappush(self.keys, k)
         else:
-            pending[keep] = v
-            keep += 1
-    return out, keep, b
+            got.append(arr)
+        self.held += len(arr)
+        self.most = max(self.most, self.held)
+
+    def pop(self):
+        """(bucket, its vertex entries) of the lowest bin, or None when none is left."""
+        if not self.keys:
+            return None
+        k = self._heap.heappop(self.keys)
+        arrs = self.bins.pop(k)
+        ids = arrs[0] if len(arrs) == 1 else np.concatenate(arrs)
+        self.held -= len(ids)
+        return k, ids
 
 
 # ---------------------------------------------------------------------------------------------
-def run_gpu(graph, *, src=None, delta=DEFAULT_DELTA, gpu_mem=None, progress=None,
+def run_gpu(graph, *, src=None, delta=None, gpu_mem=None, progress=None,
             **_ignored) -> SSSPResult:
     """Delta-stepping on the GPU."""
     from ..gpu import algorithms as A
@@ -137,7 +183,7 @@ def run_gpu(graph, *, src=None, delta=DEFAULT_DELTA, gpu_mem=None, progress=None
     t0 = time.perf_counter()
     src = pick_source(graph) if src is None else int(src)
     st: dict = {}
-    dist = A.sssp(dg, src, delta=delta, stats=st)
+    dist = A.sssp(dg, src, delta=default_delta(graph) if delta is None else delta, stats=st)
     return SSSPResult(dist=dist, src=src, delta=float(st["delta"]),
                       n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=st["buckets"],
                       supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
@@ -150,7 +196,7 @@ def check(graph, src, delta):
     if not graph.weighted:
         raise GrapheneError(f"{graph.name}: SSSP needs edge weights; this dataset has none "
                             f"(partition a weighted edge list, e.g. .wel, with --weighted)")
-    delta = float(DEFAULT_DELTA if delta is None else delta)
+    delta = float(default_delta(graph) if delta is None else delta)
     if not (delta > 0 and np.isfinite(delta)):
         raise GrapheneError(f"delta must be a positive number (got {delta})")
     n = graph.num_vertices
@@ -162,7 +208,7 @@ def check(graph, src, delta):
     return src, delta
 
 
-def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
+def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
         **runtime) -> SSSPResult:
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
@@ -171,29 +217,33 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
     t0 = time.perf_counter()
     n = graph.num_vertices
     from ..iterator.edgemap import EdgeMap
-    from ..iterator.memory import track
+    from ..iterator.memory import track, track_bytes
     from ..iterator.queue import NextQueue
     dist = np.full(n, np.inf)
     dist[src] = 0.0
-    pending = np.empty(n, dtype=np.int64)
-    in_pending = np.zeros(n, dtype=np.uint8)
     inq = np.zeros(n, dtype=np.uint8)
-    pending[0] = src
-    in_pending[src] = 1
-    npend = 1
     neg = np.zeros(1, dtype=np.uint8)
     steps = []
     buckets = set()
+    bins = Bins(n)
+    bins.add(np.array([src], dtype=np.int64), np.array([np.floor(0.0 / delta)]))
     with EdgeMap(graph, weights=True, in_memory=in_memory, **runtime) as em:
-        cand = np.full(n, np.inf)
         hit = np.zeros(n, dtype=np.uint8)
         q = NextQueue(n, em.threads)
-        track("distances, candidates", dist, cand)
-        track("buckets (queue, flags)", pending, in_pending, inq, hit)
+        track("distances", dist)
+        track("flags (active, hit)", inq, hit)
         track("hit queue", q.ids)
-        state = (inq, dist, cand.view(np.int64), hit, q.ids, q.tail, q.cur, neg)
-        while npend:
-            frontier, npend, b = _take_bucket(dist, pending, npend, in_pending, inq, float(delta))
+        state = (inq, dist, dist.view(np.int64), hit, q.ids, q.tail, q.cur, neg)
+        key = np.empty(0)
+        while True:
+            got = bins.pop()
+            if got is None:
+                break
+            b, ids = got
+            m = _take(ids, dist, inq, float(delta), b)
+            if m == 0:                           # every entry went stale
+                continue
+            frontier = ids[:m]
             buckets.add(b)
             st = em.edge_map(state, frontier, push=RELAX)
             inq[frontier] = 0
@@ -201,12 +251,17 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=DEFAULT_DELTA,
             if neg[0]:
                 raise GrapheneError(f"{graph.name}: negative edge weight found; delta-stepping "
                                     f"needs weights >= 0")
-            npend = _merge(dist, cand, hit, q.ids, nq, pending, npend, in_pending)
+            if len(key) < nq:
+                key = np.empty(max(nq, 2 * len(key)))
+            _bins_of(dist, hit, q.ids, nq, float(delta), key)
+            bins.add(q.ids[:nq], key[:nq])
             st = dict(st)
-            st.update(bucket=int(b), relaxed=int(len(frontier)))
+            st.update(bucket=int(b) if b < 2**62 else float(b), relaxed=int(m),
+                      bins_held=bins.held)
             steps.append(st)
             if progress is not None:
                 progress(st)
+        track_bytes("bucket bins (at the most)", bins.most * np.dtype(bins.dtype).itemsize)
     return SSSPResult(dist=dist, src=src, delta=float(delta),
                       n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=len(buckets),
                       supersteps=steps, seconds=time.perf_counter() - t0)
@@ -254,6 +309,8 @@ CLI_OPTIONS = [
                  help="Source vertex: its ID 0..|V|-1, or its name on a dataset partitioned with "
                       "--labels (--relabel: its original ID) (default: a random vertex of "
                       "non-zero degree from the seed)."),
-    click.Option(["--delta"], type=real_range(0.0, min_open=True), default=DEFAULT_DELTA,
-                 show_default=True, help="Bucket width of delta-stepping (> 0)."),
+    click.Option(["--delta"], type=real_range(0.0, min_open=True), default=None,
+                 help="Bucket width of delta-stepping (> 0) (default: the dataset's largest edge "
+                      "weight, at most twice its mean; 256 on datasets partitioned before "
+                      "weights were recorded)."),
 ]

@@ -97,6 +97,25 @@ def _lp_both(v, nbrs, wts, tid, state):
 from ..iterator.atomics import atomic_min as _amin  # noqa: E402
 from ..iterator.edgemap import EdgeMap, Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
+from ..iterator.cost import deg_at  # noqa: E402
+
+
+@njit(cache=True, nogil=True)
+def _hub_and_flags(dout, diff_out, din, diff_in, both, has_edges):
+    """has_edges[v] = v has an edge (out, plus in when `both`); returns the first vertex of the
+    largest degree. Degrees come from degree_view (the offsets themselves on one partition): no
+    degree array of n entries."""
+    best = -1
+    root = 0
+    for v in range(has_edges.shape[0]):
+        d = deg_at(dout, diff_out, v)
+        if both:
+            d += deg_at(din, diff_in, v)
+        has_edges[v] = d > 0
+        if d > best:
+            best = d
+            root = v
+    return root
 
 #: the BFS marks flags (every writer stores 1); propagation lowers labels (min) and flags changes
 BFS_VISIT = Update(_in_frontier, _bfs_visit, combine="or", writes=(1, 2))
@@ -153,14 +172,13 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     dirs = ["out", "in"] if has_in else ["out"]
     em = EdgeMap(graph, pull=has_in, in_memory=in_memory, **runtime)
     try:
-        # degrees from the offsets the iterators hold (no second, 8-byte copy of them)
-        deg = em.degree("out")
-        if has_in:
-            deg = deg.astype(np.int64) + em.degree("in")
+        # degrees from the offsets the iterators hold (no copy of them on a 1x1 grid)
+        dout, diff_out = em.degree_view("out")
+        din, diff_in = em.degree_view("in") if has_in else (dout, diff_out)
         track("labels", label)
-        root = int(np.argmax(deg))
-        has_edges = track("has-edges flags", deg > 0)
-        del deg            # all the rest needs: 1 byte per vertex
+        has_edges = track("has-edges flags", np.zeros(n, dtype=np.bool_))
+        root = int(_hub_and_flags(dout, diff_out, din, diff_in, has_in, has_edges))
+        del dout, din      # all the rest needs: 1 byte per vertex
         em.deg.clear()
         # 1. BFS from the max-degree vertex
         visited = np.zeros(n, dtype=np.uint8)
@@ -178,7 +196,8 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
             if not nxt.any():
                 break
             cur = nxt
-        reached = visited.astype(bool)
+        reached = visited.view(np.bool_)             # the BFS's flags, kept as they are
+        del cur, nxt
         label[reached] = int(np.argmax(reached))     # the smallest reached ID
         n_reached = int(reached.sum())
         # 2. label propagation for the rest
@@ -187,7 +206,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
             active = (~reached & has_edges).view(np.uint8)
             while active.any():
                 changed = np.zeros(n, dtype=np.uint8)
-                track("propagation flags", active, changed, reached)
+                track("propagation flags", active, changed)
                 for d in dirs:
                     st = em.masked((active, label, changed), LP_PUSH, active, d)
                     _note(steps, progress, st, "lp", step)

@@ -286,6 +286,12 @@ def _addr(arr):
         return id(arr)
 
 
+def track_bytes(name, nbytes):
+    """Record nbytes under `name` (held in pieces that are not one array) in every open ledger."""
+    for led in _LEDGERS:
+        led.add(name, nbytes)
+
+
 class ledger:
     """`with ledger() as led:` records what is tracked inside the block."""
 

@@ -160,7 +160,8 @@ def _plan_direction(store, R, C, budget):
 
 
 def _write_direction(writer, store, direction, R, C, id_width, weighted, budget, loads,
-                     progress=None):
+                     progress=None, wstats=None):
+    """One direction's partitions; wstats (a dict) gets the weights' min, max and sum."""
     rows, cols, counts = _plan_direction(store, R, C, budget)
     sizes = {}
     for (r, c), m in counts.items():
@@ -193,6 +194,10 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
             out_w = np.empty(int(starts[-1]), dtype="<f4") if weighted else extsort._EMPTY_W
             _gather(lptr, idx, w if weighted else extsort._EMPTY_W, weighted, lens, starts, out_idx,
                     out_w)
+            if wstats is not None and len(out_w):
+                wstats["min"] = min(wstats.get("min", np.inf), float(out_w.min()))
+                wstats["max"] = max(wstats.get("max", -np.inf), float(out_w.max()))
+                wstats["sum"] = wstats.get("sum", 0.0) + float(out_w.sum(dtype=np.float64))
             for c in range(C):
                 fa, fo, fw, base_e = files[c]
                 a, b = int(starts[c]), int(starts[c + 1])
@@ -266,8 +271,12 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
                   t0=None, names=None):
     """Write both directions from CSR stores and commit. Returns the dataset folder on disk 0."""
     loads = [0] * len(writer.disks)
+    wstats = {} if weighted else None
     out_sec = _write_direction(writer, out_store, "out", R, C, id_width, weighted, budget, loads,
-                               progress)
+                               progress, wstats)
+    if wstats:      # what SSSP's default bucket width is made from (algos/sssp.py default_delta)
+        stats = dict(stats, weight_min=wstats["min"], weight_max=wstats["max"],
+                     weight_mean=wstats["sum"] / max(1, int(out_store.m)))
     in_sec = None
     if in_edges:
         in_store = in_store_fn() if in_store_fn else _transpose_store(out_store, budget)
