@@ -125,14 +125,26 @@ def _visited_from_depth(depth, visited):
 
 
 @njit(cache=True)
-def _depths_in_queue(q, starts, n):
+def _depths_in_queue(q, starts, n, scratch):
     """The queue of a whole run (level l at q[starts[l]:starts[l+1]], r = starts[-1] vertices,
     each once) becomes the depths in place: afterwards q[v] is v's level, -1 if unreached, v < n.
-    A cycle-leader walk: the vertex x taken from position i gets its level written into slot x,
+    While the levels fit a byte, they are scattered into `scratch` (uint8[n], free memory the run
+    had: the pull mask) and widened into q: two passes a prefetcher can run ahead of. Else a
+    cycle-leader walk: the vertex x taken from position i gets its level written into slot x,
     whose own vertex (the one at position x) goes next; a taken slot holds -1 (its vertex is on
     its way), a written one -2 - level, so the walk stops at -1 and the last pass maps both."""
     r = starts[-1]
     L = starts.shape[0]
+    if L <= 255 and scratch.shape[0] >= n:
+        for v in range(n):
+            scratch[v] = 255
+        for lev in range(L - 1):
+            for k in range(starts[lev], starts[lev + 1]):
+                scratch[q[k]] = lev
+        for v in range(n):
+            d = scratch[v]
+            q[v] = -1 if d == 255 else d
+        return
     for j in range(r, n):
         q[j] = -1
     for i in range(r):
@@ -158,6 +170,14 @@ def _depths_in_queue(q, starts, n):
             x = nxt
     for v in range(n):
         q[v] = -2 - q[v]
+
+
+@njit(cache=True)
+def _clear_found(mask, q, lo, hi):
+    """The pull mask kept up to date: the vertices queued since it was last brought up to date
+    are visited now (O(found), not a pass over every vertex)."""
+    for k in range(lo, hi):
+        mask[q[k]] = 0
 
 
 @njit(cache=True)
@@ -281,6 +301,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     level = 0
     steps = []
     force = "pull" if bottom_up == "always" else None
+    front_cost = None               # the frontier's push bytes when the last level had them
     on = "cpu"                      # where depth/parent/frontier live now
     em = EdgeMap(graph, pull=bool(bottom_up), in_memory=in_memory, **runtime)
     try:
@@ -293,8 +314,10 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             # the unvisited vertices; their cost is kept here as it only shrinks
             deg_in, d_in = em.degree_view(em.pull_dir)
             mask = track("pull mask", np.zeros(n, dtype=np.uint8))
-            unvisited_cost = em.pull_cost(np.ones(n, np.bool_)) - em.models[em.pull_dir].lists(
-                deg_in, q[:1], capped=False, diff=d_in)
+            mask_upto = -1                  # q[:mask_upto] is cleared in the mask (-1: not built)
+            pm = em.models[em.pull_dir]
+            unvisited_cost = pm.all(deg_in, diff=d_in) - pm.lists(deg_in, q[:1], capped=False,
+                                                                   diff=d_in)
         while size > 0:
             if hyb is not None:
                 gl, pol = hyb
@@ -321,21 +344,29 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                     q[fs:fs + size] = f
                     qend = fs + size
                     _visited_from_depth(depth, visited)
+                    front_cost = None
                     if up:
                         unvisited_cost = em.pull_cost(depth < 0)
+                        mask_upto = -1               # the GPU's levels are not in the queue
                     on = "cpu"
             tail[0] = fs + size                  # the next level goes behind this one
             state = (visited, front, parent, q, tail, cur)
             frontier = q[fs:fs + size]
 
             def unvisited():
-                _mark_unvisited(visited, deg_in, d_in, mask)
+                nonlocal mask_upto
+                if mask_upto < 0:                # built once by a pass, then kept up to date
+                    _mark_unvisited(visited, deg_in, d_in, mask)
+                else:
+                    _clear_found(mask, q, mask_upto, fs + size)
+                mask_upto = fs + size
                 _set_front(front, frontier)
                 return mask
 
             st = em.edge_map(state, frontier, push=VISIT, pull=ADOPT,
                              pull_mask=unvisited if up else None,
-                             pull_cost=unvisited_cost if up else None, force=force)
+                             pull_cost=unvisited_cost if up else None, force=force,
+                             push_cost=front_cost)
             fs += size
             size = int(squeeze_from(q, tail, cur, fs))
             qend = fs + size
@@ -348,16 +379,22 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             steps.append(st)
             if progress is not None:
                 progress(st)
+            front_cost = None
             if up:
-                unvisited_cost -= em.models[em.pull_dir].lists(deg_in, q[fs:fs + size], capped=False,
-                                                               diff=d_in)
+                found_cost = em.models[em.pull_dir].lists(deg_in, q[fs:fs + size], capped=False,
+                                                          diff=d_in)
+                unvisited_cost -= found_cost
+                if em.pull_dir == "out":     # the same lists, by the same model: the push's bytes
+                    front_cost = found_cost
             level += 1
         if on == "gpu":
             hyb[0].store(depth, parent)
     finally:
         em.close()
     if depth is None:
-        _depths_in_queue(q, np.array(starts, dtype=np.int64), n)
+        scratch = mask if up else track("depth scratch", np.empty(
+            n if len(starts) <= 255 else 0, dtype=np.uint8))
+        _depths_in_queue(q, np.array(starts, dtype=np.int64), n, scratch)
         depth = q[:n] if vdt == np.int32 else q[:n].astype(np.int32)
     n_reached = int(np.count_nonzero(depth >= 0))
     extra = {"device_note": device_note} if device == "auto" else {}

@@ -222,12 +222,13 @@ class EdgeMap:
         return self.models[d].where(mask, deg, diff=diff)
 
     def edge_map(self, state, frontier_ids, push: Update, pull: Update = None, pull_mask=None,
-                 pull_cost=None, force=None) -> dict:
+                 pull_cost=None, force=None, push_cost=None) -> dict:
         """One superstep. frontier_ids: int32 or int64 vertex IDs (the push frontier); pull_mask: uint8 per
         vertex, the vertices whose lists a pull reads, or a callable making it (called only when
-        the pull runs: building it costs a pass over the vertices); pull_cost: the pull's bytes
-        when the caller keeps them (else computed from the mask). Returns the superstep's stats,
-        with "direction" ("top-down": push, "bottom-up": pull)."""
+        the pull runs: building it costs a pass over the vertices); pull_cost / push_cost: the
+        pull's / push's bytes (uncapped) when the caller has them (else computed from the mask /
+        the frontier). Returns the superstep's stats, with "direction" ("top-down": push,
+        "bottom-up": pull)."""
         use_pull = False
         if pull is not None and self.pull_dir is not None and pull_mask is not None:
             if force == "pull":
@@ -236,8 +237,9 @@ class EdgeMap:
                 if pull_cost is None:
                     pull_mask = pull_mask() if callable(pull_mask) else pull_mask
                     pull_cost = self.pull_cost(pull_mask)
-                use_pull = (min(int(pull_cost), self.models[self.pull_dir].cap) <
-                            self.push_cost(frontier_ids))
+                push_cost = (self.push_cost(frontier_ids) if push_cost is None else
+                             min(int(push_cost), self.models["out"].cap))
+                use_pull = min(int(pull_cost), self.models[self.pull_dir].cap) < push_cost
         if use_pull:
             mask = pull_mask() if callable(pull_mask) else pull_mask
             st = self._run(self.pull_dir, pull, state, "mask", mask)
