@@ -77,6 +77,14 @@ _RUNTIME = [
     click.Option(["--gpu-mem"], default=None, metavar="SIZE",
                  help="GPU memory budget (e.g. 2G; default 90% of free): edge arrays that do not "
                       "fit stay in pinned host memory, read zero-copy."),
+    click.Option(["--gpu-tier"], type=click.Choice(["auto", "resident", "stream-host",
+                                                    "stream-ssd"]), default="auto",
+                 show_default=True,
+                 help="Where a GPU run keeps the edge lists (PageRank may stream): resident "
+                      "(GPU memory, the rest zero-copy from pinned host memory), stream-host "
+                      "(pinned host memory, copied in per iteration), stream-ssd (read from the "
+                      "dataset's files per iteration); auto: resident when the GPU holds them, "
+                      "else streamed from host memory, else from the SSD."),
     click.Option(["--cluster"], default=None, metavar="ADDRESS",
                  help="Run on a Ray cluster the dataset was distributed to (`graphene cluster "
                       "distribute`): auto (the cluster `ray start` joined), local, or host:port."),
@@ -180,6 +188,11 @@ def _run(name, mod, kw):
         runtime["direct"] = False
     runtime["check"] = kw.pop("check")
     runtime["gpu_mem"] = kw.pop("gpu_mem")
+    tier = kw.pop("gpu_tier")
+    if tier != "auto":
+        if device == "cpu":
+            raise click.UsageError(f"--gpu-tier {tier} is for GPU runs (add --device gpu)")
+        runtime["gpu_tier"] = tier
     runtime = {k: v for k, v in runtime.items() if v is not None}
     algo_opts = {k: v for k, v in kw.items() if k not in _RUNTIME_NAMES}
     if algo_opts.get("sources") is not None and algo_opts.get("num_sources") is not None:
@@ -448,7 +461,7 @@ def _prepare(graph, device, in_memory, runtime, preload_key=None):
         pre = preload(preload_key)
     if device in ("cpu", "hybrid") and graph.num_vertices and getattr(graph, "cluster", None):
         from .iterator.edgemap import EdgeMap     # the node actors, started and their shards opened
-        io = {k: v for k, v in runtime.items() if k not in ("gpu_mem", "cache")}
+        io = {k: v for k, v in runtime.items() if k not in ("gpu_mem", "gpu_tier", "cache")}
         EdgeMap(graph, in_memory=in_memory, **io).close()
     elif device in ("cpu", "hybrid") and graph.num_vertices:
         from .iterator import IoIterator

@@ -211,10 +211,15 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     if small.eligible(name, graph, where, opts):    # a small graph: whole in RAM, numpy only
         res = small.run(name, graph, mod, progress=progress, **opts)
     elif where == "gpu":
+        if str(opts.get("gpu_tier", "auto")).startswith("stream") and \
+                not getattr(mod, "GPU_STREAMS", False):
+            raise GrapheneError(f"--gpu-tier {opts['gpu_tier']}: only PageRank streams its lists "
+                                f"to the GPU so far; {name} runs resident (--gpu-tier resident)")
         res = mod.run_gpu(graph, progress=progress, **opts)
     else:
         jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)
         gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
+        opts.pop("gpu_tier", None)
         if where == "hybrid":
             res = mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
         else:

@@ -97,12 +97,54 @@ def _split_runtime(runtime):
     return progress, runtime
 
 
+GPU_STREAMS = True     # run_gpu can stream the lists per iteration (gpu/streamed.py)
+
+
+def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
+    """Where a GPU PageRank keeps the lists: "resident" (DeviceGraph: GPU memory, the rest read
+    zero-copy from pinned host memory), "stream-host" or "stream-ssd" (gpu/streamed.py). auto:
+    resident while the lists fit the GPU budget; else copied in per iteration from pinned host
+    memory while they fit half of the memory available (whole chunks at ~86% of the bus's rate
+    beat zero-copy gathers by 1.4x per iteration on an H200: BENCHMARKS.md), else streamed from
+    the dataset's files."""
+    if tier != "auto":
+        return tier
+    from ...gpu.device_graph import STATE_BYTES_PER_VERTEX, _budget
+    from ...iterator.memory import memory_available
+    n, m = graph.num_vertices, graph.num_edges
+    dirs = 2 if graph.in_partitions is not None else 1
+    lists = m * 4 * dirs
+    try:
+        budget = _budget(gpu_mem)
+    except ImportError:          # no CuPy: the resident path says so (or a test stands in)
+        return "resident"
+    if (n + 1) * 8 * dirs + STATE_BYTES_PER_VERTEX * n + lists <= budget:
+        return "resident"
+    return "stream-host" if lists <= memory_available() // 2 else "stream-ssd"
+
+
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
-            max_iter=config.PR_MAX_ITERS, gpu_mem=None, progress=None, **_ignored) -> PageRankResult:
+            max_iter=config.PR_MAX_ITERS, gpu_mem=None, gpu_tier="auto", progress=None,
+            **_ignored) -> PageRankResult:
     """PageRank on the GPU: classic pull iterations over a degree-renumbered CSR with the hubs'
-    in-edges tiled in shared memory, for both variants (the same fixed point within tolerance)."""
+    in-edges tiled in shared memory, for both variants (the same fixed point within tolerance);
+    or, when the lists stay off the GPU (`gpu_tier`), the same iterations with the lists streamed
+    in per iteration (gpu/streamed.py)."""
     from ...gpu import algorithms as A
     from ...gpu.resident import gpu_steps, timed
+    tier = choose_gpu_tier(graph, gpu_mem, gpu_tier)
+    if tier.startswith("stream"):
+        from ...gpu import streamed
+        t0 = time.perf_counter()
+        st: dict = {}
+        scores = streamed.pagerank(graph, source=tier[len("stream-"):], alpha=alpha,
+                                   tol=tolerance, max_iter=max_iter, stats=st)
+        return PageRankResult(scores=scores, iterations=st.get("iterations", 0),
+                              error=st.get("error", 0.0), variant="pull",
+                              converged=bool(st.get("error", 0.0) < tolerance),
+                              tolerance=float(tolerance), supersteps=gpu_steps(st, progress),
+                              seconds=time.perf_counter() - t0, load_seconds=0.0, device="gpu",
+                              gpu_tier=tier)
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
     st: dict = {}

@@ -1,0 +1,142 @@
+"""PageRank-10 on the GPU by tier: resident, zero-copy, streamed from pinned host memory, streamed
+from the dataset's files; beside the CPU SSD path and the bus's own bandwidth, in one run.
+
+    PYTHONPATH=. python3 tools/bench_gpu_stream.py --scale 23 --work /tmp/gs --out stream.json
+
+The graph: Graph500 Kronecker (bench_gpu_tiers.kron_csr: symmetrized, deduplicated, no self-loops)
+partitioned 1x1 into --work. Each tier runs pull PageRank, 10 iterations, tolerance 0, --reps times
+(median; the first run of a tier also pays its setup, reported apart); scores are compared with the
+resident run's. stream-ssd drops the page cache before each run when it can (root), so its reads
+come from the device; the disk's sequential O_DIRECT rate is measured on the same file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def drop_caches():
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def h2d_bandwidth(nbytes=1 << 30):
+    import cupy as cp
+    pin = cp.cuda.alloc_pinned_memory(nbytes)
+    dev = cp.empty(nbytes, dtype=cp.uint8)
+    best = 0.0
+    for _ in range(3):
+        cp.cuda.Device().synchronize()
+        t = time.perf_counter()
+        cp.cuda.runtime.memcpy(dev.data.ptr, pin.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice)
+        cp.cuda.Device().synchronize()
+        best = max(best, nbytes / (time.perf_counter() - t))
+    return best
+
+
+def disk_rate(path, block=8 << 20):
+    import mmap
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+    buf = mmap.mmap(-1, block)
+    n, t = 0, time.perf_counter()
+    try:
+        while True:
+            k = os.preadv(fd, [buf], n)
+            n += k
+            if k < block:
+                break
+    finally:
+        os.close(fd)
+    return n / (time.perf_counter() - t)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", type=int, default=23)
+    ap.add_argument("--ef", type=int, default=16)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--work", default="/tmp/gs")
+    ap.add_argument("--out", default="stream.json")
+    a = ap.parse_args(argv)
+    from bench_gpu_tiers import kron_csr
+    from graphene_py.algos import pagerank
+    from graphene_py.gpu import algorithms as A, streamed
+    from graphene_py.gpu.device_graph import DeviceGraph, STATE_BYTES_PER_VERTEX
+    from graphene_py.partition import partition_arrays
+    import cupy as cp
+
+    t = time.perf_counter()
+    ptr, idx = kron_csr(a.scale, a.ef)
+    n, m = len(ptr) - 1, len(idx)
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    os.makedirs(os.path.join(a.work, "d0"), exist_ok=True)
+    g = partition_arrays(src, idx.astype(np.int64), num_vertices=n,
+                         disks=[os.path.join(a.work, "d0")], name=f"kron{a.scale}",
+                         register=False, durable=False, force=True, symmetrize=True)
+    del src
+    out = {"scale": a.scale, "ef": a.ef, "n": n, "m": m, "lists_bytes": m * 4,
+           "build_seconds": time.perf_counter() - t, "gpu": cp.cuda.runtime.getDeviceProperties(0)[
+               "name"].decode(), "h2d_bytes_per_s": h2d_bandwidth()}
+    out["disk_bytes_per_s"] = disk_rate(g.parts("out")[0].adj_path)
+    print(json.dumps(out), flush=True)
+    res = {}
+
+    def timed(label, fn, drop=False):
+        runs = []
+        for _ in range(a.reps + 1):
+            dropped = drop_caches() if drop else None
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            scores, extra = fn()
+            cp.cuda.Device().synchronize()
+            runs.append(time.perf_counter() - t0)
+        res[label] = {"first_s": runs[0], "median_s": statistics.median(runs[1:]),
+                      "runs": runs, "page_cache_dropped": dropped, **extra}
+        print(label, json.dumps(res[label]), flush=True)
+        return scores
+
+    budget_all = None
+    dg = DeviceGraph.from_graph(g, gpu_mem=budget_all)
+    ref = timed("resident", lambda: (A.pagerank(dg, max_iter=10, tol=0), {"tier": dg.tier()}))
+    del dg
+    A_ = None  # noqa: F841
+    cp.get_default_memory_pool().free_all_blocks()
+    small = (n + 1) * 8 + STATE_BYTES_PER_VERTEX * n + (64 << 20)
+    dz = DeviceGraph.from_graph(g, gpu_mem=small)
+    z = timed("zero-copy", lambda: (A.pagerank(dz, max_iter=10, tol=0, reorder=False),
+                                    {"tier": dz.tier()}))
+    del dz
+    cp.get_default_memory_pool().free_all_blocks()
+    res["zero-copy"]["max_abs_diff"] = float(np.abs(z - ref).max())
+    for source in ("host", "ssd"):
+        def run(source=source):
+            st = {}
+            s = streamed.pagerank(g, source=source, max_iter=10, tol=0, stats=st)
+            return s, {"bytes_moved": st["bytes_moved"],
+                       "iteration_s": [round(x["seconds"], 4) for x in st["supersteps"]]}
+        s = timed(f"stream-{source}", run, drop=source == "ssd")
+        res[f"stream-{source}"]["max_abs_diff"] = float(np.abs(s - ref).max())
+    c = timed("cpu-ssd", lambda: (pagerank.run(g, variant="pull", max_iter=10, tolerance=0,
+                                               threads=os.cpu_count()).scores, {}), drop=True)
+    res["cpu-ssd"]["max_abs_diff"] = float(np.abs(c - ref).max())
+    out["tiers"] = res
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
