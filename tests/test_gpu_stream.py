@@ -87,5 +87,6 @@ def test_streamed_run_through_the_cli_entry_and_a_damaged_page(tmp_path):
         b = bytearray(f.read(1))
         f.seek(0)
         f.write(bytes([b[0] ^ 1]))
-    with pytest.raises(GrapheneError, match="CRC32C"):
-        streamed.pagerank(g, source="ssd", max_iter=2)
+    for source in ("ssd", "host"):
+        with pytest.raises(GrapheneError, match="CRC32C"):
+            streamed.pagerank(g, source=source, max_iter=2)

@@ -90,6 +90,17 @@ def plan_chunks(offsets, chunk_edges):
     return out
 
 
+def _offsets(p):
+    """A partition's offsets file (uint64), checked: CRC32 as recorded, then structure."""
+    from ..integrity import check_offsets
+    try:
+        off = np.fromfile(p.off_path, dtype="<u8")
+    except OSError as e:
+        raise GrapheneError(f"{p.off_path}: cannot read offsets ({e.strerror})") from None
+    check_offsets(p, off)
+    return off.astype(np.uint64, copy=False)
+
+
 def _pages(e0, e1, width):
     """The 4 KB pages [p0, p1) that hold edges e0..e1 of a file of `width`-byte IDs."""
     return (e0 * width) // PAGE, -(-(e1 * width) // PAGE)
@@ -126,14 +137,8 @@ class StreamedPageRank:
         chunk_edges = max(1, int(chunk_bytes) // self.w)
         self.chunks = []
         offs_d = []
-        from ..iterator.session import _read_offsets_file
-        from ..integrity import check_offsets
         for i, p in enumerate(self.parts):
-            off = np.empty(p.row_hi - p.row_lo + 1, dtype=np.uint64)
-            got, crc = _read_offsets_file(p.off_path, off)
-            if got != len(off):
-                raise GrapheneError(f"{p.off_path}: {got} offsets, expected {len(off)} (damaged?)")
-            check_offsets(p, off, crc)
+            off = _offsets(p)
             offs_d.append(cp.asarray(off))
             for (r0, r1, e0, e1) in plan_chunks(off, chunk_edges):
                 if e1 > e0:
@@ -142,23 +147,56 @@ class StreamedPageRank:
         self.max_pages = max((c.p1 - c.p0 for c in self.chunks), default=1)
         deg = np.zeros(n, dtype=np.int64)
         for p in graph.parts("out"):
-            o = np.empty(p.row_hi - p.row_lo + 1, dtype=np.uint64)
-            _read_offsets_file(p.off_path, o)
-            deg[p.row_lo:p.row_hi] += np.diff(o.astype(np.int64))
+            deg[p.row_lo:p.row_hi] += np.diff(_offsets(p).astype(np.int64))
         self.outdeg = cp.asarray(deg.astype(np.float64))
         self.dangling = cp.asarray(deg == 0)
         self.direct = direct
         self.host = None
         if source == "host":
-            from ..integrity import read_checked
-            self.host = []
-            for p in self.parts:
-                arr = read_checked(p, "adj") if p.num_edges else np.zeros(0, np.uint32)
-                pin = cp.cuda.alloc_pinned_memory(max(arr.nbytes, 1))
-                h = np.frombuffer(pin, dtype=arr.dtype, count=arr.size)
-                h[...] = arr
-                self.host.append((pin, h))
+            self.host = [self._load_pinned(p, t) for p, t in zip(self.parts, self._tables())]
         self.bytes_moved = 0
+
+    def _load_pinned(self, p, table, piece=64 << 20):
+        """One list file read straight into pinned host memory, its pages checked against the
+        page table as they arrive (CRC32C in C); without a page table, the file's CRC32."""
+        from .. import _uring
+        from ..integrity import _damaged, check_crc
+        cp = _module.cupy()
+        dt = np.dtype("<u4" if self.w == 4 else "<u8")
+        nbytes = -(-(p.num_edges * self.w) // PAGE) * PAGE
+        pin = cp.cuda.alloc_pinned_memory(max(nbytes, 1))
+        raw = np.frombuffer(pin, dtype=np.uint8, count=max(nbytes, 1))
+        got = 0
+        if not p.num_edges:
+            return pin, raw[:0].view(dt)
+        with open(p.adj_path, "rb", buffering=0) as f:
+            while got < nbytes:
+                end = min(nbytes, got + piece)
+                k = 0
+                while got + k < end:         # whole pages per check (short reads go on)
+                    r = f.readinto(memoryview(raw)[got + k:end])
+                    if not r:
+                        break
+                    k += r
+                if not k:
+                    break
+                if table is not None:
+                    lo = got // PAGE
+                    crcs = np.frombuffer(_uring.page_crcs(memoryview(raw)[got:got + k], PAGE),
+                                         "<u4")
+                    want = table[lo:lo + len(crcs)]
+                    bad = np.flatnonzero(crcs != want)
+                    if bad.size:
+                        i = int(bad[0])
+                        raise _damaged(p.adj_path, f"the page at byte offset {(lo + i) * PAGE} "
+                                                   f"has CRC32C {int(crcs[i]):08x}, the dataset "
+                                                   f"recorded {int(want[i]):08x}")
+                got += k
+        if got < p.num_edges * self.w:
+            raise _damaged(p.adj_path, f"file too short: {got} bytes for {p.num_edges} IDs")
+        if table is None:
+            check_crc(p, "adj", raw[:got])
+        return pin, raw[:p.num_edges * self.w].view(dt)
 
     # -- the reader (ssd) ------------------------------------------------------------------------
     def _tables(self):
