@@ -245,3 +245,32 @@ def test_structural_checks_numpy_and_kernels_agree(tmp_path, monkeypatch, branch
     w[11], w[40] = np.inf, np.nan
     with pytest.raises(DamagedDataError, match="weight inf at byte offset 44 is not a finite"):
         integrity.check_array(p, "wgt", w)
+
+
+def test_sssp_buckets_at_a_width_that_does_not_divide_the_distances(tmp_path, monkeypatch):
+    """delta 0.1 and a vertex at distance 1.0: 1.0 // 0.1 is 9, yet 10 * 0.1 is not above 1.0, so
+    taking a bucket by `d < (b + 1) * delta` took nobody and looped for ever. Both paths number
+    buckets by floor(d / delta) (the engine's bins); an alarm turns a hang into a failure."""
+    import signal
+    src = np.array([0, 1, 2, 0], dtype=np.int64)
+    dst = np.array([1, 2, 3, 3], dtype=np.int64)
+    w = np.array([1.0, 0.5, 0.3, 7.0], dtype=np.float32)
+    d = tmp_path / "d"
+    d.mkdir()
+    g = partition_arrays(src, dst, weights=w, disks=[str(d)], name="tenth", register=False,
+                         durable=False)
+
+    def hang(*_):
+        raise TimeoutError("SSSP did not finish")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(60)
+    try:
+        for delta in (0.1, 0.3, 1e-9):
+            rs, re = both(monkeypatch, "sssp", g, src=0, delta=delta)
+            want = naive.dijkstra(4, src, dst, w, 0)
+            assert np.array_equal(rs.dist, want) and np.array_equal(re.dist, want)
+            assert rs.buckets == re.buckets
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

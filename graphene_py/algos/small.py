@@ -378,9 +378,12 @@ def _sssp(graph, csr, mod, progress, t0, src=None, delta=None, **_ignored):
         if pend.size == 0:
             break
         t = time.perf_counter()
-        d = dist[pend]
-        b = int(d.min() // delta)
-        front = pend[d < (b + 1) * delta]
+        # buckets as the engine's bins number them (floor(d / delta), sssp.Bins): comparing d
+        # with (b + 1) * delta instead can take nobody (d = 1.0, delta = 0.1: 1.0 // 0.1 = 9,
+        # yet 10 * 0.1 is not above 1.0) and loop forever
+        key = np.floor(dist[pend] / delta)
+        b = key.min()
+        front = pend[key == b]
         pending[front] = False
         buckets.add(b)
         owner, idx = csr.edges_of(front)
@@ -393,8 +396,8 @@ def _sssp(graph, csr, mod, progress, t0, src=None, delta=None, **_ignored):
         nb, cand = nb[better], cand[better]
         np.minimum.at(dist, nb, cand)
         pending[nb] = True
-        _step(steps, progress, t, frontier=int(front.size), active_edges=int(w.size), bucket=b,
-              relaxed=int(front.size))
+        _step(steps, progress, t, frontier=int(front.size), active_edges=int(w.size),
+              bucket=int(b) if b < 2**62 else float(b), relaxed=int(front.size))
     return mod.SSSPResult(dist=dist, src=src, delta=delta,
                           n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=len(buckets),
                           supersteps=steps, seconds=time.perf_counter() - t0)
