@@ -72,6 +72,14 @@ class VertexNames:
         for lo in range(0, self.n, rows):
             yield self.take(np.arange(lo, min(self.n, lo + rows)))
 
+    def __len__(self):
+        return self.n
+
+    def __iter__(self):
+        """Every vertex's name in ID order (read in pieces: the file is not loaded whole)."""
+        for piece in self.chunks(1 << 16):
+            yield from piece
+
     def array(self) -> np.ndarray:
         """Every vertex's name as one numpy array (str or int64), for .npz files."""
         parts = list(self.chunks(1 << 20))

@@ -113,3 +113,25 @@ def test_readme_add_an_algorithm_is_one_file_and_one_registry_line(tmp_path, mon
     r = CliRunner().invoke(main, ["run", "degree-sum", "--graph", "ex", "-v"])
     assert r.exit_code == 0, r.output
     assert "Verification: PASS" in r.output
+
+
+def test_a_misspelt_keyword_is_a_type_error_at_the_call(tmp_path):
+    """gp.<algorithm>(g, **options) checks the keywords before any work, on the small path as on
+    the engine (one ran from a random source, the other failed deep in the IO engine)."""
+    import numpy as np
+    import graphene_py as gp
+    from graphene_py.partition import partition_arrays
+    d = tmp_path / "d"
+    d.mkdir()
+    g = partition_arrays(np.arange(9), np.arange(1, 10), disks=[str(d)], name="kw",
+                         register=False, durable=False, symmetrize=True)
+    for small in ("0", str(1 << 30)):
+        os.environ["GRAPHENE_SMALL_EDGES"] = small
+        try:
+            with pytest.raises(TypeError, match="'srcc'.*src"):
+                gp.bfs(g, srcc=5)
+            with pytest.raises(TypeError, match="'tolerence'.*tolerance"):
+                gp.pagerank(g, tolerence=1e-9)
+            assert gp.bfs(g, src=5, threads=2).src == 5
+        finally:
+            os.environ["GRAPHENE_SMALL_EDGES"] = "0"

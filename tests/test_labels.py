@@ -232,6 +232,7 @@ def test_partition_labels_any_names(tmp_path_factory, edges, form):
     s, d = G.edges()
     assert list(zip(s.tolist(), d.tolist())) == e
     assert G.vertex_names().take(np.arange(G.num_vertices)) == list(ref)
+    assert list(G.vertex_names()) == list(ref) and len(G.vertex_names()) == G.num_vertices
 
 
 def test_partition_labels_cli_and_usage_errors(tmp_path):

@@ -184,6 +184,31 @@ def gpu_may_be_available() -> str:
     return may_be_available()
 
 
+#: runtime options every algorithm takes (the IO engine's, memory, GPU), beside its own
+RUNTIME_OPTIONS = frozenset({"engine", "threads", "queue_depth", "max_gap", "max_io", "buffer_mb",
+                             "block_size", "direct", "in_memory", "io_workers", "check", "cache",
+                             "gpu_mem", "gpu_tier"})
+_ACCEPTED: dict = {}
+
+
+def accepted_options(name: str, mod=None) -> frozenset:
+    """The keywords dispatch takes for algorithm `name`: the runtime options, the keyword
+    parameters of its run() and run_gpu(), its command-line options and the ones its name fixes."""
+    got = _ACCEPTED.get(name)
+    if got is None:
+        import inspect
+        mod = mod or module(name)
+        names = set(RUNTIME_OPTIONS) | set(entry(name).fixed)
+        for fn in (getattr(mod, "run", None), getattr(mod, "run_gpu", None)):
+            if callable(fn):
+                names.update(p.name for p in inspect.signature(fn).parameters.values()
+                             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        names.update(o.name for o in getattr(mod, "CLI_OPTIONS", ()) if o.name)
+        names.discard("graph")
+        got = _ACCEPTED[name] = frozenset(names)
+    return got
+
+
 def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options):
     """Run algorithm `name` on `graph` with `options` (algorithm options and runtime options of
     `graphene run`, as keywords). Returns the module's Result."""
@@ -191,11 +216,17 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     from .. import jit
     from ..names import resolve_options, vertex_names
     e = entry(name)
+    mod = module(name)
+    bad = sorted(set(options) - accepted_options(name, mod))
+    if bad:     # what Python says of a misspelt keyword, at the call, on every path
+        own = sorted(accepted_options(name, mod) - RUNTIME_OPTIONS - {"device", "progress"})
+        raise TypeError(f"{name.replace('-', '_')}() got an unexpected keyword argument "
+                        f"{bad[0]!r}; its options: {', '.join(own) or 'none'}, and the runtime "
+                        f"options {', '.join(sorted(RUNTIME_OPTIONS))}")
     opts = dict(e.fixed)
     opts.update(options)
     opts = resolve_options(graph, opts)          # sources given by name -> vertex IDs
     common.check_options(name, graph, opts)      # the same ranges for every front end
-    mod = module(name)
     if getattr(graph, "cluster", None) is not None:
         if not on_cluster(name, opts):
             rule = getattr(mod, "CLUSTER", None)
