@@ -333,7 +333,7 @@ def _run(name, mod, kw):
         row["seconds"] = float(res.seconds)
         trial_rows.append(row)
         if not as_json:
-            extra = "  ".join(f"{k} {v}" for k, v in res.scalars().items()
+            extra = "  ".join(f"{k} {_short(v)}" for k, v in res.scalars().items()
                               if k not in ("seconds",) and v is not None and not isinstance(v, list))
             click.echo(f"Trial {t + 1}: {res.seconds:.5f} s  {extra}")
         if do_verify:
@@ -440,6 +440,11 @@ def _preload_key(name, graph, in_memory, algo_opts, cache=False):
     flags = "".join(f"+{k}" for k in sorted(algo_opts) if algo_opts[k] is True)
     flags += "+cache" if cache else ""
     return f"{name}{flags}-{kind}-id{graph.id_width}-{where}"
+
+
+def _short(v):
+    """A trial line's value: floats to 6 significant digits (--json keeps them whole)."""
+    return f"{v:.6g}" if isinstance(v, float) else v
 
 
 def _prepare(graph, device, in_memory, runtime, preload_key=None):
