@@ -24,16 +24,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def drop_caches():
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
-
-
 def h2d_bandwidth(nbytes=1 << 30):
     import cupy as cp
     pin = cp.cuda.alloc_pinned_memory(nbytes)
@@ -73,6 +63,7 @@ def main(argv=None):
     ap.add_argument("--out", default="stream.json")
     a = ap.parse_args(argv)
     from bench_gpu_tiers import kron_csr
+    from bench_io import drop_caches
     from graphene_py.algos import pagerank
     from graphene_py.gpu import algorithms as A, streamed
     from graphene_py.gpu.device_graph import DeviceGraph, STATE_BYTES_PER_VERTEX

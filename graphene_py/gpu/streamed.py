@@ -101,6 +101,20 @@ def _offsets(p):
     return off.astype(np.uint64, copy=False)
 
 
+def _check_pages(p, table, first, data):
+    """The CRC32C of each 4 KB page of `data` (pages first.. of p's list file) against the page
+    table; a mismatch is DamagedDataError naming the file and the byte offset."""
+    from .. import _uring
+    from ..integrity import _damaged
+    crcs = np.frombuffer(_uring.page_crcs(data, PAGE), "<u4")
+    want = table[first:first + len(crcs)]
+    bad = np.flatnonzero(crcs != want)
+    if bad.size:
+        i = int(bad[0])
+        raise _damaged(p.adj_path, f"the page at byte offset {(first + i) * PAGE} has CRC32C "
+                                   f"{int(crcs[i]):08x}, the dataset recorded {int(want[i]):08x}")
+
+
 def _pages(e0, e1, width):
     """The 4 KB pages [p0, p1) that hold edges e0..e1 of a file of `width`-byte IDs."""
     return (e0 * width) // PAGE, -(-(e1 * width) // PAGE)
@@ -159,7 +173,6 @@ class StreamedPageRank:
     def _load_pinned(self, p, table, piece=64 << 20):
         """One list file read straight into pinned host memory, its pages checked against the
         page table as they arrive (CRC32C in C); without a page table, the file's CRC32."""
-        from .. import _uring
         from ..integrity import _damaged, check_crc
         cp = _module.cupy()
         dt = np.dtype("<u4" if self.w == 4 else "<u8")
@@ -181,16 +194,7 @@ class StreamedPageRank:
                 if not k:
                     break
                 if table is not None:
-                    lo = got // PAGE
-                    crcs = np.frombuffer(_uring.page_crcs(memoryview(raw)[got:got + k], PAGE),
-                                         "<u4")
-                    want = table[lo:lo + len(crcs)]
-                    bad = np.flatnonzero(crcs != want)
-                    if bad.size:
-                        i = int(bad[0])
-                        raise _damaged(p.adj_path, f"the page at byte offset {(lo + i) * PAGE} "
-                                                   f"has CRC32C {int(crcs[i]):08x}, the dataset "
-                                                   f"recorded {int(want[i]):08x}")
+                    _check_pages(p, table, got // PAGE, memoryview(raw)[got:got + k])
                 got += k
         if got < p.num_edges * self.w:
             raise _damaged(p.adj_path, f"file too short: {got} bytes for {p.num_edges} IDs")
@@ -215,7 +219,6 @@ class StreamedPageRank:
 
     def _reader(self, free, full, stop, tables):
         """Read every chunk into a free staging buffer, check its pages, hand it over."""
-        from .. import _uring
         from ..integrity import _damaged
         fds = {}
         try:
@@ -238,16 +241,8 @@ class StreamedPageRank:
                 if got < (c.e1 * self.w - c.p0 * PAGE):
                     raise _damaged(p.adj_path, f"file too short: {c.p0 * PAGE + got} bytes, "
                                                f"edges up to byte {c.e1 * self.w}")
-                t = tables[c.part]
-                if t is not None:
-                    crcs = np.frombuffer(_uring.page_crcs(view[:got], PAGE), "<u4")
-                    want = t[c.p0:c.p0 + len(crcs)]
-                    bad = np.flatnonzero(crcs != want)
-                    if bad.size:
-                        i = int(bad[0])
-                        raise _damaged(p.adj_path, f"the page at byte offset {(c.p0 + i) * PAGE} "
-                                                   f"has CRC32C {int(crcs[i]):08x}, the dataset "
-                                                   f"recorded {int(want[i]):08x}")
+                if tables[c.part] is not None:
+                    _check_pages(p, tables[c.part], c.p0, view[:got])
                 full.put((c, buf))
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
             full.put((None, e))
