@@ -109,6 +109,8 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
     the dataset's files."""
     if tier != "auto":
         return tier
+    if graph.directed and graph.in_partitions is None:
+        return "resident"        # streaming pulls over in-lists; this dataset has none
     from ...gpu.device_graph import STATE_BYTES_PER_VERTEX, _budget
     from ...iterator.memory import memory_available
     n, m = graph.num_vertices, graph.num_edges
