@@ -238,6 +238,9 @@ def _run(name, mod, kw):
     mem_plan = None
     run_on = registry.choose_device(name, device, graph, {**algo_opts, **run_rt})
     from .algos import small
+    precheck = getattr(registry.module(name), "precheck", None)
+    if precheck is not None:        # what the algorithm refuses, before any setup line
+        precheck(graph, algo_opts)
     small_run = small.eligible(name, graph, run_on, algo_opts)   # in RAM, numpy: no cache
     auto = memory is None or str(memory).lower() == "auto"
     if memory is not None and str(memory).lower() in ("auto", "none"):

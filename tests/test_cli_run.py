@@ -75,6 +75,14 @@ def test_errors_exit_1(ds, tmp_path):
     assert r.exit_code == 1 and "GPU path not available" in r.stderr
 
 
+def test_sssp_without_weights_fails_before_any_setup(ds):
+    """The algorithm's own refusal comes first: one `Error:` line, no graph or setup lines."""
+    r = run("sssp", "--graph", "pl")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("Error: pl: SSSP needs edge weights") and "setup" not in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
 def test_unknown_algorithm_exit_2(ds):
     r = run("nosuch")
     assert r.exit_code == 2 and "unknown algorithm" in r.stderr

@@ -208,6 +208,11 @@ def check(graph, src, delta):
     return src, delta
 
 
+def precheck(graph, opts):
+    """`graphene run`'s check before its setup: weights, delta and source (as run() checks)."""
+    check(graph, opts.get("src"), opts.get("delta"))
+
+
 def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
         **runtime) -> SSSPResult:
     runtime = dict(runtime)
