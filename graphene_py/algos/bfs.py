@@ -42,8 +42,7 @@ import numpy as np
 from ..jit import njit
 
 from .. import config
-from ..errors import GrapheneError
-from .common import Result, pick_source, vertex_dtype
+from .common import Result, checked_source, pick_source, vertex_dtype
 from .reference import serial_bfs_depth
 
 MAIN = "parent"
@@ -249,13 +248,7 @@ def run_gpu(graph, *, src=None, gpu_mem=None, progress=None, **_ignored) -> BFSR
 def source(graph, src):
     """The source vertex ID a run starts from (default: pick_source); a clear error when the graph
     is empty or src is out of range (also the numpy path's: algos/small.py)."""
-    n = graph.num_vertices
-    if n == 0:
-        raise GrapheneError(f"{graph.name}: BFS needs at least one vertex (graph is empty)")
-    src = pick_source(graph) if src is None else int(src)
-    if not 0 <= src < n:
-        raise GrapheneError(f"source vertex {src} is out of range [0, {n})")
-    return src
+    return checked_source(graph, src, "BFS")
 
 
 def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,

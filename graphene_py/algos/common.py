@@ -525,6 +525,18 @@ def check_options(name: str, graph, options: dict, cli: bool = False) -> None:
     _real_in(o, "delta", 0.0, None, cli, lo_open=True)
 
 
+def checked_source(graph, src, algo: str) -> int:
+    """The source vertex ID a run starts from (default: pick_source); a clear error when the graph
+    is empty or src is out of range. Shared by BFS and SSSP, on the engine and the numpy path."""
+    n = graph.num_vertices
+    if n == 0:
+        raise GrapheneError(f"{graph.name}: {algo} needs at least one vertex (graph is empty)")
+    src = pick_source(graph) if src is None else int(src)
+    if not 0 <= src < n:
+        raise GrapheneError(f"source vertex {src} is out of range [0, {n})")
+    return src
+
+
 def pick_source(graph, seed: int = config.SEED, trial: int = 0) -> int:
     """A random vertex with non-zero out-degree (GAPBS habit): the trial-th draw of a generator
     seeded with `seed`, so runs are reproducible and trials use different sources."""

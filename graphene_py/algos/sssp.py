@@ -29,7 +29,7 @@ from ..jit import njit
 
 from ..errors import GrapheneError
 
-from .common import Result, pick_source, real_range
+from .common import Result, checked_source, pick_source, real_range, vertex_dtype
 
 #: Bucket width where the dataset does not record its weights. On SSDs fewer, fuller supersteps
 #: beat saving re-relaxations: with GAPBS's weights 1..255 on a symmetrized Kronecker scale-20
@@ -125,9 +125,6 @@ class Bins:
     are taken lowest first; a superstep only adds to the current bucket or later ones."""
 
     def __init__(self, n):
-        import heapq
-        from .common import vertex_dtype
-        self._heap = heapq
         self.dtype = vertex_dtype(n)
         self.keys = []                  # a heap of bucket numbers that have a bin
         self.bins = {}                  # bucket -> [arrays]
@@ -154,7 +151,7 @@ class Bins:
         got = self.bins.get(k)
         if got is None:
             self.bins[k] = [arr]
-            self._heap.heappush(self.keys, k)
+            heapq.heappush(self.keys, k)
         else:
             got.append(arr)
         self.held += len(arr)
@@ -164,7 +161,7 @@ class Bins:
         """(bucket, its vertex entries) of the lowest bin, or None when none is left."""
         if not self.keys:
             return None
-        k = self._heap.heappop(self.keys)
+        k = heapq.heappop(self.keys)
         arrs = self.bins.pop(k)
         ids = arrs[0] if len(arrs) == 1 else np.concatenate(arrs)
         self.held -= len(ids)
@@ -199,13 +196,7 @@ def check(graph, src, delta):
     delta = float(default_delta(graph) if delta is None else delta)
     if not (delta > 0 and np.isfinite(delta)):
         raise GrapheneError(f"delta must be a positive number (got {delta})")
-    n = graph.num_vertices
-    if n == 0:
-        raise GrapheneError(f"{graph.name}: the graph has no vertices")
-    src = pick_source(graph) if src is None else int(src)
-    if not 0 <= src < n:
-        raise GrapheneError(f"source {src} out of range 0..{n - 1}")
-    return src, delta
+    return checked_source(graph, src, "SSSP"), delta
 
 
 def precheck(graph, opts):
