@@ -200,8 +200,10 @@ def check(graph, src, delta):
 
 
 def precheck(graph, opts):
-    """`graphene run`'s check before its setup: weights, delta and source (as run() checks)."""
-    check(graph, opts.get("src"), opts.get("delta"))
+    """`graphene run`'s check before its setup: weights, delta and a given source, as run()
+    checks them (no source given: only that there is a vertex; none is drawn here)."""
+    src = opts.get("src")
+    check(graph, 0 if src is None else src, opts.get("delta"))
 
 
 def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
