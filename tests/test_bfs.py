@@ -220,3 +220,47 @@ def test_result_json_and_save(dataset, tmp_path):
     assert len(d["supersteps"]) == res.levels
     p = res.save(str(tmp_path / "parent.npy"))
     assert np.array_equal(np.load(p), res.parent)
+
+
+# -- the in-memory path's own loop (algos/bfs_ram.py) ------------------------------------------
+_RAM = [(f.__name__, grid) for f in tg.ALL if f.__name__ != "empty"
+        for grid in [(1, 1), (3, 2)] if f.__name__ != "chain" or grid == (1, 1)]
+
+
+@pytest.mark.parametrize("gname,grid", _RAM, ids=[f"{n}-{r}x{c}" for n, (r, c) in _RAM])
+def test_bfs_in_memory_loop(dataset, gname, grid, monkeypatch):
+    """in_memory=True walks the lists in RAM without the engine's supersteps (IoIterator.run is
+    never called), in every direction mode and thread count, over out-lists, in-lists and the
+    out-lists of an undirected dataset: depths equal the naive BFS's, every parent is valid."""
+    from graphene_py.iterator import IoIterator
+
+    def no_superstep(*a, **k):
+        raise AssertionError("the in-memory BFS ran an engine superstep")
+    for sym in (False, True):
+        g, G = dataset(gname, *grid, symmetrize=sym, in_edges=not sym)
+        monkeypatch.setattr(IoIterator, "run", no_superstep)
+        for src in sources(g):
+            for mode in (True, "always", False):
+                for threads in (1, 3):
+                    res = bfs.run(G, src=src, threads=threads, bottom_up=mode, in_memory=True)
+                    check(g, res, src, symmetrize=sym)
+                    assert bfs.verify(G, res) == []
+                    assert len(res.supersteps) == res.levels
+                    dirs = {s["direction"] for s in res.supersteps}
+                    if mode is False:
+                        assert dirs == {"top-down"}
+                    elif mode == "always":
+                        assert dirs == {"bottom-up"}
+        monkeypatch.undo()
+
+
+def test_bfs_in_memory_switches_direction(dataset):
+    """The in-memory loop goes bottom-up on a hub's big frontier and back top-down for the tail,
+    as GAPBS does, and examines fewer edges than top-down alone."""
+    g, G = dataset("powerlaw", 2, 2, symmetrize=True)
+    src = sources(g)[1]
+    do = bfs.run(G, src=src, in_memory=True, threads=2)
+    td = bfs.run(G, src=src, in_memory=True, threads=2, bottom_up=False)
+    check(g, do, src, symmetrize=True)
+    assert "bottom-up" in {s["direction"] for s in do.supersteps}
+    assert do.totals()["active_edges"] < td.totals()["active_edges"]

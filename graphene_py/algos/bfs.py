@@ -30,6 +30,10 @@ the depths in place (`_depths_in_queue`). The run holds parent, queue, the pull 
 (13.3 B/vertex at 4-byte IDs) beside the offsets, not a fourth n-sized array. The hybrid run keeps
 a depth array, which the GPU's levels read and write.
 
+In memory (in_memory=True, one machine, no GPU) the levels skip the engine's supersteps: GAPBS's
+direction-optimizing loop walks the lists in RAM (algos/bfs_ram.py), with the same queue, parents
+and depths.
+
 Verification (`verify`): an independent serial BFS over the whole CSR recomputes every depth; each
 reached vertex's parent must be reached one level above and hold an edge to it.
 """
@@ -42,6 +46,7 @@ import numpy as np
 from ..jit import njit
 
 from .. import config
+from . import bfs_ram
 from .common import Result, checked_source, pick_source, vertex_dtype
 from .reference import serial_bfs_depth
 
@@ -299,9 +304,16 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     em = EdgeMap(graph, pull=bool(bottom_up), in_memory=in_memory, **runtime)
     try:
         setup = em.open_seconds
-        # degrees for the cost model: the offsets themselves on a 1x1 grid (no degree array)
-        deg_out, d_out = em.degree_view("out")
-        up = em.pull_dir is not None
+        if hyb is None and in_memory and bfs_ram.usable(em):
+            # the lists are in RAM: GAPBS's loop over them, without the engine's supersteps
+            starts = bfs_ram.levels(em, src, parent, q, visited, front,
+                                    bottom_up if em.pull_dir is not None else False,
+                                    progress, steps)
+            size = up = 0
+        else:
+            # degrees for the cost model: the offsets themselves on a 1x1 grid (no degree array)
+            deg_out, d_out = em.degree_view("out")
+            up = em.pull_dir is not None
         if up:
             # Direction optimisation (Beamer et al., SC'12) on bytes: the pull reads the lists of
             # the unvisited vertices; their cost is kept here as it only shrinks

@@ -485,6 +485,36 @@ class IoIterator(IoSession, TableApi):
 
         return verify
 
+    def ram_lists(self):
+        """The in-memory path's lists as one table, for kernels that walk them directly (the
+        dedicated in-memory BFS): (buf, offs, row_lo, row_part, pbase, plo, ebase) where the rows
+        of the grid start at row_lo[r] (one entry more: n), row r's partitions are
+        row_part[r]..row_part[r + 1], and partition j's list of vertex v (in its row) is
+        buf[ebase[j] + offs[pbase[j] + v - plo[j]] : ebase[j] + offs[pbase[j] + v - plo[j] + 1]]
+        (ebase -1: the partition has no edges). Neighbour IDs are global vertex IDs."""
+        if not self.in_memory:
+            raise ValueError("ram_lists() needs an in-memory iterator")
+        P = len(self.parts)
+        order = sorted(range(P), key=lambda i: (self.parts[i].row_lo, self.parts[i].col_lo))
+        ebase_of = np.full(P, -1, dtype=np.int64)
+        for f, p in enumerate(self.file_parts):
+            ebase_of[p] = int(self.file_base[f]) >> self.id_shift
+        row_lo, row_part = [], []
+        for k, i in enumerate(order):
+            lo = self.parts[i].row_lo
+            if not row_lo or row_lo[-1] != lo:
+                row_lo.append(lo)
+                row_part.append(k)
+        row_part.append(P)
+        row_lo.append(self.graph.num_vertices)
+        if P and (row_lo[0] != 0 or any(self.parts[order[row_part[r + 1] - 1]].row_hi != row_lo[r + 1]
+                                        for r in range(len(row_part) - 1))):
+            raise ValueError(f"{self.graph.name}: the {self.direction}-rows do not tile 0..n")
+        o = np.array(order, dtype=np.int64)
+        return (self.buf, self.offs, np.array(row_lo, dtype=np.int64),
+                np.array(row_part, dtype=np.int64), self.part_base[o].copy(),
+                self.part_row_lo[o].copy(), ebase_of[o].copy())
+
     def _run_job(self, job, nextents):
         if self._helpers is not None and nextents > 1:
             self._helpers.run(job)
