@@ -280,7 +280,7 @@ def _run(name, mod, kw):
         _say(f"--memory {memory}: " + ", ".join(picked) + f", adjacency cache "
              f"{mem_plan['cache_bytes'] / 2**20:,.0f} MiB", quiet_lines)
     trial_rows = []
-    results = []
+    res = None
     counter = {"i": 0, "trial": 0}
 
     def progress(st):
@@ -318,6 +318,7 @@ def _run(name, mod, kw):
         opts = dict(algo_opts)
         if pick_src:
             opts["src"] = common.pick_source(graph, trial=t)
+        res = None              # the last trial's arrays go before this one allocates its own
         proc_peak = max(proc_peak, _mem.peak_bytes())
         _mem.reset_peak()
         rss0 = _mem.rss_bytes()
@@ -327,7 +328,6 @@ def _run(name, mod, kw):
         peak = _mem.peak_bytes()
         proc_peak = max(proc_peak, peak)
         mem_block = common.memory_block(led, graph.num_vertices, rss0, peak, res)
-        results.append(res)
         for w in res.warnings():
             click.echo(f"warning: {w}" + (f" (trial {t + 1})" if trials > 1 else ""), err=True)
         row = {"trial": t, "seconds": float(res.seconds)}
@@ -351,7 +351,6 @@ def _run(name, mod, kw):
             verification = "PASS"
             if not as_json:
                 click.echo("Verification: PASS")
-    res = results[-1]
     from . import jit
     jit.save_preload(pre_key)       # the kernels this run used: loaded in setup next time
     if stream is not None:
