@@ -29,7 +29,7 @@ from . import kernels as K
 from .frontier import Frontier
 from .memory import as_budget, track
 from .pyapi import Block, TableApi  # noqa: F401  (Block: part of the package's API)
-from .session import (BATCH, DENSE_EXTENT, Helpers, IoSession, _load_offsets, _round_up,
+from .session import (BATCH, DENSE_EXTENT, PAGE, Helpers, IoSession, _load_offsets, _round_up,
                       _shared_offsets, offsets_dtype)
 from .session import drop_memory_cache  # noqa: F401  (part of the package's API)
 from .specialize import kernel_for
@@ -110,7 +110,7 @@ class IoIterator(IoSession, TableApi):
         # The adjacency cache (cache=bytes or a CacheBudget shared by a run's iterators): files
         # that fit are served from RAM, the rest from the disks; when every file fits this is the
         # in-memory path.
-        self.cached = self.cmem = self.cache_budget = None
+        self.cached = self.cmem = self.cache_budget = self.cache_partial = None
         self.cache_taken = 0
         budget = as_budget(cache)
         self.ndisks = max(1, len(graph.disks))
@@ -256,6 +256,10 @@ class IoIterator(IoSession, TableApi):
                 held, seen, vbase = self.cache_held
                 again = np.empty(len(fids), dtype=np.bool_)
                 K.extents_held(fids, offs, lens, seen, vbase, _bm.shift_of(self.block_size), again)
+                if self.cache_partial is not None:
+                    pf, quota = self.cache_partial
+                    K.within_quota(fids, offs, lens, wlen if wlen is not None else lens[:0],
+                                   pf, quota, PAGE, again)
                 _, _, base, wbase = self.cmem
                 fill = (np.where(self.cached, base[:-1], -1), np.where(self.cached, wbase[:-1], -1),
                         again)

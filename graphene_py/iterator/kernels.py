@@ -280,3 +280,23 @@ def part_max_degrees(offs, part_base):
                 m = d
         out[p] = m
     return out
+
+
+@njit(cache=True, nogil=True)
+def within_quota(fids, offs, lens, wlens, pf, quota, page, again):
+    """A partly cached file fills up to its quota (quota[0] bytes left): extents of file pf that
+    would be copied in (again[i]) keep their flag while the pages they make resident (adjacency,
+    and weights when wlens is not empty) fit what is left, which they then use; the rest are read
+    and not kept. First come, first kept: blocks read twice earliest."""
+    left = quota[0]
+    for i in range(fids.shape[0]):
+        if not again[i] or fids[i] != pf:
+            continue
+        cost = ((offs[i] + lens[i] + page - 1) // page - offs[i] // page) * page
+        if wlens.shape[0]:
+            cost += (wlens[i] + page - 1) // page * page + page
+        if cost <= left:
+            left -= cost
+        else:
+            again[i] = False
+    quota[0] = left

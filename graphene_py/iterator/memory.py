@@ -317,6 +317,7 @@ class CacheBudget:
         self.used_max = 0           # the most bytes held at once
         self.whole = []             # directions served wholly from RAM (the in-memory path)
         self.partial = []           # directions served partly from RAM
+        self.split = []             # directions with a file held in part (up to a quota)
         self._lock = threading.Lock()
 
     def take(self, nbytes):
@@ -334,8 +335,9 @@ class CacheBudget:
         if self.whole and not self.partial:
             return f"{engine}, read through a cache with room for the whole graph ({used} held)"
         if self.used_max:
-            return f"{engine} + {used} of adjacency cached (read through)"
-        return f"{engine} (--memory: no adjacency file fits the cache)"
+            part = "; part of a file" if self.split else ""
+            return f"{engine} + {used} of adjacency cached (read through{part})"
+        return f"{engine} (--memory: no room for adjacency data in the cache)"
 
     def give(self, nbytes):
         with self._lock:

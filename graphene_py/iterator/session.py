@@ -19,11 +19,15 @@ from .. import integrity as _ig
 from ..errors import GrapheneError
 from ..integrity import check_offsets
 from . import kernels as K
-from .memory import track
+from .memory import small_pages, track, track_bytes
 
 #: Extent size for dense (Frontier.all) supersteps and the buffer slot: whole files in large
 #: sequential reads (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio).
 DENSE_EXTENT = 128 * 1024
+#: a partly cached file fills its quota in pages of this size (what a copied block makes resident)
+PAGE = 4096
+#: the least quota worth a partly cached file
+PARTIAL_MIN = 1 << 20
 #: Completions taken per engine.get call / per kernel call.
 BATCH = 16
 #: Offsets files read at once when an iterator opens (one thread each).
@@ -464,10 +468,23 @@ class IoSession:
                         dtype=np.float64)
         dens = self.part_nedges[self.file_part] / np.maximum(rows, 1.0)
         keep = np.zeros(self.F, dtype=bool)
-        for f in np.argsort(-dens, kind="stable"):
+        order = np.argsort(-dens, kind="stable")
+        for f in order:
             if budget.take(int(cost[f])):
                 keep[f] = True
-        return keep
+        return keep, self._choose_partial(budget, order, keep, cost)
+
+    def _choose_partial(self, budget, order, keep, cost):
+        """(file, quota) or None: the densest file left out gets what the budget has left (at
+        least PARTIAL_MIN bytes), filled block by block up to that quota (iterator/core.py)."""
+        left = budget.left
+        for f in order:
+            if not keep[f] and cost[f] > 0:
+                q = min(int(cost[f]), left) // PAGE * PAGE
+                if q >= PARTIAL_MIN and budget.take(q):
+                    return int(f), q
+                return None
+        return None
 
     def _load_cache(self, budget):
         """The adjacency cache, read through. The files chosen (densest first, within the budget,
@@ -479,13 +496,17 @@ class IoSession:
         starts, a block read once (BFS, SpMV) costs no copy, an iterative algorithm reads each
         block twice, and the next trial of this process finds what the last ones read (the
         arrays stay, as the in-memory path's do)."""
-        keep = self._choose_cached(budget)
+        whole, partial = self._choose_cached(budget)
         self.cache_budget = budget
-        self.cache_taken = int(self._file_cost()[keep].sum())
+        self.cache_taken = int(self._file_cost()[whole].sum()) + (partial[1] if partial else 0)
         self.cached = None
+        keep = whole.copy()
+        if partial is not None:
+            keep[partial[0]] = True
         if not keep.any():
             return
-        key = (self.graph.uuid, self.direction, self.weights, keep.tobytes(), self.block_size)
+        key = (self.graph.uuid, self.direction, self.weights, keep.tobytes(), self.block_size,
+               partial)
         hit = _MEM_CACHE.get(key)
         if hit is None:
             base = np.zeros(self.F + 1, dtype=np.int64)
@@ -501,17 +522,34 @@ class IoSession:
             vbase[keep] = np.concatenate([[0], np.cumsum(words[keep])[:-1]])
             held = np.zeros(int(words.sum()), dtype=np.uint64)
             seen = np.zeros(int(words.sum()), dtype=np.uint64)      # blocks read at least once
-            hit = (mem, wmem, base, wbase, held, seen, vbase)
+            # a partly cached file: its bytes still to fill, written in 4 KB pages (never huge
+            # ones: a scattered block would make a 2 MB page resident)
+            quota = np.array([partial[1] if partial else -1], dtype=np.int64)
+            if partial is not None:
+                f = partial[0]
+                small_pages(mem[base[f]:base[f + 1]])
+                if self.weights:
+                    small_pages(wmem[wbase[f]:wbase[f + 1]])
+            hit = (mem, wmem, base, wbase, held, seen, vbase, quota)
             # the next trial of this process reuses it (as the in-memory path does)
             for k in [k for k in _MEM_CACHE
                       if k[0] != key[0] or (len(k) > 3 and k[1:3] == key[1:3])]:
                 del _MEM_CACHE[k]
             _MEM_CACHE[key] = hit
-        mem, wmem, base, wbase, held, seen, vbase = hit
-        track(f"adjacency cache ({self.direction})", mem, wmem, held, seen)
+        mem, wmem, base, wbase, held, seen, vbase, quota = hit
+        if partial is None:
+            track(f"adjacency cache ({self.direction})", mem, wmem, held, seen)
+        else:            # at most the quota of the partial file is ever written
+            pf = partial[0]
+            track_bytes(f"adjacency cache ({self.direction})",
+                        int(self._file_cost()[whole].sum()) + partial[1] + held.nbytes
+                        + seen.nbytes)
         self.cached = keep
         self.cache_held = (held, seen, vbase)
-        (budget.whole if keep.all() else budget.partial).append(self.direction)
+        self.cache_partial = None if partial is None else (pf, quota)
+        (budget.whole if keep.all() and partial is None else budget.partial).append(self.direction)
+        if partial is not None:
+            budget.split.append(self.direction)
         self.cmem = (self._typed(mem), wmem.view(np.float32) if self.weights
                      else np.zeros(0, np.float32), base, wbase)
         self.cmem_u8 = (mem, wmem)
@@ -521,4 +559,4 @@ class IoSession:
         if b is not None:
             b.give(self.cache_taken)
             self.cache_budget = None
-        self.cached = self.cmem = None
+        self.cached = self.cmem = self.cache_partial = None
