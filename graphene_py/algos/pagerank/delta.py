@@ -2,10 +2,12 @@
 then pushes of the large pending changes (see the package's text for the definitions and the stop
 rule).
 
-State, per vertex (the offsets and IO buffers apart): 16 bytes of float64 rows F, the degrees in
-4 bytes while they fit (8 for a directed dataset: in- and out-degrees), and
-- during the sweeps, a 4-byte count of a split list's pieces: 24 bytes (28 directed);
-- during the pushes, each active vertex's share in float32 and its flag: 25 bytes (29 directed),
+State, per vertex (the IO buffers apart): 16 bytes of float64 rows F, the offsets (4 bytes while
+a partition's edges fit), the degrees in 4 bytes while they fit (8 for a directed dataset: in- and
+out-degrees; none on a 1x1 grid, where they are differences of the offsets: EdgeMap.degree_view),
+and
+- during the sweeps, a 4-byte count of a split list's pieces: 24 bytes on an undirected 1x1 grid;
+- during the pushes, each active vertex's share in float32 and its flag: 25 bytes there,
   and 8 per compute thread where memory has room for per-thread rows of pushed sums (else the
   pushes add into the pending changes atomically).
 Every pass between supersteps is one numba loop: no n-sized numpy temporaries.
@@ -21,6 +23,7 @@ import numpy as np
 from ...jit import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
+from ...iterator.cost import deg_at
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from .steps import _always, _note, _pushing
@@ -44,21 +47,21 @@ P, R = 0, 1
 
 
 @njit(inline="always")
-def _score(y, od, v):
-    d = od[v]
+def _score(y, d, v):
+    """x[v] from y and v's out-degree d."""
     return y[v] * d if d > 0 else y[v]
 
 
 @njit(cache=True)
 def _sweep(v, nbrs, wts, tid, state):
     """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once."""
-    F, seen, indeg, outdeg, consts = state
+    F, seen, indeg, outdeg, consts, diff = state
     y = F[Y]
     s = 0.0
     for i in range(len(nbrs)):
         s += y[np.int64(nbrs[i])]
     k = np.int64(nbrs.shape[0])
-    d = np.int64(indeg[v])
+    d = deg_at(indeg, diff[0], v)
     if k != d:
         # one piece of a list split over chunks: add it; the piece completing the count finishes v
         _fadd(F[PC], v, s)
@@ -67,8 +70,8 @@ def _sweep(v, nbrs, wts, tid, state):
         s = F[PC, v]
         seen[v] = 0
     new = consts[0] + consts[1] * s
-    F[PC, v] = abs(new - _score(y, outdeg, v))
-    od = outdeg[v]
+    od = deg_at(outdeg, diff[1], v)
+    F[PC, v] = abs(new - _score(y, od, v))
     y[v] = new / od if od > 0 else new
 
 
@@ -78,7 +81,7 @@ SWEEP = Update(_always, _sweep, combine="sum")
 
 
 @njit(cache=True)
-def _sweep_tail(F, indeg, outdeg, base, c, thr_per_delta):
+def _sweep_tail(F, indeg, outdeg, diff, base, c, thr_per_delta):
     """After a sweep: set the vertices without in-lists to `base`, rescale to sum 1 and zero the
     changes (the next sweep's partial sums), in two passes. Returns (error, out-edges of the
     vertices whose change exceeds thr_per_delta * delta and how many they are, dangling mass)."""
@@ -87,12 +90,12 @@ def _sweep_tail(F, indeg, outdeg, base, c, thr_per_delta):
     delta = 0.0
     sigma = 0.0
     for v in range(n):
-        od = outdeg[v]
-        if indeg[v] == 0:
-            ch[v] = abs(base - _score(y, outdeg, v))
+        od = deg_at(outdeg, diff[1], v)
+        if deg_at(indeg, diff[0], v) == 0:
+            ch[v] = abs(base - _score(y, od, v))
             y[v] = base / od if od > 0 else base
         delta += ch[v]
-        sigma += _score(y, outdeg, v)
+        sigma += _score(y, od, v)
     inv = 1.0 / sigma
     cut = thr_per_delta * delta
     act_edges = 0.0
@@ -100,17 +103,18 @@ def _sweep_tail(F, indeg, outdeg, base, c, thr_per_delta):
     dmass = 0.0
     for v in range(n):
         y[v] *= inv
+        od = deg_at(outdeg, diff[1], v)
         if ch[v] > cut:
-            act_edges += outdeg[v]
+            act_edges += od
             act += 1
         ch[v] = 0.0
-        if outdeg[v] == 0:
+        if od == 0:
             dmass += y[v]
     return (delta + c * abs(sigma - 1.0)) / sigma, act_edges, act, dmass
 
 
 @njit(cache=True)
-def _start(y, indeg, outdeg, alpha, lumped):
+def _start(y, indeg, outdeg, diff, alpha, lumped):
     """y of a start vector summing to 1: uniform, or (lumped) one that already holds the fixed
     point's split of mass between the vertices without in-edges and the rest. Every vertex
     without in-edges has the same exact score b = (1-alpha)/n + alpha*D/n (D: total dangling
@@ -124,11 +128,12 @@ def _start(y, indeg, outdeg, alpha, lumped):
     dz = 0
     dnz = 0
     for v in range(n):
-        if indeg[v] == 0:
+        od = deg_at(outdeg, diff[1], v)
+        if deg_at(indeg, diff[0], v) == 0:
             nz += 1
-            if outdeg[v] == 0:
+            if od == 0:
                 dz += 1
-        elif outdeg[v] == 0:
+        elif od == 0:
             dnz += 1
     b = rest = 1.0 / n
     if lumped and nz < n:
@@ -137,8 +142,8 @@ def _start(y, indeg, outdeg, alpha, lumped):
         rest = (1.0 - nz * b) / (n - nz)
     dmass = 0.0
     for v in range(n):
-        x = b if indeg[v] == 0 else rest
-        od = outdeg[v]
+        x = b if deg_at(indeg, diff[0], v) == 0 else rest
+        od = deg_at(outdeg, diff[1], v)
         if od > 0:
             y[v] = x / od
         else:
@@ -185,12 +190,12 @@ PUSH_ROWS = Update(_pushing, _push_rows, combine="sum", writes=(1,))
 
 
 @njit(cache=True)
-def _scores_from_y(F, outdeg):
+def _scores_from_y(F, outdeg, diff):
     """y -> x in place (row P); returns the dangling mass."""
     y = F[Y]
     dmass = 0.0
     for v in range(y.shape[0]):
-        d = outdeg[v]
+        d = deg_at(outdeg, diff[1], v)
         if d > 0:
             y[v] *= d
         else:
@@ -219,7 +224,7 @@ def _settle(F, acc, add, first):
 
 
 @njit(cache=True)
-def _select(F, sh, mask, outdeg, cut):
+def _select(F, sh, mask, outdeg, diff, cut):
     """Move the pending change of every vertex with |r| > cut into p: sh = r / outdeg in float32
     (what its out-neighbours get; exactly sh * outdeg moves, the rounding stays in r), or for a
     dangling vertex all of r (spread uniformly by the caller). Returns (active, their out-edges,
@@ -235,7 +240,7 @@ def _select(F, sh, mask, outdeg, cut):
         if abs(rv) <= cut:
             continue
         act += 1
-        d = outdeg[v]
+        d = deg_at(outdeg, diff[1], v)
         if d > 0:
             sh[v] = rv / d
             m = np.float64(sh[v]) * d
@@ -256,20 +261,23 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
     m = max(1, graph.num_edges)
     with EdgeMap(graph, pull=pull_dir == "in", in_memory=in_memory, **runtime) as em:
-        outdeg = em.degree("out")
-        indeg = em.degree(pull_dir) if pull_dir is not None else outdeg
+        # degrees from the offsets themselves on a 1x1 grid (no degree array), else arrays;
+        # diff says which (iterator/cost.py deg_at): [in-degrees, out-degrees]
+        outdeg, d_out = em.degree_view("out")
+        indeg, d_in = em.degree_view(pull_dir) if pull_dir is not None else (outdeg, d_out)
+        diff = np.array([d_in, d_out], dtype=np.bool_)
         F = track("scores and changes (2 float64)", np.zeros((2, n)))
         iters, done = 0, False
         if pull_dir is not None and em.local:
             # phase 1: Gauss-Seidel sweeps while the changes are dense (a sweep updates one
             # shared score array in place, in list order: not a superstep a cluster can split)
-            iters, err, done = _gauss_seidel(em, F, indeg, outdeg, pull_dir, n, alpha, tol,
+            iters, err, done = _gauss_seidel(em, F, indeg, outdeg, diff, pull_dir, n, alpha, tol,
                                              max_iter, threshold, m, steps, progress)
         else:     # (a cluster: the sweeps' start, then only delta steps; no pull: uniform)
-            _start(F[Y], indeg, outdeg, alpha, pull_dir is not None)
+            _start(F[Y], indeg, outdeg, diff, alpha, pull_dir is not None)
         if not done:
-            iters, err = _pushes(em, F, outdeg, pull_dir, n, alpha, tol, max_iter, threshold, m,
-                                 iters, steps, progress)
+            iters, err = _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter,
+                                 threshold, m, iters, steps, progress)
     # the scores, normalized to sum 1, in F's first row (p + r after pushes): F shrinks to it in
     # place when nothing else refers to F, else the row is copied
     _normalize(F, not done)
@@ -280,7 +288,7 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
     return F, iters, err
 
 
-def _pushes(em, F, outdeg, pull_dir, n, alpha, tol, max_iter, threshold, m, iters, steps,
+def _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter, threshold, m, iters, steps,
             progress):
     """Phase 2, from F's row Y (y of the current x): the pending changes r = one power iteration
     of x minus x (every list streamed once: the shares are y itself), then delta supersteps, in
@@ -295,7 +303,7 @@ def _pushes(em, F, outdeg, pull_dir, n, alpha, tol, max_iter, threshold, m, iter
     into = acc if acc.shape[0] else F[R]
     st = (em.dense((F[Y], F[R], consts), PULL_SHARE, pull_dir) if pull_dir is not None else
           em.dense((F[Y], into, consts), push))
-    dmass = _scores_from_y(F, outdeg)
+    dmass = _scores_from_y(F, outdeg, diff)
     rabs, total = _settle(F, acc, (1.0 - alpha) / n + alpha * dmass / n, True)
     err = _delta_error(rabs, total)
     iters += 1
@@ -305,7 +313,7 @@ def _pushes(em, F, outdeg, pull_dir, n, alpha, tol, max_iter, threshold, m, iter
     sh = track("shares (float32)", np.zeros(n, dtype=np.float32))
     mask = track("active flags", np.zeros(n, dtype=np.uint8))
     while err >= tol and iters < max_iter:
-        act, act_edges, dmove = _select(F, sh, mask, outdeg, threshold * rabs / n)
+        act, act_edges, dmove = _select(F, sh, mask, outdeg, diff, threshold * rabs / n)
         if pull_dir is not None and act_edges > PULL_FRACTION * m:
             st = em.dense((sh, F[R], consts), PULL_SHARE, pull_dir)
         else:
@@ -325,28 +333,28 @@ def _normalize(F, add_r):
     p /= p.sum()
 
 
-def _gauss_seidel(em, F, indeg, outdeg, direction, n, alpha, tol, max_iter, threshold, m, steps,
-                  progress):
+def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter, threshold, m,
+                  steps, progress):
     """Phase 1 of delta PageRank, in F (row Y on return: y of x summing to 1; row PC zero).
     Returns (sweeps, error, converged)."""
     # the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
-    seen = track("piece counts", np.zeros(n, dtype=indeg.dtype))
-    dmass = _start(F[Y], indeg, outdeg, alpha, True)
+    seen = track("piece counts", np.zeros(n, dtype=em.ddt))
+    dmass = _start(F[Y], indeg, outdeg, diff, alpha, True)
     consts = np.zeros(2)
     c = max(1.0, (1.0 - alpha) / alpha)
     sweeps, err = 0, np.inf
     while sweeps < max_iter:
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
-        st = em.dense((F, seen, indeg, outdeg, consts), SWEEP, direction)
+        st = em.dense((F, seen, indeg, outdeg, consts, diff), SWEEP, direction)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
-        err, act_edges, act, dmass = _sweep_tail(F, indeg, outdeg, base, c, threshold / n)
+        err, act_edges, act, dmass = _sweep_tail(F, indeg, outdeg, diff, base, c, threshold / n)
         sweeps += 1
         _note(steps, progress, st, sweeps, err, act)
         if err < tol or sweeps >= max_iter:
-            _scores_from_y(F, outdeg)
+            _scores_from_y(F, outdeg, diff)
             return sweeps, err, True
         if act_edges <= PULL_FRACTION * m:   # the changes are sparse now: switch to pushes
             break
