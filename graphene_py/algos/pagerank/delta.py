@@ -52,16 +52,15 @@ def _score(y, d, v):
     return y[v] * d if d > 0 else y[v]
 
 
-@njit(cache=True)
-def _sweep(v, nbrs, wts, tid, state):
-    """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once."""
-    F, seen, indeg, outdeg, consts, diff = state
+@njit(inline="always")
+def _sweep_list(v, nbrs, F, seen, d, od, consts):
+    """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once (d, od:
+    v's in- and out-degree)."""
     y = F[Y]
     s = 0.0
     for i in range(len(nbrs)):
         s += y[np.int64(nbrs[i])]
     k = np.int64(nbrs.shape[0])
-    d = deg_at(indeg, diff[0], v)
     if k != d:
         # one piece of a list split over chunks: add it; the piece completing the count finishes v
         _fadd(F[PC], v, s)
@@ -70,14 +69,30 @@ def _sweep(v, nbrs, wts, tid, state):
         s = F[PC, v]
         seen[v] = 0
     new = consts[0] + consts[1] * s
-    od = deg_at(outdeg, diff[1], v)
     F[PC, v] = abs(new - _score(y, od, v))
     y[v] = new / od if od > 0 else new
+
+
+@njit(cache=True)
+def _sweep(v, nbrs, wts, tid, state):
+    """A sweep's list, the degrees from arrays."""
+    F, seen, indeg, outdeg, consts = state
+    _sweep_list(v, nbrs, F, seen, np.int64(indeg[v]), np.int64(outdeg[v]), consts)
+
+
+@njit(cache=True)
+def _sweep_offs(v, nbrs, wts, tid, state):
+    """A sweep's list, both degrees as differences of offsets (1x1 grids), with no per-list test
+    of where they come from."""
+    F, seen, ioffs, ooffs, consts = state
+    _sweep_list(v, nbrs, F, seen, np.int64(ioffs[v + 1]) - np.int64(ioffs[v]),
+                np.int64(ooffs[v + 1]) - np.int64(ooffs[v]), consts)
 
 
 #: a sweep updates one shared score array in place, in list order: no declared writes (it runs
 #: on one machine only)
 SWEEP = Update(_always, _sweep, combine="sum")
+SWEEP_OFFS = Update(_always, _sweep_offs, combine="sum")
 
 
 @njit(cache=True)
@@ -346,7 +361,11 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     while sweeps < max_iter:
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
-        st = em.dense((F, seen, indeg, outdeg, consts, diff), SWEEP, direction)
+        if diff.all():
+            st = em.dense((F, seen, indeg, outdeg, consts), SWEEP_OFFS, direction)
+        else:
+            st = em.dense((F, seen, indeg if not diff[0] else em.degree(direction),
+                           outdeg if not diff[1] else em.degree("out"), consts), SWEEP, direction)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
