@@ -83,6 +83,7 @@ from ..iterator.queue import BLOCK, push, squeeze_from  # noqa: E402
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
 from ..iterator.cost import deg_at  # noqa: E402
+from ..iterator.ramlists import last_at_most  # noqa: E402
 
 
 @njit(cache=True)
@@ -158,14 +159,7 @@ def _depths_in_queue(q, starts, n, scratch):
         q[i] = -1
         p = i
         while True:
-            lo = 0                          # the level of position p: last l with starts[l] <= p
-            hi = L - 1
-            while lo < hi:
-                mid = (lo + hi + 1) >> 1
-                if starts[mid] <= p:
-                    lo = mid
-                else:
-                    hi = mid - 1
+            lo = last_at_most(starts, L, p)     # the level of position p
             nxt = q[x]
             q[x] = -2 - lo
             if nxt < 0:

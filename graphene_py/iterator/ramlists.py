@@ -25,17 +25,23 @@ from ..jit import njit
 
 
 @njit(cache=True, inline="always")
-def row_of(row_lo, v):
-    """The grid row holding vertex v: the last r with row_lo[r] <= v."""
+def last_at_most(a, count, x):
+    """The last i < count with a[i] <= x (a ascending, a[0] <= x): a binary search."""
     lo = 0
-    hi = row_lo.shape[0] - 2
+    hi = count - 1
     while lo < hi:
         mid = (lo + hi + 1) >> 1
-        if row_lo[mid] <= v:
+        if a[mid] <= x:
             lo = mid
         else:
             hi = mid - 1
     return lo
+
+
+@njit(cache=True, inline="always")
+def row_of(row_lo, v):
+    """The grid row holding vertex v: the last r with row_lo[r] <= v."""
+    return last_at_most(row_lo, row_lo.shape[0] - 1, v)
 
 
 @njit(cache=True, inline="always")
