@@ -67,3 +67,13 @@ def test_generation_reports_progress_to_the_last_edge(tmp_path):
     assert len(seen) == 9 and {p for p, _, _ in seen} == {"generate"}
     assert [d for _, d, _ in seen] == sorted(d for _, d, _ in seen)
     assert seen[-1][1] == seen[-1][2] == info["num_edges"] == 8 << 10
+
+
+def test_a_superstep_line_names_the_lists_served_from_ram():
+    """A masked superstep whose lists came from kept lists (MS-BFS/APSP's bottom-up levels) has
+    frontier 0 and edges > 0: the line says where the edges came from."""
+    from graphene_py.algos.common import superstep_line
+    st = {"frontier": 0, "active_edges": 1234, "kept_lists": 56, "mode": "mask"}
+    assert "kept lists 56 (from RAM)" in superstep_line(3, st)
+    del st["kept_lists"]
+    assert "kept" not in superstep_line(3, st)
