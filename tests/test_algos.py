@@ -611,3 +611,24 @@ def test_wcc_reads_an_undirected_dataset_once(tmp_root):
     assert np.array_equal(runs[0].labels, runs[1].labels)
     assert np.array_equal(runs[0].labels, naive.wcc_labels(c.n, c.src, c.dst))
     assert runs[1].totals()["bytes_read"] == runs[0].totals()["bytes_read"] > 0
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)], ids=lambda g: f"{g[0]}x{g[1]}")
+@pytest.mark.parametrize("gname", GRAPH_NAMES)
+def test_wcc_in_memory_undirected(gname, grid, tmp_root, monkeypatch):
+    """An undirected dataset in RAM: WCC's first phase is the BFS's own loop over the lists
+    (no engine superstep in it: algos/bfs_ram.py, no parents); the labels equal the naive
+    components' and the SSD path's, and the BFS's reach is the hub's component."""
+    c = case_of(gname, "sym")
+    g = dataset(tmp_root, c, grid)
+    ref = c.ref("wcc", lambda: naive.wcc_labels(c.n, c.src, c.dst))
+    ssd = wcc.run(g, **SSD)
+    from graphene_py.algos import bfs_ram
+    calls = []
+    real = bfs_ram.levels
+    monkeypatch.setattr(bfs_ram, "levels", lambda *a, **k: calls.append(1) or real(*a, **k))
+    r = wcc.run(g, in_memory=True, threads=2)
+    assert np.array_equal(r.labels, ref) and np.array_equal(r.labels, ssd.labels)
+    assert r.bfs_reached == ssd.bfs_reached and r.n_components == ssd.n_components
+    assert calls == ([1] if c.n and g.num_edges else [])
+    assert wcc.verify(g, r) == []

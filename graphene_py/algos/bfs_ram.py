@@ -68,7 +68,8 @@ def _top_down(tid, counter, chunk, q, fs, fe, buf, offs, row_lo, row_part, pbase
                     bit = np.uint64(1) << np.uint64(u & 63)
                     if visited[w] & bit == 0:
                         if atomic_or(visited, w, bit) & bit == 0:
-                            parent[u] = v
+                            if parent.shape[0]:
+                                parent[u] = v
                             push(q, tail, cur, tid, u)
     out[tid, 0] = edges
 
@@ -109,7 +110,8 @@ def _bottom_up(tid, counter, n, buf, offs, row_lo, row_part, pbase, plo, ebase, 
                     for i in range(eb + s, eb + e):
                         u = np.int64(buf[i])
                         if front[u >> 6] & (np.uint64(1) << np.uint64(u & 63)):
-                            parent[v] = u
+                            if parent.shape[0]:
+                                parent[v] = u
                             new |= bit
                             found = True
                             edges += i - eb - s + 1
@@ -152,7 +154,8 @@ def _bottom_up_csr(tid, counter, n, buf, offs, eb, visited, front, nxt, parent, 
                 while i < e:
                     u = np.int64(buf[i])
                     if front[u >> 6] & (np.uint64(1) << np.uint64(u & 63)):
-                        parent[v] = u
+                        if parent.shape[0]:
+                            parent[v] = u
                         new |= bit
                         i += 1
                         break
@@ -213,7 +216,8 @@ def usable(em) -> bool:
 
 def levels(em, src, parent, q, visited, front, bottom_up, progress, steps):
     """Run every level from `src` (already visited, parent set, q[0] == src). Returns the queue's
-    level starts (level l is q[starts[l]:starts[l + 1]]). `front`: a zeroed bitmap row to use."""
+    level starts (level l is q[starts[l]:starts[l + 1]]). `front`: a zeroed bitmap row to use.
+    An empty `parent` row: no parents are written (WCC needs only who was reached)."""
     n = em.n
     down = RamLists.of(em, "out")
     up = RamLists.of(em, em.pull_dir) if (bottom_up and em.pull_dir is not None) else None

@@ -30,6 +30,7 @@ import numpy as np
 from ..jit import njit
 
 
+from . import bfs_ram
 from .common import Result, vertex_dtype
 
 
@@ -97,6 +98,7 @@ def _lp_both(v, nbrs, wts, tid, state):
 from ..iterator.atomics import atomic_min as _amin  # noqa: E402
 from ..iterator.edgemap import EdgeMap, Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
+from ..iterator.queue import BLOCK  # noqa: E402
 from ..iterator.cost import deg_at  # noqa: E402
 
 
@@ -124,6 +126,45 @@ LP_BOTH = Update(_always, _lp_both, combine="min", writes=(1, (2, "or")))
 
 
 # ---------------------------------------------------------------------------------------------
+def _reached(em, n, root, dirs, steps, progress):
+    """Phase 1 through the engine: a top-down BFS from root over every direction's lists, with
+    byte flags; returns the reached flags (bool[n], the visited row itself)."""
+    visited = np.zeros(n, dtype=np.uint8)
+    visited[root] = 1
+    cur = np.zeros(n, dtype=np.uint8)
+    cur[root] = 1
+    level = 0
+    while True:
+        nxt = np.zeros(n, dtype=np.uint8)
+        track("BFS flags", visited, cur, nxt)
+        for d in dirs:
+            st = em.masked((cur, visited, nxt), BFS_VISIT, cur, d)
+            _note(steps, progress, st, "bfs", level)
+        level += 1
+        if not nxt.any():
+            break
+        cur = nxt
+    return visited.view(np.bool_)
+
+
+def _reached_in_ram(em, n, root, steps, progress):
+    """Phase 1 on an undirected dataset in RAM: the BFS's own loop (algos/bfs_ram.py: bottom-up
+    levels on the giant component's big frontiers), without parents; returns bool[n]."""
+    vdt = vertex_dtype(n)
+    q = track("BFS queue", np.empty(n + em.threads * BLOCK, dtype=vdt))
+    words = (n + 63) // 64
+    visited, front = np.zeros(words, dtype=np.uint64), np.zeros(words, dtype=np.uint64)
+    track("BFS bitmaps", visited, front)
+    visited[root >> 6] |= np.uint64(1) << np.uint64(root & 63)
+    q[0] = root
+
+    def note(st):
+        _note(steps, progress, st, "bfs", st.get("level", 0))
+    bfs_ram.levels(em, root, np.empty(0, dtype=vdt), q, visited, front, True, note, [])
+    del q, front
+    return np.unpackbits(visited.view(np.uint8), count=n, bitorder="little").view(np.bool_)
+
+
 def _note(steps, progress, st, phase, step):
     st = dict(st)
     st.update(phase=phase, step=step)
@@ -181,23 +222,11 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         del dout, din      # all the rest needs: 1 byte per vertex
         em.deg.clear()
         # 1. BFS from the max-degree vertex
-        visited = np.zeros(n, dtype=np.uint8)
-        visited[root] = 1
-        cur = np.zeros(n, dtype=np.uint8)
-        cur[root] = 1
-        level = 0
-        while True:
-            nxt = np.zeros(n, dtype=np.uint8)
-            track("BFS flags", visited, cur, nxt)
-            for d in dirs:
-                st = em.masked((cur, visited, nxt), BFS_VISIT, cur, d)
-                _note(steps, progress, st, "bfs", level)
-            level += 1
-            if not nxt.any():
-                break
-            cur = nxt
-        reached = visited.view(np.bool_)             # the BFS's flags, kept as they are
-        del cur, nxt
+        if symmetric and bfs_ram.usable(em):
+            # the lists are in RAM: GAPBS's direction-optimizing BFS over them, no parents
+            reached = _reached_in_ram(em, n, root, steps, progress)
+        else:
+            reached = _reached(em, n, root, dirs, steps, progress)
         label[reached] = int(np.argmax(reached))     # the smallest reached ID
         n_reached = int(reached.sum())
         # 2. label propagation for the rest
