@@ -632,3 +632,5 @@ def test_wcc_in_memory_undirected(gname, grid, tmp_root, monkeypatch):
     assert r.bfs_reached == ssd.bfs_reached and r.n_components == ssd.n_components
     assert calls == ([1] if c.n and g.num_edges else [])
     assert wcc.verify(g, r) == []
+    if gname in ("star", "powerlaw"):      # a hub's frontier: bottom-up levels over the out-lists
+        assert "bottom-up" in {s.get("direction") for s in r.supersteps if s["phase"] == "bfs"}

@@ -214,13 +214,15 @@ def usable(em) -> bool:
     return RamLists.of(em, "out") is not None
 
 
-def levels(em, src, parent, q, visited, front, bottom_up, progress, steps):
+def levels(em, src, parent, q, visited, front, bottom_up, progress, steps, up_dir=None):
     """Run every level from `src` (already visited, parent set, q[0] == src). Returns the queue's
     level starts (level l is q[starts[l]:starts[l + 1]]). `front`: a zeroed bitmap row to use.
-    An empty `parent` row: no parents are written (WCC needs only who was reached)."""
+    An empty `parent` row: no parents are written (WCC needs only who was reached). `up_dir`:
+    the lists bottom-up levels read (default em.pull_dir; "out" on an undirected dataset)."""
     n = em.n
     down = RamLists.of(em, "out")
-    up = RamLists.of(em, em.pull_dir) if (bottom_up and em.pull_dir is not None) else None
+    up_dir = em.pull_dir if up_dir is None else up_dir
+    up = RamLists.of(em, up_dir) if (bottom_up and up_dir is not None) else None
     threads = down.threads
     tail = np.zeros(1, dtype=np.int64)
     cur = np.zeros((threads, 8), dtype=np.int64)

@@ -160,7 +160,8 @@ def _reached_in_ram(em, n, root, steps, progress):
 
     def note(st):
         _note(steps, progress, st, "bfs", st.get("level", 0))
-    bfs_ram.levels(em, root, np.empty(0, dtype=vdt), q, visited, front, True, note, [])
+    bfs_ram.levels(em, root, np.empty(0, dtype=vdt), q, visited, front, True, note, [],
+                   up_dir="out")          # undirected: the out-lists are the in-lists
     del q, front
     return np.unpackbits(visited.view(np.uint8), count=n, bitorder="little").view(np.bool_)
 
