@@ -83,6 +83,9 @@ def _human(b: float) -> str:
               help="The vertices are names (alice, URLs; no blanks or commas inside): vertex i is "
                    "the i-th distinct name in file order; the names are kept in labels.txt and "
                    "work in --src, --sources and saved results.")
+@click.option("--num-vertices", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Vertex count when vertices above the largest ID used exist (isolated, e.g. a "
+                   "generator's 2^scale); default: the largest ID + 1. Not with --relabel/--labels.")
 @click.option("--in-edges", is_flag=True, help="Also write the transposed graph (pull algorithms).")
 @click.option("--memory-limit", default=None, metavar="SIZE",
               help="Peak memory of the whole run, e.g. 4G, 512M (default 25% of RAM); edges that "
@@ -103,8 +106,8 @@ def _human(b: float) -> str:
                    "({node} in a path: the node's label); the staging copy is deleted. Rows "
                    "default to the number of nodes.")
 def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_width, relabel,
-                  labels, in_edges, memory_limit, work_memory, force, quiet, keep_self_loops,
-                  keep_duplicates, no_calibrate, cluster):
+                  labels, num_vertices, in_edges, memory_limit, work_memory, force, quiet,
+                  keep_self_loops, keep_duplicates, no_calibrate, cluster):
     """Partition an edge list INPUT into a row-column balanced 2D dataset on the --disks folders.
 
     INPUT: text edge list (.el/.wel/.txt/.csv/.tsv, `#`/`%` comments), Matrix Market (.mtx),
@@ -124,6 +127,9 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
                             f"{PARTITIONS_MAX:,}")
     if labels and relabel:
         raise click.UsageError("give --labels (vertex names) or --relabel (integer IDs), not both")
+    if num_vertices is not None and (labels or relabel):
+        raise click.UsageError("--num-vertices does not go with --relabel or --labels (their "
+                               "vertices are the IDs or names the edges use)")
     if cluster is not None:
         if labels:
             raise click.UsageError("--labels is not available with --cluster yet: partition here, "
@@ -132,12 +138,14 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
                                        dict(fmt=fmt, symmetrize=symmetrize, weighted=weighted,
                                             id_width=int(id_width) if id_width else None,
                                             relabel=relabel, in_edges=in_edges,
+                                            num_vertices=num_vertices,
                                             memory_limit=memory_limit, work_memory=work_memory,
                                             drop_self_loops=not keep_self_loops,
                                             drop_duplicates=not keep_duplicates))
     g = partition(input, list(disks), name=name, fmt=fmt, symmetrize=symmetrize, weighted=weighted,
                   id_width=int(id_width) if id_width else None, relabel=relabel, rows=rows, cols=cols,
-                  labels=labels, in_edges=in_edges, memory_limit=memory_limit, work_memory=work_memory,
+                  labels=labels, num_vertices=num_vertices, in_edges=in_edges,
+                  memory_limit=memory_limit, work_memory=work_memory,
                   force=force, quiet=quiet,
                   drop_self_loops=not keep_self_loops, drop_duplicates=not keep_duplicates)
     if not quiet:

@@ -184,3 +184,32 @@ def test_input_after_disks(disks, edge_file):
     code, out, err = run("partition", "--disks", *disks[:2], path, "-q", "--name", "late")
     assert code == 0, err
     assert Graph.open("late").disks == disks[:2]
+
+
+def test_num_vertices_keeps_isolated_vertices_at_the_top(tmp_path, disks):
+    """A generator's 2^k vertices where the top IDs have no edges: --num-vertices keeps them (BFS
+    arrays have that length, the top vertex unreached); an ID at or above N is an error naming
+    it, with nothing written; --labels/--relabel with it is a usage error."""
+    p = tmp_path / "top.el"
+    p.write_text("0 1\n1 2\n2 5\n")
+    home = str(tmp_path / "home")
+    os.environ["GRAPHENE_HOME"] = home
+    try:
+        code, out, err = run("partition", p, "--disks", disks[0], "--name", "top", "-s",
+                             "--num-vertices", 8, "-q")
+        assert code == 0, err
+        g = Graph.open(os.path.join(disks[0], "top"))
+        assert g.num_vertices == 8 and g.num_edges == 6
+        import graphene_py as gp
+        r = gp.bfs(g, src=0)
+        assert len(r.depth) == 8 and list(r.depth[5:]) == [3, -1, -1]
+        code, out, err = run("partition", p, "--disks", disks[1], "--name", "low",
+                             "--num-vertices", 5, "-q")
+        assert code == 1 and "--num-vertices 5" in err and "vertex ID 5" in err
+        assert not os.path.exists(os.path.join(disks[1], "low"))
+        for flag in ("--labels", "--relabel"):
+            code, out, err = run("partition", p, "--disks", disks[2], "--name", "x", flag,
+                                 "--num-vertices", 8)
+            assert code == 2 and "--num-vertices" in err
+    finally:
+        os.environ.pop("GRAPHENE_HOME", None)

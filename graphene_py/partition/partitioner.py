@@ -510,7 +510,7 @@ def _close(reader):
 def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None, id_width=None,
               relabel=False, rows=None, cols=None, in_edges=False, memory_limit=None, force=False,
               quiet=False, progress=None, drop_self_loops=True, drop_duplicates=True,
-              register=True, work_memory=None, labels=False) -> Graph:
+              register=True, work_memory=None, labels=False, num_vertices=None) -> Graph:
     """Edge-list file -> dataset on `disks` (one or more folders). Returns Graph.open of it.
 
     name: default the input file's stem (`twitter.el.gz` -> `twitter`). id_width: 4 or 8, default 4
@@ -525,8 +525,18 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     beyond it are sorted in runs spilled to the target disks and merged. A limit that cannot hold
     the per-vertex arrays (BYTES_PER_VERTEX per vertex) fails with the size it needs.
     work_memory: set the working memory directly instead (tests use a tiny one to force spills).
+    num_vertices: the vertex count when it is more than the largest ID used + 1 (isolated
+    vertices at the top of the range, e.g. a generator's 2^scale); an ID at or above it is an
+    error. Not with relabel or labels (their IDs are ranks of what is used).
     progress: callable(phase, done, total) or None (stderr unless quiet)."""
     t0 = time.time()
+    if num_vertices is not None:
+        num_vertices = int(num_vertices)
+        if num_vertices < 1:
+            raise GrapheneError(f"--num-vertices {num_vertices}: must be at least 1")
+        if relabel or labels:
+            raise GrapheneError("--num-vertices does not go with --relabel or --labels (their "
+                                "vertices are the IDs or names the edges use)")
     disks = check_disks(disks)
     if name is None:
         base = os.path.basename(str(input))
@@ -558,7 +568,7 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     try:
         path = _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                                in_edges, limit, force, progress, drop_self_loops, drop_duplicates,
-                               chunk_bytes, t0, vertex_bytes, register, labels)
+                               chunk_bytes, t0, vertex_bytes, register, labels, num_vertices)
     finally:
         if own_progress:
             own_progress.done()
@@ -567,7 +577,8 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
 
 def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                     in_edges, limit, force, progress, drop_self_loops, drop_duplicates, chunk_bytes,
-                    t0, vertex_bytes=BYTES_PER_VERTEX, register=True, labels=False):
+                    t0, vertex_bytes=BYTES_PER_VERTEX, register=True, labels=False,
+                    num_vertices=None):
     from .readers import open_edges
     with DatasetWriter(disks, name, force=force, register=register) as writer:
         names = writer.open(0, LABELS_FILE, pad=False) if labels else None
@@ -589,7 +600,8 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
             raise GrapheneError(f"{input}: {e}") from None
         w_on = bool(reader.weighted)
         sym = bool(symmetrize or getattr(reader, "symmetric", False))
-        n_known = len(uniq) if uniq is not None else (getattr(reader, "header_vertices", None) or 0)
+        n_known = len(uniq) if uniq is not None else max(
+            getattr(reader, "header_vertices", None) or 0, num_vertices or 0)
         free = limit - BYTES_PER_VERTEX * n_known - 4 * chunk_bytes
         if relabel:
             free -= (table.nbytes if table is not None else 0) + uniq.nbytes
@@ -633,7 +645,8 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                 batch.maxid = reader.num_labels - 1
             names_entry = {"labels": LABELS_FILE, "labels_crc": names.close(),
                            "labels_bytes": int(names.size)}
-        if batch.input_edges == 0 and not getattr(reader, "header_vertices", None):
+        if batch.input_edges == 0 and not getattr(reader, "header_vertices", None) and \
+                not num_vertices:
             # checked before the dataset is written (the writer's temporary folders are dropped),
             # so --force never replaces a good dataset with an empty one
             raise GrapheneError(f"{input}: no edges (empty or only comments)")
@@ -641,6 +654,11 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
             n = len(uniq)
         else:
             n = max(batch.maxid + 1, int(getattr(reader, "header_vertices", None) or 0))
+            if num_vertices is not None:
+                if batch.maxid + 1 > num_vertices:
+                    raise GrapheneError(f"{input}: --num-vertices {num_vertices:,} but the edges use "
+                                        f"vertex ID {batch.maxid:,} (IDs are 0..{num_vertices - 1:,})")
+                n = max(n, int(num_vertices))
         width = auto_id_width(n) if id_width is None else int(id_width)
         if width == 4 and n > (1 << 32):  # only reachable with --relabel off via header_vertices
             raise GrapheneError(f"{input}: {n} vertices do not fit --id-width 4 (use 8)")
