@@ -331,3 +331,40 @@ def test_partition_calibrates_only_big_new_devices(tmp_path, monkeypatch):
     assert r.returncode == 0 and C.lookup(key).measured_at == when       # measured once
     r = _cli("run", "bfs", "-g", "small", "--src", "0", "--json")
     assert json.loads(r.stdout)["io_plan"] == f"device model ({key})"
+
+
+def test_bfs_direction_by_time_where_the_device_is_calibrated(plg, monkeypatch):
+    """With a calibrated device, BFS's direction is the faster by max(IO at the device's
+    bandwidth, compute over the threads); without one, the fewer bytes. Compute made to dominate
+    one way or the other flips every level, and the depths stay the same."""
+    from graphene_py.algos import bfs as B
+    from graphene_py.iterator.edgemap import EdgeMap
+    ref = gp.bfs(plg, src=0, bottom_up=False, **SSD)
+    by_bytes = gp.bfs(plg, src=0, **SSD)
+    dirs = {s["direction"] for s in by_bytes.supersteps}
+    assert dirs == {"top-down", "bottom-up"}          # the bytes rule mixes them on this graph
+    monkeypatch.setattr(B.Work, "LEARN_EDGES", 1 << 62)
+    _store(plg, _bw_bound())
+    try:
+        with EdgeMap(plg, pull=True, **SSD) as em:
+            assert em.io_seconds("out", 10**9) == pytest.approx(10**9 / C.Profile(
+                sizes=list(C.SIZES), iops=_bw_bound().iops).bandwidth)
+            assert em._pull_wins(100, 1000, None) is False             # bytes alone
+            assert em._pull_wins(100, 1000, (10.0, 0.0)) is True       # the push computes long
+            assert em._pull_wins(1000, 100, (0.0, 10.0)) is False
+        monkeypatch.setattr(B.Work, "PUSH", 1.0)       # a second per frontier edge: pull always
+        monkeypatch.setattr(B.Work, "PULL", 1e-15)
+        up = gp.bfs(plg, src=0, **SSD)
+        assert {s["direction"] for s in up.supersteps} == {"bottom-up"}
+        assert np.array_equal(up.depth, ref.depth)
+        monkeypatch.setattr(B.Work, "PUSH", 1e-15)     # and the other way round: push always
+        monkeypatch.setattr(B.Work, "PULL", 1.0)
+        down = gp.bfs(plg, src=0, **SSD)
+        assert {s["direction"] for s in down.supersteps} == {"top-down"}
+        assert np.array_equal(down.depth, ref.depth)
+    finally:
+        C.forget()
+    C.forget()
+    again = gp.bfs(plg, src=0, **SSD)          # no profile: the bytes decide, as before
+    assert [s["direction"] for s in again.supersteps] == \
+        [s["direction"] for s in by_bytes.supersteps]

@@ -59,6 +59,11 @@ class Profile:
         self.mbps = [i * s / 1e6 for s, i in zip(self.sizes, self.iops)]
         self._bw = max(i * s for s, i in zip(self.sizes, self.iops))
 
+    @property
+    def bandwidth(self):
+        """The best bytes per second measured (at any request size)."""
+        return self._bw
+
     def iops_at(self, size):
         """IOPS for requests of `size` bytes (array or scalar): log-log interpolation between the
         measured sizes; below the smallest, its IOPS; past the largest, the best bandwidth seen."""

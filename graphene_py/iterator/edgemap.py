@@ -221,14 +221,39 @@ class EdgeMap:
         deg, diff = self.degree_view(d)
         return self.models[d].where(mask, deg, diff=diff)
 
+    def io_seconds(self, direction: str, nbytes) -> float:
+        """Predicted seconds to read nbytes of a direction's lists at the best bandwidth its
+        devices' calibrated profiles measured (io/calibrate.py; IO workers on distinct devices
+        add up); None where the requests are not planned from profiles (fixed settings, lists in
+        RAM, a cluster)."""
+        it = self.its.get(direction)
+        profs = getattr(it, "profiles", None)
+        if not profs or getattr(it, "in_memory", False):
+            return None
+        return float(nbytes) / sum(p.bandwidth for p in profs)
+
+    def _pull_wins(self, push_cost, pull_cost, work):
+        """Direction choice from bytes (work None, or no device profile), else from time: each
+        direction takes max(its IO at the devices' bandwidth, its compute over the threads),
+        since the IO of a superstep overlaps its compute. work: (push, pull) compute seconds of
+        one thread (the caller's estimate)."""
+        if work is not None:
+            tp = self.io_seconds("out", push_cost)
+            tl = self.io_seconds(self.pull_dir, pull_cost)
+            if tp is not None and tl is not None:
+                t = max(1, self.threads)
+                return max(tl, work[1] / t) < max(tp, work[0] / t)
+        return pull_cost < push_cost
+
     def edge_map(self, state, frontier_ids, push: Update, pull: Update = None, pull_mask=None,
-                 pull_cost=None, force=None, push_cost=None) -> dict:
+                 pull_cost=None, force=None, push_cost=None, work=None) -> dict:
         """One superstep. frontier_ids: int32 or int64 vertex IDs (the push frontier); pull_mask: uint8 per
         vertex, the vertices whose lists a pull reads, or a callable making it (called only when
         the pull runs: building it costs a pass over the vertices); pull_cost / push_cost: the
         pull's / push's bytes (uncapped) when the caller has them (else computed from the mask /
-        the frontier). Returns the superstep's stats, with "direction" ("top-down": push,
-        "bottom-up": pull)."""
+        the frontier); work: (push, pull) estimated compute seconds of one thread, to choose by
+        time where the devices are calibrated (`_pull_wins`). Returns the superstep's stats, with
+        "direction" ("top-down": push, "bottom-up": pull)."""
         use_pull = False
         if pull is not None and self.pull_dir is not None and pull_mask is not None:
             if force == "pull":
@@ -239,7 +264,8 @@ class EdgeMap:
                     pull_cost = self.pull_cost(pull_mask)
                 push_cost = (self.push_cost(frontier_ids) if push_cost is None else
                              min(int(push_cost), self.models["out"].cap))
-                use_pull = min(int(pull_cost), self.models[self.pull_dir].cap) < push_cost
+                use_pull = self._pull_wins(push_cost, min(int(pull_cost),
+                                                          self.models[self.pull_dir].cap), work)
         if use_pull:
             mask = pull_mask() if callable(pull_mask) else pull_mask
             st = self._run(self.pull_dir, pull, state, "mask", mask)
