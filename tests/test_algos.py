@@ -617,8 +617,9 @@ def test_wcc_reads_an_undirected_dataset_once(tmp_root):
 @pytest.mark.parametrize("gname", GRAPH_NAMES)
 def test_wcc_in_memory_undirected(gname, grid, tmp_root, monkeypatch):
     """An undirected dataset in RAM: WCC's first phase is the BFS's own loop over the lists
-    (no engine superstep in it: algos/bfs_ram.py, no parents); the labels equal the naive
-    components' and the SSD path's, and the BFS's reach is the hub's component."""
+    (no engine superstep in it: algos/bfs_ram.py, no parents); from SSD it is the engine's
+    direction-optimizing levels (bfs.Levels, no parents). The labels equal the naive components'
+    and each other's, and the BFS's reach is the hub's component."""
     c = case_of(gname, "sym")
     g = dataset(tmp_root, c, grid)
     ref = c.ref("wcc", lambda: naive.wcc_labels(c.n, c.src, c.dst))
@@ -633,4 +634,6 @@ def test_wcc_in_memory_undirected(gname, grid, tmp_root, monkeypatch):
     assert calls == ([1] if c.n and g.num_edges else [])
     assert wcc.verify(g, r) == []
     if gname in ("star", "powerlaw"):      # a hub's frontier: bottom-up levels over the out-lists
-        assert "bottom-up" in {s.get("direction") for s in r.supersteps if s["phase"] == "bfs"}
+        for run in (r, ssd):              # in RAM (bfs_ram) and through the engine (bfs.Levels)
+            assert "bottom-up" in {s.get("direction") for s in run.supersteps
+                                   if s["phase"] == "bfs"}

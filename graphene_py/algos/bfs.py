@@ -74,7 +74,8 @@ def _visit(v, nbrs, wts, tid, state):
         bit = np.uint64(1) << np.uint64(u & 63)
         if visited[w] & bit == 0:          # plain read first: a 1-bit-per-vertex map stays in cache
             if _or(visited, w, bit) & bit == 0:   # claimed by this thread alone
-                parent[u] = v
+                if parent.shape[0]:                # (no parents kept: WCC)
+                    parent[u] = v
                 push(nxt, tail, cur, tid, u)
 
 
@@ -100,7 +101,8 @@ def _adopt(v, nbrs, wts, tid, state):
         if front[u >> 6] & (np.uint64(1) << np.uint64(u & 63)):   # u is in the current level
             bit = np.uint64(1) << np.uint64(v & 63)
             if _or(visited, v >> 6, bit) & bit == 0:   # another chunk of v's list may race us
-                parent[v] = u
+                if parent.shape[0]:
+                    parent[v] = u
                 push(nxt, tail, cur, tid, v)
             return
 
@@ -279,6 +281,111 @@ def source(graph, src):
     return checked_source(graph, src, "BFS")
 
 
+class Levels:
+    """BFS levels through the engine contract (SSD, a cluster, or lists in RAM where bfs_ram does
+    not apply), one `step()` per level, each choosing push or pull (EdgeMap.edge_map). The
+    frontier is q[fs:fs + size]; each level is appended behind the last (q, tail, cur: a
+    NextQueue); `starts` holds where each level begins. `parent` of length 0: no parents are
+    written (WCC). visited / front: the level bitmaps, src already in visited and q[0]."""
+
+    def __init__(self, em, src, parent, q, tail, cur, visited, front, force=None, steps=None,
+                 progress=None):
+        self.em, self.parent, self.q, self.tail, self.cur = em, parent, q, tail, cur
+        self.visited, self.front, self.force = visited, front, force
+        self.steps = steps if steps is not None else []
+        self.progress = progress
+        self.fs, self.size, self.qend, self.level = 0, 1, 1, 0
+        self.starts = [0]
+        self.front_cost = None      # the frontier's push bytes when the last level had them
+        # degrees for the cost model: the offsets themselves on a 1x1 grid (no degree array)
+        self.deg_out, self.d_out = em.degree_view("out")
+        self.up = em.pull_dir is not None and force != "push"
+        if self.up:
+            # Direction optimisation (Beamer et al., SC'12): the pull reads the lists of the
+            # unvisited vertices; their bytes and edges are kept here as they only shrink
+            deg_in, d_in = self.deg_in, self.d_in = em.degree_view(em.pull_dir)
+            self.mask = track("pull mask", np.zeros(em.n, dtype=np.uint8))
+            self.mask_upto = -1         # q[:mask_upto] is cleared in the mask (-1: not built)
+            pm = em.models[em.pull_dir]
+            self.unvisited_cost = pm.all(deg_in, diff=d_in) - pm.lists(
+                deg_in, q[:1], capped=False, diff=d_in)
+            self.unvisited_edges = int(em.graph.num_edges) - int(_edges_of(deg_in, d_in, q[:1]))
+            self.work = Work()
+
+    @property
+    def frontier(self):
+        return self.q[self.fs:self.fs + self.size]
+
+    def _unvisited(self):
+        """The pull mask: built once by a pass, then kept up to date from the queue."""
+        if self.mask_upto < 0:
+            _mark_unvisited(self.visited, self.deg_in, self.d_in, self.mask)
+        else:
+            _clear_found(self.mask, self.q, self.mask_upto, self.fs + self.size)
+        self.mask_upto = self.fs + self.size
+        _set_front(self.front, self.frontier)
+        return self.mask
+
+    def resume(self, f, depth):
+        """Continue after levels run elsewhere (the GPU): f the frontier, depth every level so
+        far (the queue does not hold them)."""
+        self.fs = self.qend
+        self.size = len(f)
+        self.q[self.fs:self.fs + self.size] = f
+        self.qend = self.fs + self.size
+        _visited_from_depth(depth, self.visited)
+        self.front_cost = None
+        if self.up:
+            self.unvisited_cost = self.em.pull_cost(depth < 0)
+            self.unvisited_edges = None       # (the bytes alone decide from here)
+            self.mask_upto = -1               # the GPU's levels are not in the queue
+
+    def step(self, depth=None) -> dict:
+        """One level: the next is queued behind this one; depth, when given, gets its levels."""
+        em, q, up = self.em, self.q, self.up
+        self.tail[0] = self.fs + self.size        # the next level goes behind this one
+        state = (self.visited, self.front, self.parent, q, self.tail, self.cur)
+        work = est = None
+        if up:
+            front_edges = int(_edges_of(self.deg_out, self.d_out, self.frontier))
+            est = self.work.estimate(front_edges, self.unvisited_edges)
+        st = em.edge_map(state, self.frontier, push=VISIT, pull=ADOPT,
+                         pull_mask=self._unvisited if up else None,
+                         pull_cost=self.unvisited_cost if up else None, force=self.force,
+                         push_cost=self.front_cost, work=est)
+        if up:
+            self.work.learn(st, front_edges, self.unvisited_edges)
+        fs = self.fs = self.fs + self.size
+        size = self.size = int(squeeze_from(q, self.tail, self.cur, fs))
+        self.qend = fs + size
+        self.starts.append(fs)
+        if depth is not None:
+            _levels_into(depth, q, fs, self.qend, self.level + 1)
+        st["level"] = self.level
+        st["found"] = size
+        st["device"] = "cpu"
+        self.steps.append(st)
+        if self.progress is not None:
+            self.progress(st)
+        self.front_cost = None
+        if up:
+            found = q[fs:fs + size]
+            found_cost = em.models[em.pull_dir].lists(self.deg_in, found, capped=False,
+                                                      diff=self.d_in)
+            self.unvisited_cost -= found_cost
+            if self.unvisited_edges is not None:
+                self.unvisited_edges -= int(_edges_of(self.deg_in, self.d_in, found))
+            if em.pull_dir == "out":     # the same lists, by the same model: the push's bytes
+                self.front_cost = found_cost
+        self.level += 1
+        return st
+
+    def run(self):
+        while self.size > 0:
+            self.step()
+        return self.starts
+
+
 def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,
         gpu_mem=None, **runtime) -> BFSResult:
     """BFS from `src` (default: pick_source). bottom_up: take a bottom-up step (unvisited vertices
@@ -315,16 +422,11 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     visited[src >> 6] |= np.uint64(1) << np.uint64(src & 63)
     parent[src] = src
     q[0] = src
-    starts = [0]                    # where each level begins in q (the CPU-only run)
-    fs = 0                          # the frontier on this path: q[fs:fs + size]
-    size = 1
-    qend = 1                        # the queue's used part (a level back from the GPU goes here)
-    level = 0
     steps = []
     force = "pull" if bottom_up == "always" else None
-    front_cost = None               # the frontier's push bytes when the last level had them
     on = "cpu"                      # where depth/parent/frontier live now
     em = EdgeMap(graph, pull=bool(bottom_up), in_memory=in_memory, **runtime)
+    lv = None
     try:
         setup = em.open_seconds
         if hyb is None and in_memory and bfs_ram.usable(em):
@@ -332,105 +434,39 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             starts = bfs_ram.levels(em, src, parent, q, visited, front,
                                     bottom_up if em.pull_dir is not None else False,
                                     progress, steps)
-            size = up = 0
         else:
-            # degrees for the cost model: the offsets themselves on a 1x1 grid (no degree array)
-            deg_out, d_out = em.degree_view("out")
-            up = em.pull_dir is not None
-        if up:
-            # Direction optimisation (Beamer et al., SC'12) on bytes: the pull reads the lists of
-            # the unvisited vertices; their cost is kept here as it only shrinks
-            deg_in, d_in = em.degree_view(em.pull_dir)
-            mask = track("pull mask", np.zeros(n, dtype=np.uint8))
-            mask_upto = -1                  # q[:mask_upto] is cleared in the mask (-1: not built)
-            pm = em.models[em.pull_dir]
-            unvisited_cost = pm.all(deg_in, diff=d_in) - pm.lists(deg_in, q[:1], capped=False,
-                                                                   diff=d_in)
-            # and their edges, for the compute side of the choice (Work)
-            unvisited_edges = int(em.graph.num_edges) - int(_edges_of(deg_in, d_in, q[:1]))
-            work = Work()
-        while size > 0:
+            lv = Levels(em, src, parent, q, tail, cur, visited, front, force, steps, progress)
+            starts = lv.starts
+        while lv is not None and lv.size > 0:
             if hyb is not None:
                 gl, pol = hyb
-                ef = gl.ef if on == "gpu" else int(_edges_of(deg_out, d_out, q[fs:fs + size]))
-                if pol.decide(size, ef) == "gpu":
+                ef = gl.ef if on == "gpu" else int(_edges_of(lv.deg_out, lv.d_out, lv.frontier))
+                if pol.decide(lv.size, ef) == "gpu":
                     if on == "cpu":
-                        gl.load(depth, parent, q[fs:fs + size], level)
+                        gl.load(depth, parent, lv.frontier, lv.level)
                         on = "gpu"
                     t1 = time.perf_counter()
                     kind, nlev = gl.step()
-                    st = {"frontier": size, "active_edges": ef, "seconds": time.perf_counter() - t1,
-                          "mode": f"gpu-{kind}", "device": "gpu", "direction": kind,
-                          "level": level, "levels": nlev, "found": gl.L}
-                    size, level = gl.L, gl.level
+                    st = {"frontier": lv.size, "active_edges": ef,
+                          "seconds": time.perf_counter() - t1, "mode": f"gpu-{kind}",
+                          "device": "gpu", "direction": kind, "level": lv.level, "levels": nlev,
+                          "found": gl.L}
+                    lv.size, lv.level = gl.L, gl.level
                     steps.append(st)
                     if progress is not None:
                         progress(st)
                     continue
                 if on == "gpu":             # the state comes back to the SSD path
                     gl.store(depth, parent)
-                    f = gl.frontier_host()       # vertices none of the queued levels holds
-                    fs = qend
-                    size = len(f)
-                    q[fs:fs + size] = f
-                    qend = fs + size
-                    _visited_from_depth(depth, visited)
-                    front_cost = None
-                    if up:
-                        unvisited_cost = em.pull_cost(depth < 0)
-                        unvisited_edges = None       # (the bytes alone decide from here)
-                        mask_upto = -1               # the GPU's levels are not in the queue
+                    lv.resume(gl.frontier_host(), depth)
                     on = "cpu"
-            tail[0] = fs + size                  # the next level goes behind this one
-            state = (visited, front, parent, q, tail, cur)
-            frontier = q[fs:fs + size]
-
-            def unvisited():
-                nonlocal mask_upto
-                if mask_upto < 0:                # built once by a pass, then kept up to date
-                    _mark_unvisited(visited, deg_in, d_in, mask)
-                else:
-                    _clear_found(mask, q, mask_upto, fs + size)
-                mask_upto = fs + size
-                _set_front(front, frontier)
-                return mask
-
-            front_edges = int(_edges_of(deg_out, d_out, frontier)) if up else 0
-            est = work.estimate(front_edges, unvisited_edges) if up else None
-            st = em.edge_map(state, frontier, push=VISIT, pull=ADOPT,
-                             pull_mask=unvisited if up else None,
-                             pull_cost=unvisited_cost if up else None, force=force,
-                             push_cost=front_cost, work=est)
-            if up:
-                work.learn(st, front_edges, unvisited_edges)
-            fs += size
-            size = int(squeeze_from(q, tail, cur, fs))
-            qend = fs + size
-            starts.append(fs)
-            if depth is not None:
-                _levels_into(depth, q, fs, qend, level + 1)
-            st["level"] = level
-            st["found"] = size
-            st["device"] = "cpu"
-            steps.append(st)
-            if progress is not None:
-                progress(st)
-            front_cost = None
-            if up:
-                found_cost = em.models[em.pull_dir].lists(deg_in, q[fs:fs + size], capped=False,
-                                                          diff=d_in)
-                unvisited_cost -= found_cost
-                if unvisited_edges is not None:
-                    unvisited_edges -= int(_edges_of(deg_in, d_in, q[fs:fs + size]))
-                if em.pull_dir == "out":     # the same lists, by the same model: the push's bytes
-                    front_cost = found_cost
-            level += 1
+            lv.step(depth)
         if on == "gpu":
             hyb[0].store(depth, parent)
     finally:
         em.close()
     if depth is None:
-        scratch = mask if up else track("depth scratch", np.empty(
+        scratch = lv.mask if lv is not None and lv.up else track("depth scratch", np.empty(
             n if len(starts) <= 255 else 0, dtype=np.uint8))
         _depths_in_queue(q, np.array(starts, dtype=np.int64), n, scratch)
         depth = q[:n] if vdt == np.int32 else q[:n].astype(np.int32)

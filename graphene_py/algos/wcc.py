@@ -147,11 +147,15 @@ def _reached(em, n, root, dirs, steps, progress):
     return visited.view(np.bool_)
 
 
-def _reached_in_ram(em, n, root, steps, progress):
-    """Phase 1 on an undirected dataset in RAM: the BFS's own loop (algos/bfs_ram.py: bottom-up
-    levels on the giant component's big frontiers), without parents; returns bool[n]."""
+def _bfs_levels(em, n, root, steps, progress):
+    """Phase 1 on an undirected dataset: BFS's direction-optimizing levels without parents (in
+    RAM GAPBS's loop, algos/bfs_ram.py; else the engine's, bfs.Levels: a pull reads the lists of
+    the unvisited vertices where that is faster). Returns (q, visited): the queue, n + a block
+    per thread of 4-byte IDs, which then holds the labels, and the visited bitmap."""
+    from .bfs import Levels
     vdt = vertex_dtype(n)
-    q = track("BFS queue", np.empty(n + em.threads * BLOCK, dtype=vdt))
+    threads = em.threads
+    q = track("labels (the BFS queue first)", np.empty(n + threads * BLOCK, dtype=vdt))
     words = (n + 63) // 64
     visited, front = np.zeros(words, dtype=np.uint64), np.zeros(words, dtype=np.uint64)
     track("BFS bitmaps", visited, front)
@@ -160,10 +164,42 @@ def _reached_in_ram(em, n, root, steps, progress):
 
     def note(st):
         _note(steps, progress, st, "bfs", st.get("level", 0))
-    bfs_ram.levels(em, root, np.empty(0, dtype=vdt), q, visited, front, True, note, [],
-                   up_dir="out")          # undirected: the out-lists are the in-lists
-    del q, front
-    return np.unpackbits(visited.view(np.uint8), count=n, bitorder="little").view(np.bool_)
+    none = np.empty(0, dtype=vdt)
+    if bfs_ram.usable(em):
+        bfs_ram.levels(em, root, none, q, visited, front, True, note, [],
+                       up_dir="out")          # undirected: the out-lists are the in-lists
+    else:
+        tail = np.zeros(1, dtype=np.int64)
+        cur = np.zeros((threads, 8), dtype=np.int64)
+        Levels(em, root, none, q, tail, cur, visited, front, progress=note).run()
+    return q, visited
+
+
+@njit(cache=True, nogil=True)
+def _labels_from_visited(label, visited, has_edges, active):
+    """label[v] = the smallest reached ID where v was reached, else v; active[v] = 1 where v was
+    not reached and has edges (propagation's first frontier). Returns how many were reached."""
+    n = label.shape[0]
+    first = -1
+    for w in range(visited.shape[0]):
+        if visited[w] != 0:
+            x = visited[w]
+            b = 0
+            while (x >> np.uint64(b)) & np.uint64(1) == 0:
+                b += 1
+            first = w * 64 + b
+            break
+    c = 0
+    for v in range(n):
+        r = (visited[v >> 6] >> np.uint64(v & 63)) & np.uint64(1)
+        if r:
+            label[v] = first
+            c += 1
+            active[v] = 0
+        else:
+            label[v] = v
+            active[v] = has_edges[v]
+    return c
 
 
 def _note(steps, progress, st, phase, step):
@@ -204,36 +240,43 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     t0 = time.perf_counter()
     n = graph.num_vertices
     steps = []
-    label = np.arange(n, dtype=vertex_dtype(n))     # 4-byte labels while IDs fit (as GAPBS)
     if graph.num_edges == 0 or n == 0:
+        label = np.arange(n, dtype=vertex_dtype(n))
         return WCCResult(labels=label, n_components=n, bfs_reached=min(n, 1), supersteps=steps,
                          seconds=time.perf_counter() - t0)
     symmetric = not graph.directed
     # an undirected dataset's in-edge partitions hold the same edges as its out-edge ones
     has_in = graph.in_partitions is not None and not symmetric
     dirs = ["out", "in"] if has_in else ["out"]
-    em = EdgeMap(graph, pull=has_in, in_memory=in_memory, **runtime)
+    # an undirected dataset pulls over its out-lists (its BFS levels go bottom-up)
+    em = EdgeMap(graph, pull=has_in or symmetric, in_memory=in_memory, **runtime)
     try:
         # degrees from the offsets the iterators hold (no copy of them on a 1x1 grid)
         dout, diff_out = em.degree_view("out")
         din, diff_in = em.degree_view("in") if has_in else (dout, diff_out)
-        track("labels", label)
         has_edges = track("has-edges flags", np.zeros(n, dtype=np.bool_))
         root = int(_hub_and_flags(dout, diff_out, din, diff_in, has_in, has_edges))
         del dout, din      # all the rest needs: 1 byte per vertex
         em.deg.clear()
         # 1. BFS from the max-degree vertex
-        if symmetric and bfs_ram.usable(em):
-            # the lists are in RAM: GAPBS's direction-optimizing BFS over them, no parents
-            reached = _reached_in_ram(em, n, root, steps, progress)
+        if symmetric and em.local:
+            # direction-optimizing, no parents; the queue becomes the labels
+            q, visited = _bfs_levels(em, n, root, steps, progress)
+            em.deg.clear()
+            label = q[:n]
+            active = np.empty(n, dtype=np.uint8)
+            n_reached = int(_labels_from_visited(label, visited, has_edges, active))
+            del visited
         else:
+            # 4-byte labels while IDs fit (as GAPBS)
+            label = track("labels", np.arange(n, dtype=vertex_dtype(n)))
             reached = _reached(em, n, root, dirs, steps, progress)
-        label[reached] = int(np.argmax(reached))     # the smallest reached ID
-        n_reached = int(reached.sum())
+            label[reached] = int(np.argmax(reached))     # the smallest reached ID
+            n_reached = int(reached.sum())
+            active = (~reached & has_edges).view(np.uint8)
         # 2. label propagation for the rest
         step = 0
         if symmetric or has_in:
-            active = (~reached & has_edges).view(np.uint8)
             while active.any():
                 changed = np.zeros(n, dtype=np.uint8)
                 track("propagation flags", active, changed)
