@@ -137,8 +137,10 @@ def test_cached_blocks_are_read_twice_then_held(directed):
 
 
 def test_a_sparse_superstep_fills_and_uses_the_blocks_it_read(directed):
-    """Blocks are held one by one: a queue superstep read a second time caches what it read, a
-    third identical one reads nothing, and a wider one reads only the blocks not held yet."""
+    """Blocks are held one by one, with a third chance for sparse supersteps: a queue superstep
+    read a second time copies nothing (a traversal rarely reads a block three times), a third
+    time caches what it read, a fourth identical one reads nothing, and a wider one reads only the
+    blocks not held yet."""
     g = directed
     from graphene_py.algos.spmv import _always, _row_unweighted as _pull
     x = np.ones(g.num_vertices)
@@ -148,15 +150,16 @@ def test_a_sparse_superstep_fills_and_uses_the_blocks_it_read(directed):
     for label, cache in (("none", None), ("all", CacheBudget(10**12))):
         with IoIterator(g, "out", cache=cache, **SSD) as it:
             res = []
-            for ids in (some, some, some, more):
+            for ids in (some, some, some, some, more):
                 y = np.zeros(g.num_vertices)
                 st = it.run(_always, _pull, (x, y), Frontier.from_queue(ids, g.num_vertices))
                 res.append((st["bytes_read"], st.get("bytes_cached", 0), y))
             out[label] = res
     none, held = out["none"], out["all"]
-    assert held[0][0] == held[1][0] == none[0][0] > 0 and held[0][1] == held[1][1] == 0
-    assert held[2][0] == 0 and held[2][1] == none[2][0]
-    assert 0 < held[3][0] < none[3][0] and held[3][1] > 0
+    assert held[0][0] == held[1][0] == held[2][0] == none[0][0] > 0
+    assert held[0][1] == held[1][1] == held[2][1] == 0
+    assert held[3][0] == 0 and held[3][1] == none[3][0]
+    assert 0 < held[4][0] < none[4][0] and held[4][1] > 0
     for a, b in zip(none, held):
         np.testing.assert_allclose(b[2], a[2])
 
@@ -228,7 +231,7 @@ def mid(tmp_path_factory):
 def test_cli_memory_budgets(mid):
     """Budgets just above the run's fixed needs (part of one file), with room for one file, and for all:
     the same answer, the engine line says which, the blocks held are not read again (every trial's
-    BFS reads the same lists: the second copies them in, the third finds them), the peak stays
+    BFS reads the same lists: the third copies them in, the fourth finds them), the peak stays
     within the budget."""
     path = mid.path
     # the run's own plan: its runtime is what its process holds before the graph (measured there)
@@ -245,7 +248,7 @@ def test_cli_memory_budgets(mid):
                           # half a file of slack either way of each boundary
                           (int(fb.sum()) + int(fb.min()) // 2, "room for the whole graph")):
         memory = f"{-(-(need + extra) // MiB)}M"
-        p = _cli("run", "bfs", "--src", "0", "-g", path, "--json", "--memory", memory, "-n", "3")
+        p = _cli("run", "bfs", "--src", "0", "-g", path, "--json", "--memory", memory, "-n", "4")
         assert p.returncode == 0, p.stderr
         d = json.loads(p.stdout)
         assert engine in d["engine"], (memory, d["engine"])

@@ -251,11 +251,18 @@ class IoIterator(IoSession, TableApi):
                     cacc = {k: np.zeros_like(v) for k, v in acc.items()}
             fill = None
             if self.cached is not None and len(offs) and self.cached[fids].any():
-                # second chance: an extent of the cache's files whose blocks were all read before
-                # is copied in on the way (a block read once, as by BFS or SpMV, costs no copy)
-                held, seen, vbase = self.cache_held
-                again = np.empty(len(fids), dtype=np.bool_)
-                K.extents_held(fids, offs, lens, seen, vbase, _bm.shift_of(self.block_size), again)
+                # an extent of the cache's files whose blocks were all read before (a dense
+                # superstep: second chance) or twice before (any other: third chance) is copied
+                # in on the way (session._load_cache says why)
+                held, (seen, seen2), vbase = self.cache_held
+                sh = _bm.shift_of(self.block_size)
+                twice = np.empty(len(fids), dtype=np.bool_)      # read once before: now twice
+                K.extents_held(fids, offs, lens, seen, vbase, sh, twice)
+                if frontier.kind == "all":
+                    again = twice.copy()
+                else:
+                    again = np.empty(len(fids), dtype=np.bool_)
+                    K.extents_held(fids, offs, lens, seen2, vbase, sh, again)
                 if self.cache_partial is not None:
                     pf, quota = self.cache_partial
                     K.within_quota(fids, offs, lens, wlen if wlen is not None else lens[:0],
@@ -292,9 +299,10 @@ class IoIterator(IoSession, TableApi):
             es1 = self.engine.stats() if self.engine is not None else {}
             io1, rq1 = es1.get("io_seconds", 0.0), es1.get("requests", 0)
             if fill is not None:    # the superstep went through: the copied blocks are held
-                held, seen, vbase = self.cache_held
+                held, (seen, seen2), vbase = self.cache_held
                 sh = _bm.shift_of(self.block_size)
                 K.mark_held(fids[fill[2]], offs[fill[2]], lens[fill[2]], held, vbase, sh)
+                K.mark_held(fids[twice], offs[twice], lens[twice], seen2, vbase, sh)
                 K.mark_held(fids, offs, lens, seen, vbase, sh)
         finally:
             if queue:
