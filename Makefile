@@ -20,7 +20,7 @@ demo: install
 	$(BIN)/python tools/demo.py
 
 test: install
-	$(BIN)/python -m pytest tests -x -p no:cacheprovider --timeout=600 --durations=25
+	$(BIN)/python -m pytest tests -x -p no:cacheprovider --timeout=600 --durations=25 -n 2 --dist loadfile
 
 clean:
 	rm -rf build *.egg-info graphene_py/*.so

@@ -21,7 +21,7 @@ setup(
         "plots": ["matplotlib>=3.7"],      # --timeline, graphene plot, tools/bench_cache.py
         "cluster": ["ray>=2.9"],           # graphene_py.cluster: --cluster, graphene cluster
         "parquet": ["pyarrow>=12"],        # graphene run -o result.parquet
-        "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "networkx>=3", "pytest-timeout", "psutil",
+        "test": ["pytest>=7", "pytest-xdist>=3", "hypothesis>=6", "scipy>=1.10", "networkx>=3", "pytest-timeout", "psutil",
                  "matplotlib>=3.7", "ray>=2.9", "pyarrow>=12"],
     },
     entry_points={
