@@ -25,8 +25,10 @@ cluster.
 `edge_map` picks the direction by the shared cost model (iterator/cost.py): the push reads the
 out-lists of the frontier; the pull (when the algorithm gives one and the dataset can pull: an
 undirected dataset, or in-edge partitions) reads the lists of the vertices in `pull_mask`; the one
-that reads fewer bytes runs. The caller may pass the pull's cost when it keeps it incrementally
-(BFS does: it only shrinks), or force a direction ("push"/"pull"). Everything else — request
+that reads fewer bytes runs. Where the caller also estimates each direction's compute (`work`;
+BFS does) and the devices are calibrated, the faster runs instead: max(IO at the devices'
+bandwidth, compute over the threads). The caller may pass the pull's cost when it keeps it
+incrementally (BFS does: it only shrinks), or force a direction ("push"/"pull"). Everything else — request
 translation, planning, IO, threads, stealing, integrity checks — is IoIterator's.
 """
 from __future__ import annotations
