@@ -9,7 +9,9 @@ Algorithm (Graphene §4.7, "hybrid WCC"):
    the frontier's out-lists and, when the dataset is directed and has in-edge partitions, their
    in-lists too (an undirected dataset's in-lists are its out-lists: they are never read twice). On a
    power-law graph this finds the giant component in a few supersteps of sparse IO. Every reached
-   vertex gets the smallest reached ID.
+   vertex gets the smallest reached ID. On an undirected dataset (one machine or a cluster) the
+   levels are BFS's own (bfs.Levels; in RAM, algos/bfs_ram.py): each goes top-down or bottom-up,
+   whichever is estimated faster, without parents, and their queue then holds the labels.
 2. Label propagation (min label) for the rest: in a superstep every active vertex v pushes label[v]
    to its neighbours with an atomic min (no lost updates; labels only decrease, so reading a label
    another thread is lowering is harmless and speeds propagation); vertices whose label dropped are
@@ -259,8 +261,9 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         del dout, din      # all the rest needs: 1 byte per vertex
         em.deg.clear()
         # 1. BFS from the max-degree vertex
-        if symmetric and em.local:
-            # direction-optimizing, no parents; the queue becomes the labels
+        if symmetric:
+            # direction-optimizing, no parents; the queue becomes the labels (a cluster too:
+            # the levels' state goes through the engine contract as BFS's does)
             q, visited = _bfs_levels(em, n, root, steps, progress)
             em.deg.clear()
             label = q[:n]
