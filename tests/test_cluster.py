@@ -154,6 +154,9 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     assert registry.module("bfs").verify(local, b) == []       # parents valid on the real edges
     a, b = gp.wcc(local, **RT), gp.wcc(cg, **RT)
     assert np.array_equal(a.labels, b.labels) and a.n_components == b.n_components
+    if not directed and name in ("star", "powerlaw"):   # BFS's levels there too (bfs.Levels)
+        for r in (a, b):
+            assert "bottom-up" in {s.get("direction") for s in r.supersteps if s["phase"] == "bfs"}
     a, b = gp.pagerank_pull(local, **RT), gp.pagerank_pull(cg, **RT)
     assert a.iterations == b.iterations
     np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9, atol=1e-15)
