@@ -29,6 +29,19 @@ def _max_io(ctx, param, value):
     return value
 
 
+def _memory_size(ctx, param, value):
+    """--memory: auto, none or a size of at least 1M; anything else is a usage error (exit 2)."""
+    if value is None or str(value).lower() in ("auto", "none"):
+        return value
+    from .partition.partitioner import parse_size
+    try:
+        parse_size(value)
+    except GrapheneError:
+        raise click.BadParameter(f"{value!r} is not auto, none or a size of at least 1M "
+                                 f"(e.g. 4G, 512M)") from None
+    return value
+
+
 _RUNTIME = [
     click.Option(["--graph", "-g", "graph_name"], default=None, metavar="NAME|PATH",
                  help="Dataset name or folder (default: the most recently partitioned)."),
@@ -61,7 +74,7 @@ _RUNTIME = [
                  help=f"IO buffer pool in MiB, > 0 (default {config.BUFFER_MB}; raised to keep the "
                       f"queue full)."),
     click.Option(["--in-memory"], is_flag=True, help="Load the partitions into RAM (no IO; reference point)."),
-    click.Option(["--memory"], default=None, metavar="SIZE|auto|none",
+    click.Option(["--memory"], default=None, metavar="SIZE|auto|none", callback=_memory_size,
                  help="Memory the run may use (e.g. 2G): what the runtime, the IO buffers and the "
                       "O(|V|) state leave becomes a read-through cache of adjacency data in RAM "
                       "(densest partitions first; blocks read once are then served from RAM). "
@@ -256,6 +269,12 @@ def _run(name, mod, kw):
         mem_plan = registry.memory_plan(name, graph, memory, runtime, algo_opts, output,
                                         runtime_bytes=config.vm_bytes("VmRSS") + (16 << 20))
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
+        from .iterator.memory import memory_available
+        have = memory_available()
+        if mem_plan["memory_bytes"] > have and not quiet:
+            click.echo(f"warning: --memory {memory} is more than the memory available now "
+                       f"({have / 2**30:.1f} GiB): the cache may grow until the machine "
+                       f"swaps or the run is killed", err=True)
         from .iterator.memory import set_run_budget
         set_run_budget(mem_plan["memory_bytes"])    # e.g. MS-BFS's on-disk depths: written back
         # what the plan picked for the options left out

@@ -275,8 +275,12 @@ def test_cli_memory_too_small_names_both_sizes(mid):
     assert "200,000 vertices" in msg and "MiB" in msg.split("needs", 1)[1]
     p = _cli("run", "bfs", "-g", mid.path, "--memory", "1G", "--in-memory")
     assert p.returncode == 2 and "not both" in p.stderr
-    p = _cli("run", "bfs", "-g", mid.path, "--memory", "lots")
-    assert p.returncode == 1 and "lots" in p.stderr and "Traceback" not in p.stderr
+    for bad in ("lots", "1K", "0", "-5M"):        # not a size of at least 1M: a usage error
+        p = _cli("run", "bfs", "-g", mid.path, "--memory", bad)
+        assert p.returncode == 2 and f"'{bad}'" in p.stderr and "--memory" in p.stderr
+        assert "Traceback" not in p.stderr
+    p = _cli("run", "bfs", "-g", mid.path, "--memory", "1000T")   # runs, with a warning
+    assert p.returncode == 0 and "more than the memory available now" in p.stderr
 
 
 def test_naive_reference_agrees_under_partial_cache(directed):
