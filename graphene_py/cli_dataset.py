@@ -245,12 +245,17 @@ def _device_line(folders):
 
 @click.command("info")
 @click.argument("graph", required=False)
+@click.option("--graph", "-g", "graph_opt", default=None, metavar="NAME|PATH",
+              help="The dataset, as `graphene run` names it (instead of GRAPH).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--verify", is_flag=True,
               help="Re-read every file: sizes, CRC32 checksums and every page checksum.")
-def info_cmd(graph, as_json, verify):
+def info_cmd(graph, graph_opt, as_json, verify):
     """Describe dataset GRAPH (registry name or folder; default: the last partitioned)."""
     from .graph import Graph
+    if graph is not None and graph_opt is not None and graph != graph_opt:
+        raise click.UsageError(f"two datasets given: {graph!r} and -g {graph_opt!r}")
+    graph = graph if graph is not None else graph_opt
     problems = None
     try:
         g = Graph.open(graph, check=not verify)

@@ -84,6 +84,9 @@ def test_partition_then_info_and_list(disks, edge_file, tmp_path):
     assert code == 0 and "name        u" in out
     code, out, err = run("info", "dups", "--json")
     info = json.loads(out)
+    assert json.loads(run("info", "-g", "dups", "--json")[1]) == info     # as `run -g` names it
+    code, out, err = run("info", "u", "-g", "dups")
+    assert code == 2 and "two datasets" in err
     G = Graph.open("dups")
     assert info["num_edges"] == G.num_edges and info["num_vertices"] == 5
     assert info["stats"]["duplicates_dropped"] == G.stats["duplicates_dropped"] > 0
