@@ -488,7 +488,7 @@ class IoSession:
 
     def _load_cache(self, budget):
         """The adjacency cache, read through. The files chosen (densest first, within the budget,
-        reserved now) get zeroed RAM that costs nothing until written (calloc'ed pages) and two
+        reserved now) get zeroed RAM that costs nothing until written (calloc'ed pages) and three
         bitmaps: the blocks read so far (once, and twice) and the blocks held. An extent read again
         from such a file is copied in on the way, before its buffer slot goes back, and its blocks
         are held once the superstep is done: by a dense superstep (every list: PageRank, SpMV)
