@@ -345,7 +345,7 @@ class Levels:
         em, q, up = self.em, self.q, self.up
         self.tail[0] = self.fs + self.size        # the next level goes behind this one
         state = (self.visited, self.front, self.parent, q, self.tail, self.cur)
-        work = est = None
+        est = None
         if up:
             front_edges = int(_edges_of(self.deg_out, self.d_out, self.frontier))
             est = self.work.estimate(front_edges, self.unvisited_edges)
