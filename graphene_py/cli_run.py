@@ -266,8 +266,9 @@ def _run(name, mod, kw):
         from .iterator.memory import CacheBudget
         from . import jit
         jit.ready(blas=False)      # what a run holds before any graph state, measured here
-        mem_plan = registry.memory_plan(name, graph, memory, runtime, algo_opts, output,
-                                        runtime_bytes=config.vm_bytes("VmRSS") + (16 << 20))
+        mem_plan = registry.memory_plan(
+            name, graph, memory, runtime, algo_opts, output,
+            runtime_bytes=config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN)
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
         from .iterator.memory import memory_available
         have = memory_available()
@@ -431,7 +432,7 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
         return None
     try:
         plan = registry.memory_plan(name, graph, share, runtime, algo_opts, output,
-                                    runtime_bytes=config.vm_bytes("VmRSS") + (16 << 20))
+                                    runtime_bytes=config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN)
     except GrapheneError:
         return None
     # the plan's picks (fewer kept lists, smaller IO buffers) are for a budget the user set:

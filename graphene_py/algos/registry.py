@@ -267,6 +267,10 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
 #: margin for the allocator and the kernels' stacks). A process that holds more before its graph
 #: (shared libraries in 2 MiB file pages: +45 MiB seen on a fresh install) plans with that + 16 MiB.
 RUNTIME_BYTES = 176 << 20
+#: added to the runtime measured when the plan is made: what the process still faults in later
+#: (shared libraries mapped in 2 MiB file pages where the kernel collapses them, numba's loaded
+#: kernels). 16 MiB left a fresh clone's test run 2 MiB over a tight budget.
+RUNTIME_MARGIN = 32 << 20
 TEMP_BYTES_PER_VERTEX = 16
 
 
