@@ -97,16 +97,25 @@ def test_memory_block_accounts_for_the_arrays_and_the_process(sparse_and_dense):
 @pytest.mark.parametrize("algo", [("bfs", "--src", "0"), ("pagerank-pull",), ("wcc",)],
                          ids=lambda a: a[0])
 def test_peak_memory_does_not_grow_with_edges(sparse_and_dense, algo):
-    """16x the edges at the same |V| (72 MB more adjacency): the peak RSS may differ by noise,
-    never by the adjacency (the in-memory path, for contrast, must grow by it)."""
+    """16x the edges at the same |V| (72 MB more adjacency): what a trial adds to the process may
+    differ by noise, never by the adjacency (the in-memory path, for contrast, holds it: its
+    process is larger by it before the trial). The trial's growth, not the process's peak: a
+    fresh install's shared libraries may be collapsed into 2 MiB file pages at any time, which
+    moved one process's RSS by 31 MiB against the next one's (a fresh clone's make test)."""
     n, sparse, dense = sparse_and_dense
     a, b = _run(sparse, *algo), _run(dense, *algo)
     sa, sb = a["memory"]["state_bytes"], b["memory"]["state_bytes"]
     assert abs(sa - sb) <= 0.02 * max(sa, sb), (sa, sb)     # the ledger: same |V|, same state
-    assert abs(b["peak_rss_mb"] - a["peak_rss_mb"]) < 24, (a["peak_rss_mb"], b["peak_rss_mb"])
+    ga, gb = a["memory"]["trial_growth_mib"], b["memory"]["trial_growth_mib"]
+    assert abs(gb - ga) < 24, (ga, gb)
+    # before the trial too, beside the IO pool (sized by the dataset: a small one gets less):
+    # 48 MiB of room for the libraries' noise, below the 69 MiB the dense adjacency would add
+    base = [d["memory"]["rss_before_trial_mib"] - d["memory"]["io_buffer_bytes"] / 2**20
+            for d in (a, b)]
+    assert abs(base[1] - base[0]) < 48, base
     if algo[0] == "bfs":
         ia, ib = _run(sparse, *algo, "--in-memory"), _run(dense, *algo, "--in-memory")
-        assert ib["peak_rss_mb"] - ia["peak_rss_mb"] > 48
+        assert ib["peak_rss_mb"] - ia["peak_rss_mb"] > 36
 
 
 def test_writeback_hands_written_pages_back_to_the_file(tmp_path):
