@@ -431,8 +431,9 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     if share < (1 << 20):
         return None
     try:
-        plan = registry.memory_plan(name, graph, share, runtime, algo_opts, output,
-                                    runtime_bytes=config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN)
+        plan = registry.memory_plan(
+            name, graph, share, runtime, algo_opts, output,
+            runtime_bytes=config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN)
     except GrapheneError:
         return None
     # the plan's picks (fewer kept lists, smaller IO buffers) are for a budget the user set:

@@ -102,6 +102,7 @@ from ..iterator.edgemap import EdgeMap, Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
 from ..iterator.queue import BLOCK  # noqa: E402
 from ..iterator.cost import deg_at  # noqa: E402
+from ..io.bitmap import ctz64  # noqa: E402
 
 
 @njit(cache=True, nogil=True)
@@ -185,11 +186,7 @@ def _labels_from_visited(label, visited, has_edges, active):
     first = -1
     for w in range(visited.shape[0]):
         if visited[w] != 0:
-            x = visited[w]
-            b = 0
-            while (x >> np.uint64(b)) & np.uint64(1) == 0:
-                b += 1
-            first = w * 64 + b
+            first = w * 64 + np.int64(ctz64(visited[w]))
             break
     c = 0
     for v in range(n):

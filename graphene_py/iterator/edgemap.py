@@ -28,8 +28,8 @@ undirected dataset, or in-edge partitions) reads the lists of the vertices in `p
 that reads fewer bytes runs. Where the caller also estimates each direction's compute (`work`;
 BFS does) and the devices are calibrated, the faster runs instead: max(IO at the devices'
 bandwidth, compute over the threads). The caller may pass the pull's cost when it keeps it
-incrementally (BFS does: it only shrinks), or force a direction ("push"/"pull"). Everything else — request
-translation, planning, IO, threads, stealing, integrity checks — is IoIterator's.
+incrementally (BFS does: it only shrinks), or force a direction ("push"/"pull"). Everything
+else — request translation, planning, IO, threads, stealing, integrity checks — is IoIterator's.
 """
 from __future__ import annotations
 
