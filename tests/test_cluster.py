@@ -16,7 +16,7 @@ import pytest
 import graphene_py as gp
 from graphene_py.algos import registry
 from graphene_py.algos.registry import dispatch
-from graphene_py.cluster.merge import diff, merge, merge_queues
+from graphene_py.cluster.merge import assign, bounds, diff, merge, merge_queues, split
 from graphene_py.errors import GrapheneError
 from tests import graphs
 
@@ -56,6 +56,36 @@ def test_merge_rules(dense):
     assert np.array_equal(t, want)
     assert diff(orig, orig.copy(), "min") == ("none",)
     assert diff(orig, pieces[0], "min")[0] == ("dense" if dense else "sparse")
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("owners", [1, 3, 5])
+def test_merge_by_owners(dense, owners):
+    """Cut into owners' ranges, merged per range against the range of the original and assigned
+    back as new values: the same array as the whole merge, for every rule."""
+    n = 61
+    rng = np.random.default_rng(2)
+    orig = rng.integers(0, 100, n).astype(np.int64)
+    for rule in ("min", "max", "or", "sum", "first"):
+        pieces = []
+        for _ in range(3):
+            new = orig.copy()
+            idx = rng.choice(n, size=40 if dense else 4, replace=False)
+            new[idx] = rng.integers(-50, 150, len(idx))
+            if rule in ("min", "max", "or"):
+                new = {"min": np.minimum, "max": np.maximum, "or": np.bitwise_or}[rule](orig, new)
+            pieces.append(diff(orig, new, rule))
+        want = orig.copy()
+        merge(want, rule, pieces)
+        b = bounds(n, owners)
+        assert b[0] == 0 and b[-1] == n and len(b) == owners + 1
+        cut = [split(c, b) for c in pieces]
+        got = orig.copy()
+        for j in range(owners):
+            part = orig[b[j]:b[j + 1]].copy()
+            merge(part, rule, [c[j] for c in cut])
+            assign(got[b[j]:b[j + 1]], diff(orig[b[j]:b[j + 1]], part, "set"))
+        assert np.array_equal(got, want), (rule, owners)
 
 
 def test_merge_rows_and_queue():
@@ -232,6 +262,45 @@ def test_sssp_weighted(cluster, tmp_path_factory, home_kept):
         assert registry.module("sssp").verify(local, b) == []
 
 
+@pytest.fixture
+def by_owners(monkeypatch):
+    """Every superstep's changes combined by their owners, node to node (not only large ones)."""
+    from graphene_py.cluster import engine
+    monkeypatch.setattr(engine.ClusterEdgeMap, "owners_from", 0)
+
+
+@pytest.mark.parametrize("name, directed", [("powerlaw", False), ("star", False),
+                                            ("duplicates", True), ("chain", True)])
+def test_combined_by_owners(cluster, tmp_path_factory, home_kept, by_owners, name, directed):
+    """The owners' combine gives the single-machine answers; the nodes take the owners' results
+    with their next step, so the driver's link carries each change once: PageRank's sums come
+    back at about 8 B per vertex, not 8 B per vertex per node."""
+    local, cg = both(cluster, tmp_path_factory, name, directed)
+    n = local.num_vertices
+    src = int(np.argmax(local.degrees("out")))
+    a, b = gp.bfs(local, src=src, **RT), gp.bfs(cg, src=src, **RT)
+    assert np.array_equal(a.depth, b.depth)
+    assert registry.module("bfs").verify(local, b) == []
+    assert {s["combined_by"] for s in b.supersteps} == {"owners"}
+    a, b = gp.wcc(local, **RT), gp.wcc(cg, **RT)
+    assert np.array_equal(a.labels, b.labels)
+    a, b = gp.pagerank_pull(local, **RT), gp.pagerank_pull(cg, **RT)
+    assert a.iterations == b.iterations
+    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9, atol=1e-15)
+    if name == "powerlaw":
+        back = [s["bytes_back"] for s in b.supersteps]
+        assert max(back) < 1.5 * 8 * n, back        # 3 nodes' sums through the driver: 24 B/vertex
+        assert all(s["bytes_between"] > 0 for s in b.supersteps)
+    a, b = gp.spmv(local, x="random", **RT), gp.spmv(cg, x="random", **RT)
+    np.testing.assert_allclose(b.y, a.y, rtol=1e-12)
+    a = gp.kcore(local, k=3, membership_only=True, **RT)
+    b = gp.kcore(cg, k=3, membership_only=True, **RT)
+    assert np.array_equal(a.in_k_core, b.in_k_core)
+    srcs = [int(v) for v in np.flatnonzero(local.degrees("out") > 0)[:40:8]]
+    a, b = gp.msbfs(local, sources=srcs, **RT), gp.msbfs(cg, sources=srcs, **RT)
+    assert np.array_equal(np.asarray(a.depths), np.asarray(b.depths))
+
+
 def _killer(cg, node, at):
     """A progress callback that kills node `node`'s actor process at superstep `at`."""
     pid = cg.pids()[node]
@@ -244,11 +313,17 @@ def _killer(cg, node, at):
     return progress, pid
 
 
+@pytest.mark.parametrize("owners", [False, True])
 @pytest.mark.parametrize("algo", ["bfs", "pagerank-pull"])
-def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo):
+def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo, owners, monkeypatch):
+    if owners:         # the killed node's owner result of the last superstep is in the store
+        from graphene_py.cluster import engine
+        monkeypatch.setattr(engine.ClusterEdgeMap, "owners_from", 0)
     local, cg = both(cluster, tmp_path_factory, "chain" if algo == "bfs" else "powerlaw", True)
     opts = dict(RT, src=0) if algo == "bfs" else RT
     want = dispatch(algo, local, **opts)
+    cg._stop()
+    cluster.forget(cg.labels[1])        # a fresh actor: each test kills one, Ray restarts it 3x
     cg.engines({"threads": 2, "buffer_mb": 2})      # actors started with these options
     progress, pid = _killer(cg, 1, 3)
     got = dispatch(algo, cg, progress=progress, **opts)

@@ -15,13 +15,16 @@ from ..errors import GrapheneError
 from ..graph import Graph
 from ..iterator.cost import Model, pull_direction
 from ..iterator.edgemap import EdgeMap
-from .merge import merge, merge_queues, nbytes
+from .merge import assign, bounds, merge, merge_queues, nbytes
 from .node import NodeEngine
 
 #: Ray restarts a node actor whose process died this many times, re-running its pending call.
 RESTARTS = 3
 #: State messages up to this size travel inline with each node's call (no object-store copy).
 INLINE = 64 << 10
+#: Changes of a superstep from this many bytes (all nodes' together) are combined by their
+#: owners, node to node, instead of by the driver.
+OWNERS_FROM = 1 << 20
 #: Bytes per chunk when files travel to a node.
 CHUNK = 32 << 20
 #: Runtime options a node's engine takes (the rest are the driver's).
@@ -487,6 +490,10 @@ class ClusterEdgeMap(EdgeMap):
     the nodes' changes combine by the kernel's declared rules (Update.writes / Update.queue)."""
 
     local = False
+    #: the nodes' changes of a superstep combine at their owners (node to node) from this many
+    #: bytes in all; smaller ones travel to the driver, which merges them (one round trip less)
+    owners_from = OWNERS_FROM
+
     def __init__(self, graph, *, pull: bool = False, weights: bool = False, in_memory=False,
                  degree_dtype=None, **runtime):
         t0 = time.perf_counter()
@@ -507,6 +514,7 @@ class ClusterEdgeMap(EdgeMap):
         self.models = {d: Model(graph, d) for d in dirs}
         self.deg = {}
         self.sender = ReplicaSender()
+        self._merged = []      # [(ref of an owner's result, bytes)] the nodes take next step
         self.open_seconds = time.perf_counter() - t0
         self.exchanged = 0
 
@@ -541,39 +549,45 @@ class ClusterEdgeMap(EdgeMap):
             sent += sum(x.nbytes for x in fr if isinstance(x, np.ndarray))
             frontiers.append(fr)
 
-        def call(i, r, b):
-            return self.nodes[i].step.remote(g._specs[i], self.sender.session, b,
-                                             self.sender.version, direction, self.weights,
-                                             update, r, qdt, frontiers[i])
+        k = len(self.nodes)
+        merged, self._merged = self._merged, []
+
+        def call(i, r, b, carry=()):
+            return self.nodes[i].step.options(num_returns=1 + k).remote(
+                g._specs[i], self.sender.session, b, self.sender.version, direction,
+                self.weights, update, r, qdt, frontiers[i], k, *carry)
         t1 = time.perf_counter()
-        res = g.gather([call(i, ref, base) for i in range(len(self.nodes))],
-                       f"a superstep ({direction}-lists)")
-        stale = [i for i, r in enumerate(res) if r[0] == "stale"]
+        refs = [call(i, ref, base, [r for r, _ in merged]) for i in range(k)]
+        heads = g.gather([r[0] for r in refs], f"a superstep ({direction}-lists)")
+        # what the owners combined last superstep reaches every other node with this one
+        between = sum(nb for _, nb in merged) * (k - 1)
+        stale = [i for i, h in enumerate(heads) if h[0] == "stale"]
         if stale:            # a restarted node (or one that missed a step): the whole state
             full, nb = self.sender.full(state, skip)
             fref = ray.put(full)
-            again = g.gather([call(i, fref, -1) for i in stale], "a superstep, resent")
-            for i, r in zip(stale, again):
-                res[i] = r
+            for i in stale:
+                refs[i] = call(i, fref, -1)
+            again = g.gather([refs[i][0] for i in stale], "a superstep, resent")
+            for i, h in zip(stale, again):
+                heads[i] = h
             sent += nb * len(stale)
         t2 = time.perf_counter()
-        back = 0
-        for j, (s, rule, rows) in enumerate(update.slots()):
-            ch = [r[2][j] for r in res]
-            back += sum(nbytes(c) for c in ch)
-            merge(update.part(state, s, rows), rule, ch)
+        back, between2, via = self._combine_changes(update, state, refs, heads)
+        between += between2
         if update.queue:
             i, t, c = update.queue
-            got = [r[3] for r in res]
+            got = [h[2] for h in heads]
             back += sum(x.nbytes for x in got)
             merge_queues(state[i], state[t], state[c], got)
-        st = _combine([r[1] for r in res])
+        st = _combine([h[1] for h in heads])
         st["frontier"] = (len(data) if kind == "queue" else
                           int(np.count_nonzero(data)) if kind == "mask" else self.n)
         st["seconds"] = time.perf_counter() - t0
-        st["node_seconds"] = [float(r[1]["seconds"]) for r in res]
-        st["exchange_bytes"] = int(sent + back)
-        st["bytes_sent"], st["bytes_back"] = int(sent), int(back)
+        st["node_seconds"] = [float(h[1]["seconds"]) for h in heads]
+        st["exchange_bytes"] = int(sent + back + between)
+        st["bytes_sent"], st["bytes_back"] = int(sent), int(back)      # the driver's link
+        st["bytes_between"] = int(between)          # from node to node
+        st["combined_by"] = via
         # driver time around the nodes' work: shipping, waiting beyond the slowest node, merging
         st["coordination_seconds"] = max(0.0, st["seconds"] - max(st["node_seconds"]))
         st["merge_seconds"] = time.perf_counter() - t2
@@ -583,8 +597,53 @@ class ClusterEdgeMap(EdgeMap):
         self.exchanged += st["exchange_bytes"]
         return st
 
+    def _combine_changes(self, update, state, refs, heads) -> tuple:
+        """Merge the nodes' changes into `state`: the driver fetches every part and merges
+        (small changes), or each owner merges every node's parts of its range and the driver
+        fetches only the owners' results, which the nodes take with the next step
+        (self._merged). Returns (bytes to the driver, bytes between nodes, "driver"/"owners")."""
+        ray = self.graph.cluster.ray
+        k = len(self.nodes)
+        slots = update.slots()
+        flats = [update.part(state, s, rows).reshape(-1) for s, _, rows in slots]
+        bnd = [bounds(f.size, k) for f in flats]
+        sizes = [h[3] for h in heads]          # sizes[i][j]: node i's part for owner j
+        total = sum(map(sum, sizes))
+        owners = [j for j in range(k) if k > 1 and total >= self.owners_from]
+        back = between = 0
+        results = {}
+        if owners:
+            calls = {}
+            for j in owners:
+                desc = [(id(state[s]), rows, rule, bnd[n][j], bnd[n][j + 1])
+                        for n, (s, rule, rows) in enumerate(slots)]
+                calls[j] = self.nodes[j].absorb.remote(
+                    self.graph._specs[j], self.sender.session, self.sender.version, desc,
+                    *[refs[i][1 + j] for i in range(k)])
+                between += sum(sizes[i][j] for i in range(k) if i != j)
+            for j, out in zip(calls, self.graph.gather(list(calls.values()), "combining")):
+                if out[0] == "ok":
+                    results[j] = (calls[j], out[1])
+        for j in range(k):
+            if j in results:                 # the owner's result: into the state and the shadow
+                ref, res = results[j]
+                nb = 0
+                for (h, rows, lo, hi, change), f in zip(res, flats):
+                    assign(f[lo:hi], change)
+                    self.sender.taken(h, rows, lo, hi, change)
+                    nb += nbytes(change)
+                back += nb
+                self._merged.append((ref, nb))
+            else:                            # the driver merges this range's parts itself
+                parts = ray.get([refs[i][1 + j] for i in range(k)])
+                back += sum(sizes[i][j] for i in range(k))
+                for n, (_, rule, _) in enumerate(slots):
+                    merge(flats[n][bnd[n][j]:bnd[n][j + 1]], rule, [p[n] for p in parts])
+        return back, between, "owners" if results else "driver"
+
     def close(self):
         self.its = {}      # the node actors stay with the dataset for the next EdgeMap
+        self._merged = []
         if getattr(self, "sender", None) is not None and self.graph._engines and \
                 self.graph.cluster.ray.is_initialized():
             for a, sp in zip(self.graph._engines, self.graph._specs):
@@ -654,6 +713,14 @@ class ReplicaSender:
         base = self.version
         self.version += 1
         return base, msg, nb
+
+    def taken(self, h, rows, lo, hi, change) -> None:
+        """The nodes' replicas take an owner's result with their next step: so does the shadow
+        (a later message then carries only what the driver changed itself)."""
+        ent = self.known.get(h)
+        if ent is not None:
+            sh = ent[1] if rows is None else ent[1][rows[0]:rows[1]]
+            assign(sh.reshape(-1)[lo:hi], change)
 
     def full(self, state, skip) -> tuple:
         """The whole state (for a replica that is gone), at the current version."""

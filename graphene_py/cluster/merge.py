@@ -11,6 +11,11 @@ Rules: "min", "max", "or" (bitwise; flags and bitmaps), "sum" (the pieces send i
 one kernel picks the same piece, since a piece that claims a vertex writes all of its slots).
 A change goes dense when the sparse form would be at least half the slot's bytes: never one
 Python object per vertex.
+
+Combining through owners (engine.py): each piece's change is cut by `split` into one part per
+owner (an equal range of the slot's flat elements); owner j merges every piece's part j against
+its replica of the slot with the same rules, and its result (positions and new values,
+`diff(..., "set")`) is assigned (`assign`) in the driver and in every node's replica.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import numpy as np
 def diff(orig: np.ndarray, new: np.ndarray, rule: str):
     """What one piece changed in a slot (orig: the slot as shipped; new: after the piece ran)."""
     orig, new = orig.reshape(-1), new.reshape(-1)      # rows of per-thread sums: flat views
-    if rule == "sum":
+    if rule == "sum":        # increments ("set": the new values, for `assign`)
         d = new - orig
         idx = np.flatnonzero(d)
         full = d
@@ -34,6 +39,37 @@ def diff(orig: np.ndarray, new: np.ndarray, rule: str):
     if idx.size * (idx.itemsize + full.itemsize) * 2 >= full.nbytes:
         return ("dense", full)
     return ("sparse", idx, full[idx])
+
+
+def bounds(length: int, k: int) -> list:
+    """Owner j's range of a slot's `length` flat elements is [b[j], b[j + 1])."""
+    return [int(x) for x in np.linspace(0, length, k + 1).round()]
+
+
+def split(change, bounds) -> list:
+    """A change cut at the flat offsets `bounds` (k + 1 of them, from 0 to the slot's length):
+    k changes, each relative to its own range (positions from its start)."""
+    k = len(bounds) - 1
+    if change[0] == "none":
+        return [change] * k
+    if change[0] == "dense":
+        return [("dense", change[1][bounds[j]:bounds[j + 1]]) for j in range(k)]
+    idx, vals = change[1], change[2]
+    cut = np.searchsorted(idx, bounds)
+    out = []
+    for j in range(k):
+        a, b = int(cut[j]), int(cut[j + 1])
+        out.append(("sparse", idx[a:b] - idx.dtype.type(bounds[j]), vals[a:b]) if b > a
+                   else ("none",))
+    return out
+
+
+def assign(target: np.ndarray, change) -> None:
+    """Put a merged result (new values, not increments) into target (a flat view)."""
+    if change[0] == "dense":
+        target[...] = change[1]
+    elif change[0] == "sparse":
+        target[change[1]] = change[2]
 
 
 def nbytes(change) -> int:

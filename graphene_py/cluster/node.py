@@ -5,7 +5,11 @@ the local engine (IoIterator through a local EdgeMap), for any number of dataset
 Between supersteps it keeps a replica of the driver's state arrays, which each `step` brings up
 to date with what changed since the last one (sparse when little did, dense otherwise); it runs
 the kernel over its own lists on copies of the slots the kernel writes, and returns what it
-changed (cluster/merge.py). The driver's arrays are the truth and the checkpoint. Every call names
+changed (cluster/merge.py), cut into one part per node: node j owns part j of every written slot.
+When the changes are large, the driver hands each owner the parts of every node (they travel
+from node to node through Ray's object store), the owner combines them (`absorb`) and the driver
+and every node's replica take its result: the driver's link carries each change once, not once
+per node. The driver's arrays are the truth and the checkpoint. Every call names
 its shard (home folder, version, runtime options), opened on first use; a restarted actor (Ray
 restarts it after its process dies and runs the pending call again) has no replica, says so, and
 the driver sends it the whole state: the superstep is redone from the driver's copy.
@@ -18,7 +22,7 @@ import socket
 
 import numpy as np
 
-from .merge import diff
+from .merge import assign, bounds, diff, merge, split
 
 
 class _Shard:
@@ -47,6 +51,11 @@ class _Shard:
             em.close()
         self.ems = {}
         self.g.close()
+
+
+def _flat(a, rows):
+    """The written part of a replica's array, flat (a view: the arrays are C-contiguous)."""
+    return (a if rows is None else a[rows[0]:rows[1]]).reshape(-1)
 
 
 class NodeEngine:
@@ -92,21 +101,29 @@ class NodeEngine:
         return em.its[direction].degrees(np.int64)
 
     def step(self, spec, session, base, version, direction, weights, update, msg, queue_dtype,
-             frontier) -> tuple:
+             frontier, owners=1, *merged) -> tuple:
         """Run `update` over this shard's lists of `direction`. `msg`: the state, slot by slot, as
         changes to this node's replica of the driver's arrays (ReplicaSender in engine.py), valid
-        when the replica is at version `base`; a replica that is not (a restarted actor, a new
-        session) answers ("stale",) and the driver sends everything. frontier: ("queue", ids),
-        ("mask", lo, flags of vertices lo..) or ("all",). Returns ("ok", stats, changes, queued)."""
+        when the replica is at version `base` and has taken `merged` (the owners' combined
+        results of the last superstep, which the driver's copy already holds); a replica that is
+        not (a restarted actor, a new session) answers ("stale",) and the driver sends
+        everything. frontier: ("queue", ids), ("mask", lo, flags of vertices lo..) or ("all",).
+        Returns 1 + owners values: ("ok", stats, queued, bytes of each part), then the changes
+        cut into `owners` parts (a list per written slot each; merge.split)."""
         sh = self._shard(tuple(spec))
         rep = sh.replicas.get(session)
         full = all(m is None or m[0] != "delta" for m in msg)
         if rep is None or (rep["version"] != base and not full):
             if not full:
-                return ("stale",)
+                return (("stale",),) + (None,) * owners
             sh.replicas.clear()                       # one live session per shard
             rep = sh.replicas[session] = {"version": base, "arrays": {}}
         arrays = rep["arrays"]
+        if not full:
+            for res in merged:                        # owners' results: new values in place
+                for h, rows, lo, hi, change in res[1]:
+                    if h in arrays:
+                        assign(_flat(arrays[h], rows)[lo:hi], change)
         state = []
         for m in msg:
             if m is None or m[0] == "value":
@@ -153,13 +170,39 @@ class NodeEngine:
         else:
             data = frontier[1] if kind == "queue" else None
         stats = em._run(direction, update, tuple(st), kind, data)
-        changes = [diff(update.part(state, s, rows), update.part(st, s, rows), rule)
-                   for s, rule, rows in update.slots()]
+        parts = [[] for _ in range(owners)]
+        for s, rule, rows in update.slots():
+            orig = update.part(state, s, rows)
+            ch = split(diff(orig, update.part(st, s, rows), rule), bounds(orig.size, owners))
+            for j in range(owners):
+                parts[j].append(ch[j])
         queued = None
         if q is not None:
             size = q.close()
             queued = q.ids[:size].copy()
-        return ("ok", stats, changes, queued)
+        sizes = [sum(sum(a.nbytes for a in c[1:]) for c in p) for p in parts]
+        return (("ok", stats, queued, sizes),) + tuple(parts)
+
+    def absorb(self, spec, session, version, slots, *parts) -> tuple:
+        """Combine every node's part of this owner's ranges: slots, one per written slot:
+        (array handle, rows, rule, lo, hi); parts: each node's list of changes, in node order.
+        Returns ("ok", [(handle, rows, lo, hi, change of the new values)]), the replica left as
+        it is (it takes the result with the next step, as every node does), or ("stale",) when
+        this actor has no replica at `version` (restarted): the driver combines those itself."""
+        sh = self._shard(tuple(spec))
+        rep = sh.replicas.get(session)
+        if rep is None or rep["version"] != version:
+            return ("stale",)
+        out = []
+        for k, (h, rows, rule, lo, hi) in enumerate(slots):
+            a = rep["arrays"].get(h)
+            if a is None:
+                return ("stale",)
+            orig = _flat(a, rows)[lo:hi]
+            new = orig.copy()
+            merge(new, rule, [p[k] for p in parts])
+            out.append((h, rows, lo, hi, diff(orig, new, "set")))
+        return ("ok", out)
 
     def end(self, spec, session) -> None:
         sh = self.shards.get(tuple(spec))
