@@ -532,9 +532,20 @@ class ClusterEdgeMap(EdgeMap):
         ray = g.cluster.ray
         skip = set(update.queue)
         base, msg, nb = self.sender.message(state, skip)
-        # one copy in the object store for every node; a small message goes inline with the calls
-        ref = ray.put(msg) if nb > INLINE else msg
-        sent = nb * len(self.nodes)       # every node fetches the message (one copy per machine)
+        k = len(self.nodes)
+        relayed, between = [], 0
+        if k > 1 and nb >= self.owners_from:
+            # a large message: node j takes part j from the driver and serves it to the others
+            # (the driver's link carries it once; an allgather among the nodes does the rest)
+            skel, parts, sizes = split_message(msg, k)
+            relayed = [self.nodes[j].relay.remote(ray.put(p)) for j, p in enumerate(parts)]
+            ref = ("split", skel)
+            sent = sum(sizes)
+            between += sum(sizes) * (k - 1)
+        else:
+            # one copy in the object store for every node; a small one goes inline with the calls
+            ref = ray.put(msg) if nb > INLINE else msg
+            sent = nb * k             # every node fetches the message (one copy per machine)
         qdt = state[update.queue[0]].dtype.str if update.queue else None
         frontiers = []
         for i in range(len(self.nodes)):
@@ -549,18 +560,17 @@ class ClusterEdgeMap(EdgeMap):
             sent += sum(x.nbytes for x in fr if isinstance(x, np.ndarray))
             frontiers.append(fr)
 
-        k = len(self.nodes)
         merged, self._merged = self._merged, []
 
-        def call(i, r, b, carry=()):
+        def call(i, r, b, carry=(), parts=()):
             return self.nodes[i].step.options(num_returns=1 + k).remote(
                 g._specs[i], self.sender.session, b, self.sender.version, direction,
-                self.weights, update, r, qdt, frontiers[i], k, *carry)
+                self.weights, update, r, qdt, frontiers[i], k, len(carry), *carry, *parts)
         t1 = time.perf_counter()
-        refs = [call(i, ref, base, [r for r, _ in merged]) for i in range(k)]
+        refs = [call(i, ref, base, [r for r, _ in merged], relayed) for i in range(k)]
         heads = g.gather([r[0] for r in refs], f"a superstep ({direction}-lists)")
         # what the owners combined last superstep reaches every other node with this one
-        between = sum(nb for _, nb in merged) * (k - 1)
+        between += sum(nb for _, nb in merged) * (k - 1)
         stale = [i for i, h in enumerate(heads) if h[0] == "stale"]
         if stale:            # a restarted node (or one that missed a step): the whole state
             full, nb = self.sender.full(state, skip)
@@ -726,6 +736,30 @@ class ReplicaSender:
         """The whole state (for a replica that is gone), at the current version."""
         msg, nb, _ = self._encode(state, skip, force_dense=True)
         return msg, nb
+
+
+def split_message(msg, k) -> tuple:
+    """A ReplicaSender message cut for k relaying nodes: (skeleton: the message without its
+    arrays' data, parts: k lists of the data, one entry per dense or delta array in skeleton
+    order, sizes: bytes of each part). node.join_message puts it back together."""
+    skel, parts, sizes = [], [[] for _ in range(k)], [0] * k
+    for m in msg:
+        if m is None or m[0] in ("value", "zeros"):
+            skel.append(m)
+            continue
+        if m[0] == "dense":
+            flat = np.ascontiguousarray(m[2]).reshape(-1)
+            skel.append(("dense", m[1], m[2].shape, m[2].dtype.str))
+            b = bounds(flat.size, k)
+            cut = [(flat[b[j]:b[j + 1]],) for j in range(k)]
+        else:                                         # ("delta", handle, positions, values)
+            skel.append(("delta", m[1]))
+            b = bounds(len(m[2]), k)
+            cut = [(m[2][b[j]:b[j + 1]], m[3][b[j]:b[j + 1]]) for j in range(k)]
+        for j, c in enumerate(cut):
+            parts[j].append(c)
+            sizes[j] += sum(x.nbytes for x in c)
+    return skel, parts, sizes
 
 
 def _combine(stats: list) -> dict:

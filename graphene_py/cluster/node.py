@@ -53,6 +53,24 @@ class _Shard:
         self.g.close()
 
 
+def join_message(skel, parts) -> list:
+    """The state message engine.split_message cut, from its skeleton and the k relayed parts."""
+    out, n = [], 0
+    for m in skel:
+        if m is None or m[0] in ("value", "zeros"):
+            out.append(m)
+            continue
+        got = [p[n] for p in parts]
+        n += 1
+        if m[0] == "dense":
+            out.append(("dense", m[1], np.concatenate([g[0] for g in got]).astype(
+                np.dtype(m[3]), copy=False).reshape(m[2])))
+        else:
+            out.append(("delta", m[1], np.concatenate([g[0] for g in got]),
+                        np.concatenate([g[1] for g in got])))
+    return out
+
+
 def _flat(a, rows):
     """The written part of a replica's array, flat (a view: the arrays are C-contiguous)."""
     return (a if rows is None else a[rows[0]:rows[1]]).reshape(-1)
@@ -100,16 +118,26 @@ class NodeEngine:
             em.its[direction] = IoIterator(sh.g, direction, weights=False, **sh.runtime)
         return em.its[direction].degrees(np.int64)
 
+    def relay(self, part):
+        """Part of a large state message: fetched from the driver, kept in this node's object
+        store for the other nodes' next step (engine.split_message)."""
+        return part
+
     def step(self, spec, session, base, version, direction, weights, update, msg, queue_dtype,
-             frontier, owners=1, *merged) -> tuple:
+             frontier, owners=1, nmerged=0, *refs) -> tuple:
         """Run `update` over this shard's lists of `direction`. `msg`: the state, slot by slot, as
         changes to this node's replica of the driver's arrays (ReplicaSender in engine.py), valid
         when the replica is at version `base` and has taken `merged` (the owners' combined
-        results of the last superstep, which the driver's copy already holds); a replica that is
+        results of the last superstep, which the driver's copy already holds: the first nmerged
+        refs); a large message comes as ("split", skeleton), its parts relayed by the nodes (the
+        other refs); a replica that is
         not (a restarted actor, a new session) answers ("stale",) and the driver sends
         everything. frontier: ("queue", ids), ("mask", lo, flags of vertices lo..) or ("all",).
         Returns 1 + owners values: ("ok", stats, queued, bytes of each part), then the changes
         cut into `owners` parts (a list per written slot each; merge.split)."""
+        merged = refs[:nmerged]
+        if isinstance(msg, tuple) and msg[0] == "split":     # relayed by the nodes (their parts)
+            msg = join_message(msg[1], refs[nmerged:])
         sh = self._shard(tuple(spec))
         rep = sh.replicas.get(session)
         full = all(m is None or m[0] != "delta" for m in msg)
