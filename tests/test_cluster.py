@@ -58,6 +58,13 @@ def test_merge_rules(dense):
     assert diff(orig, pieces[0], "min")[0] == ("dense" if dense else "sparse")
 
 
+def test_owner_bounds():
+    from graphene_py.cluster.merge import owner_bounds
+    assert owner_bounds(10, 10, [0, 7, 9, 10]) == [0, 7, 9, 10]     # a per-vertex slot: rows
+    assert owner_bounds(6, 10, [0, 7, 9, 10]) == [0, 2, 4, 6]       # any other: equal shares
+    assert owner_bounds(10, 10, [0, 10]) == [0, 10]
+
+
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("owners", [1, 3, 5])
 def test_merge_by_owners(dense, owners):
@@ -292,9 +299,9 @@ def by_owners(monkeypatch):
     ("powerlaw", False), ("star", False), ("duplicates", True),
     pytest.param("chain", True, marks=pytest.mark.slow)])     # (the kill test runs the chain)
 def test_combined_by_owners(cluster, tmp_path_factory, home_kept, by_owners, name, directed):
-    """The owners' combine gives the single-machine answers; the nodes take the owners' results
-    with their next step, so the driver's link carries each change once: PageRank's sums come
-    back at about 8 B per vertex, not 8 B per vertex per node."""
+    """Changes combined by their owners and messages relayed by the nodes give the
+    single-machine answers, and the driver's link carries each change once each way: PageRank's
+    scores go out and its sums come back at about 8 B per vertex, not 8 B per vertex per node."""
     local, cg = both(cluster, tmp_path_factory, name, directed)
     n = local.num_vertices
     src = int(np.argmax(local.degrees("out")))

@@ -3,8 +3,10 @@
 with its own disk folders and `graphene:nK` resource). Reports per algorithm the time (the
 algorithm's own seconds, the page cache dropped before each run), supersteps, and per superstep
 the coordination time (driver time beyond the slowest node: shipping the state, waiting, merging)
-and the bytes exchanged: sent (each node's copy of the state changes and its frontier slice) and
-back (the changes and queues the nodes return).
+and the bytes exchanged: sent (from the driver: the state changes and each node's frontier slice),
+back (to the driver: the changes, or the owners' combined results, and the queues) and between
+(from node to node: the parts the owners combine and the allgather of their results and of a
+large message's parts).
 
 All nodes share this machine's cores and disk, so this measures the backend's overhead, not a
 cluster's speed-up; the model in BENCHMARKS.md turns the measured per-superstep volumes into
@@ -49,6 +51,8 @@ def summarize(kind, nodes, algo, res, wall):
         row["exchange_mb_total"] = sum(s["exchange_bytes"] for s in st) / 1e6
         row["sent_mb_total"] = sum(s["bytes_sent"] for s in st) / 1e6
         row["back_mb_total"] = sum(s["bytes_back"] for s in st) / 1e6
+        row["between_mb_total"] = sum(s.get("bytes_between", 0) for s in st) / 1e6
+        row["combined_by_owners"] = sum(s.get("combined_by") == "owners" for s in st)
         row["node_seconds_max_sum"] = sum(max(s["node_seconds"]) for s in st)
     return row
 
@@ -112,8 +116,8 @@ def main():
             for r in rows:
                 f.write(json.dumps(r) + "\n")
     print("| algorithm | engine | nodes | seconds (median) | supersteps | coordination ms/step "
-          "| exchanged MB/step (median) | sent MB total | back MB total |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| exchanged MB/step (median) | sent MB total | back MB total | between MB total |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     keys = sorted({(r["algorithm"], r["engine"], r["nodes"]) for r in rows})
     for algo, kind, k in keys:
         rs = [r for r in rows if (r["algorithm"], r["engine"], r["nodes"]) == (algo, kind, k)]
@@ -121,7 +125,8 @@ def main():
         c = rs[0]
         print(f"| {algo} | {kind} | {k or '-'} | {med:.2f} | {c['supersteps']} | "
               f"{c.get('coord_ms_median', 0):.1f} | {c.get('exchange_mb_median', 0):.1f} | "
-              f"{c.get('sent_mb_total', 0):.0f} | {c.get('back_mb_total', 0):.0f} |")
+              f"{c.get('sent_mb_total', 0):.0f} | {c.get('back_mb_total', 0):.0f} | "
+              f"{c.get('between_mb_total', 0):.0f} |")
 
 
 if __name__ == "__main__":

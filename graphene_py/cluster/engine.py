@@ -15,7 +15,7 @@ from ..errors import GrapheneError
 from ..graph import Graph
 from ..iterator.cost import Model, pull_direction
 from ..iterator.edgemap import EdgeMap
-from .merge import assign, bounds, merge, merge_queues, nbytes
+from .merge import assign, bounds, merge, merge_queues, nbytes, owner_bounds
 from .node import NodeEngine
 
 #: Ray restarts a node actor whose process died this many times, re-running its pending call.
@@ -514,7 +514,6 @@ class ClusterEdgeMap(EdgeMap):
         self.models = {d: Model(graph, d) for d in dirs}
         self.deg = {}
         self.sender = ReplicaSender()
-        self._merged = []      # [(ref of an owner's result, bytes)] the nodes take next step
         self.open_seconds = time.perf_counter() - t0
         self.exchanged = 0
 
@@ -560,17 +559,15 @@ class ClusterEdgeMap(EdgeMap):
             sent += sum(x.nbytes for x in fr if isinstance(x, np.ndarray))
             frontiers.append(fr)
 
-        merged, self._merged = self._merged, []
+        vb = [0] + [g.vertex_range(i, direction)[1] for i in range(k - 1)] + [self.n]
 
-        def call(i, r, b, carry=(), parts=()):
+        def call(i, r, b, parts=()):
             return self.nodes[i].step.options(num_returns=1 + k).remote(
                 g._specs[i], self.sender.session, b, self.sender.version, direction,
-                self.weights, update, r, qdt, frontiers[i], k, len(carry), *carry, *parts)
+                self.weights, update, r, qdt, frontiers[i], vb, *parts)
         t1 = time.perf_counter()
-        refs = [call(i, ref, base, [r for r, _ in merged], relayed) for i in range(k)]
+        refs = [call(i, ref, base, relayed) for i in range(k)]
         heads = g.gather([r[0] for r in refs], f"a superstep ({direction}-lists)")
-        # what the owners combined last superstep reaches every other node with this one
-        between += sum(nb for _, nb in merged) * (k - 1)
         stale = [i for i, h in enumerate(heads) if h[0] == "stale"]
         if stale:            # a restarted node (or one that missed a step): the whole state
             full, nb = self.sender.full(state, skip)
@@ -582,7 +579,7 @@ class ClusterEdgeMap(EdgeMap):
                 heads[i] = h
             sent += nb * len(stale)
         t2 = time.perf_counter()
-        back, between2, via = self._combine_changes(update, state, refs, heads)
+        back, between2, via = self._combine_changes(update, state, refs, heads, vb)
         between += between2
         if update.queue:
             i, t, c = update.queue
@@ -607,16 +604,16 @@ class ClusterEdgeMap(EdgeMap):
         self.exchanged += st["exchange_bytes"]
         return st
 
-    def _combine_changes(self, update, state, refs, heads) -> tuple:
+    def _combine_changes(self, update, state, refs, heads, vb) -> tuple:
         """Merge the nodes' changes into `state`: the driver fetches every part and merges
         (small changes), or each owner merges every node's parts of its range and the driver
-        fetches only the owners' results, which the nodes take with the next step
-        (self._merged). Returns (bytes to the driver, bytes between nodes, "driver"/"owners")."""
+        fetches only the owners' results (the nodes' replicas get what is still new with the
+        next message). Returns (bytes to the driver, bytes between nodes, "driver"/"owners")."""
         ray = self.graph.cluster.ray
         k = len(self.nodes)
         slots = update.slots()
         flats = [update.part(state, s, rows).reshape(-1) for s, _, rows in slots]
-        bnd = [bounds(f.size, k) for f in flats]
+        bnd = [owner_bounds(f.size, self.n, vb) for f in flats]
         sizes = [h[3] for h in heads]          # sizes[i][j]: node i's part for owner j
         total = sum(map(sum, sizes))
         owners = [j for j in range(k) if k > 1 and total >= self.owners_from]
@@ -625,35 +622,29 @@ class ClusterEdgeMap(EdgeMap):
         if owners:
             calls = {}
             for j in owners:
-                desc = [(id(state[s]), rows, rule, bnd[n][j], bnd[n][j + 1])
-                        for n, (s, rule, rows) in enumerate(slots)]
+                desc = [(id(state[s]), rows, rule, bnd[q][j], bnd[q][j + 1])
+                        for q, (s, rule, rows) in enumerate(slots)]
                 calls[j] = self.nodes[j].absorb.remote(
                     self.graph._specs[j], self.sender.session, self.sender.version, desc,
                     *[refs[i][1 + j] for i in range(k)])
                 between += sum(sizes[i][j] for i in range(k) if i != j)
             for j, out in zip(calls, self.graph.gather(list(calls.values()), "combining")):
                 if out[0] == "ok":
-                    results[j] = (calls[j], out[1])
+                    results[j] = out[1]
         for j in range(k):
-            if j in results:                 # the owner's result: into the state and the shadow
-                ref, res = results[j]
-                nb = 0
-                for (h, rows, lo, hi, change), f in zip(res, flats):
+            if j in results:                 # the owner's result, into the state
+                for (h, rows, lo, hi, change), f in zip(results[j], flats):
                     assign(f[lo:hi], change)
-                    self.sender.taken(h, rows, lo, hi, change)
-                    nb += nbytes(change)
-                back += nb
-                self._merged.append((ref, nb))
+                    back += nbytes(change)
             else:                            # the driver merges this range's parts itself
                 parts = ray.get([refs[i][1 + j] for i in range(k)])
                 back += sum(sizes[i][j] for i in range(k))
-                for n, (_, rule, _) in enumerate(slots):
-                    merge(flats[n][bnd[n][j]:bnd[n][j + 1]], rule, [p[n] for p in parts])
+                for q, (_, rule, _) in enumerate(slots):
+                    merge(flats[q][bnd[q][j]:bnd[q][j + 1]], rule, [p[q] for p in parts])
         return back, between, "owners" if results else "driver"
 
     def close(self):
         self.its = {}      # the node actors stay with the dataset for the next EdgeMap
-        self._merged = []
         if getattr(self, "sender", None) is not None and self.graph._engines and \
                 self.graph.cluster.ray.is_initialized():
             for a, sp in zip(self.graph._engines, self.graph._specs):
@@ -723,14 +714,6 @@ class ReplicaSender:
         base = self.version
         self.version += 1
         return base, msg, nb
-
-    def taken(self, h, rows, lo, hi, change) -> None:
-        """The nodes' replicas take an owner's result with their next step: so does the shadow
-        (a later message then carries only what the driver changed itself)."""
-        ent = self.known.get(h)
-        if ent is not None:
-            sh = ent[1] if rows is None else ent[1][rows[0]:rows[1]]
-            assign(sh.reshape(-1)[lo:hi], change)
 
     def full(self, state, skip) -> tuple:
         """The whole state (for a replica that is gone), at the current version."""

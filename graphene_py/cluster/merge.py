@@ -13,9 +13,10 @@ A change goes dense when the sparse form would be at least half the slot's bytes
 Python object per vertex.
 
 Combining through owners (engine.py): each piece's change is cut by `split` into one part per
-owner (an equal range of the slot's flat elements); owner j merges every piece's part j against
-its replica of the slot with the same rules, and its result (positions and new values,
-`diff(..., "set")`) is assigned (`assign`) in the driver and in every node's replica.
+owner (`owner_bounds`: the owner's own rows of a per-vertex slot, else an equal range of the
+slot's flat elements); owner j merges every piece's part j against its replica of the slot with
+the same rules, and the driver assigns (`assign`) its result (positions and new values,
+`diff(..., "set")`).
 """
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ def diff(orig: np.ndarray, new: np.ndarray, rule: str):
 def bounds(length: int, k: int) -> list:
     """Owner j's range of a slot's `length` flat elements is [b[j], b[j + 1])."""
     return [int(x) for x in np.linspace(0, length, k + 1).round()]
+
+
+def owner_bounds(length: int, n: int, vertex_bounds) -> list:
+    """The owners' ranges of a slot of `length` flat elements: the vertex bounds of the nodes'
+    rows when the slot holds one entry per vertex (a node's pull changes are then its own),
+    else equal shares."""
+    k = max(len(vertex_bounds) - 1, 1)
+    return [int(x) for x in vertex_bounds] if length == n and k > 1 else bounds(length, k)
 
 
 def split(change, bounds) -> list:

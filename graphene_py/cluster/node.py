@@ -5,11 +5,12 @@ the local engine (IoIterator through a local EdgeMap), for any number of dataset
 Between supersteps it keeps a replica of the driver's state arrays, which each `step` brings up
 to date with what changed since the last one (sparse when little did, dense otherwise); it runs
 the kernel over its own lists on copies of the slots the kernel writes, and returns what it
-changed (cluster/merge.py), cut into one part per node: node j owns part j of every written slot.
-When the changes are large, the driver hands each owner the parts of every node (they travel
-from node to node through Ray's object store), the owner combines them (`absorb`) and the driver
-and every node's replica take its result: the driver's link carries each change once, not once
-per node. The driver's arrays are the truth and the checkpoint. Every call names
+changed (cluster/merge.py), cut into one part per node: node j owns part j of every written slot
+(its own rows' vertices). When the changes are large, the driver hands each owner the parts of
+every node (they travel from node to node through Ray's object store), the owner combines them
+(`absorb`) and the driver fetches only its result; a large message to the nodes comes in parts,
+each relayed by one node to the others (`relay`). The driver's link then carries each change
+once each way, not once per node. The driver's arrays are the truth and the checkpoint. Every call names
 its shard (home folder, version, runtime options), opened on first use; a restarted actor (Ray
 restarts it after its process dies and runs the pending call again) has no replica, says so, and
 the driver sends it the whole state: the superstep is redone from the driver's copy.
@@ -22,7 +23,7 @@ import socket
 
 import numpy as np
 
-from .merge import assign, bounds, diff, merge, split
+from .merge import diff, merge, owner_bounds, split
 
 
 class _Shard:
@@ -124,34 +125,29 @@ class NodeEngine:
         return part
 
     def step(self, spec, session, base, version, direction, weights, update, msg, queue_dtype,
-             frontier, owners=1, nmerged=0, *refs) -> tuple:
+             frontier, owners=(), *parts) -> tuple:
         """Run `update` over this shard's lists of `direction`. `msg`: the state, slot by slot, as
         changes to this node's replica of the driver's arrays (ReplicaSender in engine.py), valid
-        when the replica is at version `base` and has taken `merged` (the owners' combined
-        results of the last superstep, which the driver's copy already holds: the first nmerged
-        refs); a large message comes as ("split", skeleton), its parts relayed by the nodes (the
-        other refs); a replica that is
-        not (a restarted actor, a new session) answers ("stale",) and the driver sends
-        everything. frontier: ("queue", ids), ("mask", lo, flags of vertices lo..) or ("all",).
-        Returns 1 + owners values: ("ok", stats, queued, bytes of each part), then the changes
-        cut into `owners` parts (a list per written slot each; merge.split)."""
-        merged = refs[:nmerged]
-        if isinstance(msg, tuple) and msg[0] == "split":     # relayed by the nodes (their parts)
-            msg = join_message(msg[1], refs[nmerged:])
+        when the replica is at version `base`; a large message comes as ("split", skeleton), its
+        parts relayed by the nodes (`parts`). A replica that is not at `base` (a restarted
+        actor, a new session) answers ("stale",) and the driver sends everything. frontier:
+        ("queue", ids), ("mask", lo, flags of vertices lo..) or ("all",). owners: the k + 1
+        vertex bounds of the k nodes' rows: owner j takes vertices [owners[j], owners[j + 1]) of a
+        slot of one entry per vertex, an equal share of any other slot's elements. Returns 1 + k
+        values: ("ok", stats, queued, bytes of each part), then the changes cut into k parts
+        (a list per written slot each; merge.split)."""
+        k = max(len(owners) - 1, 1)
+        if isinstance(msg, tuple) and msg[0] == "split":
+            msg = join_message(msg[1], parts)
         sh = self._shard(tuple(spec))
         rep = sh.replicas.get(session)
         full = all(m is None or m[0] != "delta" for m in msg)
         if rep is None or (rep["version"] != base and not full):
             if not full:
-                return (("stale",),) + (None,) * owners
+                return (("stale",),) + (None,) * k
             sh.replicas.clear()                       # one live session per shard
             rep = sh.replicas[session] = {"version": base, "arrays": {}}
         arrays = rep["arrays"]
-        if not full:
-            for res in merged:                        # owners' results: new values in place
-                for h, rows, lo, hi, change in res[1]:
-                    if h in arrays:
-                        assign(_flat(arrays[h], rows)[lo:hi], change)
         state = []
         for m in msg:
             if m is None or m[0] == "value":
@@ -198,24 +194,24 @@ class NodeEngine:
         else:
             data = frontier[1] if kind == "queue" else None
         stats = em._run(direction, update, tuple(st), kind, data)
-        parts = [[] for _ in range(owners)]
+        cut = [[] for _ in range(k)]
         for s, rule, rows in update.slots():
             orig = update.part(state, s, rows)
-            ch = split(diff(orig, update.part(st, s, rows), rule), bounds(orig.size, owners))
-            for j in range(owners):
-                parts[j].append(ch[j])
+            ch = split(diff(orig, update.part(st, s, rows), rule), owner_bounds(orig.size, n, owners))
+            for j in range(k):
+                cut[j].append(ch[j])
         queued = None
         if q is not None:
             size = q.close()
             queued = q.ids[:size].copy()
-        sizes = [sum(sum(a.nbytes for a in c[1:]) for c in p) for p in parts]
-        return (("ok", stats, queued, sizes),) + tuple(parts)
+        sizes = [sum(sum(a.nbytes for a in c[1:]) for c in p) for p in cut]
+        return (("ok", stats, queued, sizes),) + tuple(cut)
 
     def absorb(self, spec, session, version, slots, *parts) -> tuple:
         """Combine every node's part of this owner's ranges: slots, one per written slot:
         (array handle, rows, rule, lo, hi); parts: each node's list of changes, in node order.
         Returns ("ok", [(handle, rows, lo, hi, change of the new values)]), the replica left as
-        it is (it takes the result with the next step, as every node does), or ("stale",) when
+        it is (the driver's next message brings what is still new then), or ("stale",) when
         this actor has no replica at `version` (restarted): the driver combines those itself."""
         sh = self._shard(tuple(spec))
         rep = sh.replicas.get(session)
