@@ -514,6 +514,7 @@ class ClusterEdgeMap(EdgeMap):
         self.models = {d: Model(graph, d) for d in dirs}
         self.deg = {}
         self.sender = ReplicaSender()
+        self._cut = False      # whether the next superstep's changes are cut for their owners
         self.open_seconds = time.perf_counter() - t0
         self.exchanged = 0
 
@@ -561,7 +562,13 @@ class ClusterEdgeMap(EdgeMap):
 
         vb = [0] + [g.vertex_range(i, direction)[1] for i in range(k - 1)] + [self.n]
 
+        cut = self._cut and k > 1       # this superstep's changes cut for their owners
+
         def call(i, r, b, parts=()):
+            if not cut:
+                return [self.nodes[i].step.remote(
+                    g._specs[i], self.sender.session, b, self.sender.version, direction,
+                    self.weights, update, r, qdt, frontiers[i], None, *parts)]
             return self.nodes[i].step.options(num_returns=1 + k).remote(
                 g._specs[i], self.sender.session, b, self.sender.version, direction,
                 self.weights, update, r, qdt, frontiers[i], vb, *parts)
@@ -616,8 +623,15 @@ class ClusterEdgeMap(EdgeMap):
         bnd = [owner_bounds(f.size, self.n, vb) for f in flats]
         sizes = [h[3] for h in heads]          # sizes[i][j]: node i's part for owner j
         total = sum(map(sum, sizes))
-        owners = [j for j in range(k) if k > 1 and total >= self.owners_from]
         back = between = 0
+        if len(heads[0]) > 4:                  # not cut: every node's changes, whole
+            for q, (_, rule, _) in enumerate(slots):
+                merge(flats[q], rule, [h[4][q] for h in heads])
+            # the next superstep is cut where this one's changes were large
+            self._cut = total >= self.owners_from
+            return total, 0, "driver"
+        self._cut = total >= self.owners_from / 4        # (and stays cut while still sizeable)
+        owners = [j for j in range(k) if total >= self.owners_from]
         results = {}
         if owners:
             calls = {}

@@ -125,7 +125,7 @@ class NodeEngine:
         return part
 
     def step(self, spec, session, base, version, direction, weights, update, msg, queue_dtype,
-             frontier, owners=(), *parts) -> tuple:
+             frontier, owners=None, *parts) -> tuple:
         """Run `update` over this shard's lists of `direction`. `msg`: the state, slot by slot, as
         changes to this node's replica of the driver's arrays (ReplicaSender in engine.py), valid
         when the replica is at version `base`; a large message comes as ("split", skeleton), its
@@ -135,8 +135,11 @@ class NodeEngine:
         vertex bounds of the k nodes' rows: owner j takes vertices [owners[j], owners[j + 1]) of a
         slot of one entry per vertex, an equal share of any other slot's elements. Returns 1 + k
         values: ("ok", stats, queued, bytes of each part), then the changes cut into k parts
-        (a list per written slot each; merge.split)."""
-        k = max(len(owners) - 1, 1)
+        (a list per written slot each; merge.split); without owners one value, ("ok", stats,
+        queued, [bytes], the changes: a list per written slot)."""
+        whole = owners is None
+        owners = [0, 0] if whole else owners
+        k = len(owners) - 1
         if isinstance(msg, tuple) and msg[0] == "split":
             msg = join_message(msg[1], parts)
         sh = self._shard(tuple(spec))
@@ -144,7 +147,7 @@ class NodeEngine:
         full = all(m is None or m[0] != "delta" for m in msg)
         if rep is None or (rep["version"] != base and not full):
             if not full:
-                return (("stale",),) + (None,) * k
+                return ("stale",) if whole else (("stale",),) + (None,) * k
             sh.replicas.clear()                       # one live session per shard
             rep = sh.replicas[session] = {"version": base, "arrays": {}}
         arrays = rep["arrays"]
@@ -205,6 +208,8 @@ class NodeEngine:
             size = q.close()
             queued = q.ids[:size].copy()
         sizes = [sum(sum(a.nbytes for a in c[1:]) for c in p) for p in cut]
+        if whole:
+            return ("ok", stats, queued, sizes, cut[0])
         return (("ok", stats, queued, sizes),) + tuple(cut)
 
     def absorb(self, spec, session, version, slots, *parts) -> tuple:
