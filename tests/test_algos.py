@@ -528,9 +528,9 @@ def test_one_dispatcher_for_cli_and_api(tmp_root):
     if g.weighted:
         assert gp.sssp(g, in_memory=True).src == common.pick_source(g)
     assert registry.choose_device("bfs", "auto") in ("hybrid",)
-    assert registry.choose_device("spmv", "auto") == "cpu"        # no GPU entry
-    with pytest.raises(GrapheneError, match="no GPU implementation of 'spmv'"):
-        registry.choose_device("spmv", "gpu")
+    assert registry.choose_device("bc", "auto") == "cpu"        # no GPU entry
+    with pytest.raises(GrapheneError, match="no GPU implementation of 'bc'"):
+        registry.choose_device("bc", "gpu")
 
 
 @pytest.mark.parametrize("in_memory", [False, True])

@@ -162,7 +162,10 @@ def test_auto_plans_the_whole_run_when_a_gpu_is_there(tmp_path, monkeypatch):
     monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: True)
     assert registry._choose("pagerank-pull", "auto", g, {})[0] == "gpu"
     assert registry._choose("bfs", "auto", g, {})[0] == "hybrid"
-    assert registry._choose("spmv", "auto", g, {})[0] == "cpu"       # no GPU entry
+    assert registry._choose("bc", "auto", g, {})[0] == "cpu"         # no GPU entry
+    # SpMV's GPU path streams the lists (it has no resident path): one pass on the CPU is
+    # cheaper than the GPU's start plus the same pass
+    assert registry._choose("spmv", "auto", g, {})[0] == "cpu"
     monkeypatch.setattr(registry, "gpu_available", lambda: (False, "no CUDA device"))
     assert registry._choose("pagerank-pull", "auto", g, {}) == (
         "cpu", "--device auto: no GPU (no CUDA device)")

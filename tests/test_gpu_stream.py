@@ -1,16 +1,18 @@
-"""PageRank on the GPU with the lists streamed in per iteration (graphene_py/gpu/streamed.py).
+"""PageRank, WCC and SpMV on the GPU with the lists streamed in (graphene_py/gpu/streamed.py).
 
 The chunk plan and the tier choice need no GPU and run everywhere; the streamed runs are marked
-`gpu` (skipped without CuPy and a GPU) and are compared with the CPU pull path, which computes the
-same iteration, on graphs whose lists are cut into many chunks: a hub longer than a chunk, column
-partitions that split every row, directed datasets pulled over their in-edges, and a damaged page.
+`gpu` (skipped without CuPy and a GPU) and are compared with the CPU paths (PageRank's pull
+computes the same iteration; WCC's labels are each component's smallest ID on both) on graphs
+whose lists are cut into many chunks: a hub longer than a chunk, column partitions that split
+every row, directed datasets (pulled over their in-edges; WCC over their out-lists), and a
+damaged page.
 """
 import os
 
 import numpy as np
 import pytest
 
-from graphene_py.algos import pagerank
+from graphene_py.algos import pagerank, spmv, wcc
 from graphene_py.errors import GrapheneError
 from graphene_py.gpu import streamed
 from graphene_py.partition import partition_arrays
@@ -90,3 +92,72 @@ def test_streamed_run_through_the_cli_entry_and_a_damaged_page(tmp_path):
     for source in ("ssd", "host"):
         with pytest.raises(GrapheneError, match="CRC32C"):
             streamed.pagerank(g, source=source, max_iter=2)
+
+
+def test_wcc_and_spmv_tiers_without_a_gpu(tmp_path, monkeypatch):
+    d = tmp_path / "d"
+    d.mkdir()
+    g = partition_arrays(np.arange(99), np.arange(1, 100), disks=[str(d)], name="t",
+                         register=False, durable=False, symmetrize=True)
+    from graphene_py.iterator import memory
+    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 30) == "resident"
+    monkeypatch.setattr(memory, "memory_available", lambda: 1 << 30)
+    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-host"
+    monkeypatch.setattr(memory, "memory_available", lambda: 100)
+    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-ssd"
+    with pytest.raises(GrapheneError, match="streams its lists once"):
+        spmv.run_gpu(g, gpu_tier="resident")
+    w = partition_arrays(np.arange(9), np.arange(1, 10), weights=np.ones(9, np.float32),
+                         disks=[str(d)], name="tw", register=False, durable=False)
+    with pytest.raises(GrapheneError, match="weighted"):
+        streamed.spmv(w, np.ones(10), source="host")
+
+
+WCC_CASES = [("star", (1, 1), False), ("powerlaw", (2, 2), False), ("powerlaw", (2, 3), True),
+             ("disconnected", (1, 1), True), ("disconnected", (2, 2), False),
+             ("chain", (1, 1), True), ("isolated_ends", (2, 1), False),
+             ("duplicates", (1, 2), True)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source", ["host", "ssd"])
+@pytest.mark.parametrize("name,grid,directed", WCC_CASES)
+def test_streamed_wcc_and_spmv_equal_the_cpu(tmp_path, source, name, grid, directed):
+    c = getattr(tg, name)()
+    g = _dataset(tmp_path, c, grid, directed)
+    ref = wcc.run(g)
+    st = {}
+    got = streamed.wcc(g, source=source, chunk_bytes=16 << 10, stats=st)
+    assert np.array_equal(got, ref.labels) and st["n_components"] == ref.n_components
+    assert st["bytes_moved"] >= 4 * g.num_edges and st["tier"] == f"stream-{source}"
+    x = spmv.make_x(g.num_vertices, "random")
+    want = spmv.run(g, x=x).y
+    y = streamed.spmv(g, x, source=source, chunk_bytes=16 << 10)
+    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("algo", ["wcc", "spmv"])
+def test_streamed_wcc_spmv_through_dispatch_and_a_damaged_page(tmp_path, algo):
+    from graphene_py.algos import registry
+    c = tg.powerlaw()
+    g = _dataset(tmp_path, c, (1, 1), False)
+    ref = registry.dispatch(algo, g)
+    for tier in ("stream-host", "stream-ssd"):
+        res = registry.dispatch(algo, g, device="gpu", gpu_tier=tier)
+        assert res.gpu_tier == tier and res.device == "gpu"
+        if algo == "wcc":
+            assert np.array_equal(res.labels, ref.labels)
+        else:
+            np.testing.assert_allclose(res.y, ref.y, rtol=1e-12)
+    p = g.parts("out")[0]
+    with open(p.adj_path, "r+b") as f:          # one flipped bit in the first page
+        b = bytearray(f.read(1))
+        f.seek(0)
+        f.write(bytes([b[0] ^ 1]))
+    for source in ("ssd", "host"):
+        with pytest.raises(GrapheneError, match="CRC32C"):
+            if algo == "wcc":
+                streamed.wcc(g, source=source)
+            else:
+                streamed.spmv(g, np.ones(g.num_vertices), source=source)

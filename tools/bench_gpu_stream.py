@@ -1,7 +1,13 @@
-"""PageRank-10 on the GPU by tier: resident, zero-copy, streamed from pinned host memory, streamed
-from the dataset's files; beside the CPU SSD path and the bus's own bandwidth, in one run.
+"""PageRank-10 (or WCC, or SpMV: --algo) on the GPU by tier: resident, zero-copy, streamed from
+pinned host memory, streamed from the dataset's files; beside the CPU SSD path and the bus's own
+bandwidth, in one run.
 
     PYTHONPATH=. python3 tools/bench_gpu_stream.py --scale 23 --work /tmp/gs --out stream.json
+    PYTHONPATH=. python3 tools/bench_gpu_stream.py --algo wcc --scale 23 --work /tmp/gs --out wcc.json
+
+WCC: resident is Afforest over the CSR in GPU memory (its load timed apart), zero-copy the same
+kernels with the edge arrays in pinned host memory, the streamed tiers one union-find pass over
+the out-lists; labels compared with the CPU path's. SpMV (x random) has only the streamed tiers.
 
 The graph: Graph500 Kronecker (bench_gpu_tiers.kron_csr: symmetrized, deduplicated, no self-loops)
 partitioned 1x1 into --work. Each tier runs pull PageRank, 10 iterations, tolerance 0, --reps times
@@ -61,6 +67,7 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--work", default="/tmp/gs")
     ap.add_argument("--out", default="stream.json")
+    ap.add_argument("--algo", choices=["pagerank", "wcc", "spmv"], default="pagerank")
     a = ap.parse_args(argv)
     from bench_gpu_tiers import kron_csr
     from bench_io import drop_caches
@@ -100,6 +107,12 @@ def main(argv=None):
         print(label, json.dumps(res[label]), flush=True)
         return scores
 
+    if a.algo != "pagerank":
+        out["tiers"] = res
+        _other(a, g, n, timed, res)
+        with open(a.out, "w") as f:
+            json.dump(out, f, indent=1)
+        return
     budget_all = None
     dg = DeviceGraph.from_graph(g, gpu_mem=budget_all)
     ref = timed("resident", lambda: (A.pagerank(dg, max_iter=10, tol=0), {"tier": dg.tier()}))
@@ -127,6 +140,48 @@ def main(argv=None):
     out["tiers"] = res
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
+
+
+def _other(a, g, n, timed, res):
+    """WCC or SpMV by tier (see the module), results against the CPU path's."""
+    from graphene_py.algos import spmv, wcc
+    from graphene_py.gpu import algorithms as A, streamed
+    from graphene_py.gpu.device_graph import DeviceGraph, STATE_BYTES_PER_VERTEX
+    import cupy as cp
+    threads = os.cpu_count()
+    if a.algo == "wcc":
+        ref = timed("cpu-ssd", lambda: (wcc.run(g, threads=threads).labels, {}), drop=True)
+        t = time.perf_counter()
+        dg = DeviceGraph.from_graph(g)
+        res["resident_load_s"] = time.perf_counter() - t
+        got = timed("resident", lambda: (A.wcc(dg), {"tier": dg.tier()}))
+        res["resident"]["equal"] = bool(np.array_equal(got, ref))
+        del dg
+        cp.get_default_memory_pool().free_all_blocks()
+        dz = DeviceGraph.from_graph(g, gpu_mem=(n + 1) * 8 + STATE_BYTES_PER_VERTEX * n + (64 << 20))
+        got = timed("zero-copy", lambda: (A.wcc(dz), {"tier": dz.tier()}))
+        res["zero-copy"]["equal"] = bool(np.array_equal(got, ref))
+        del dz
+        cp.get_default_memory_pool().free_all_blocks()
+        for source in ("host", "ssd"):
+            def run(source=source):
+                st = {}
+                lab = streamed.wcc(g, source=source, stats=st)
+                return lab, {"bytes_moved": st["bytes_moved"],
+                             "link_s": round(st["supersteps"][0]["seconds"], 4)}
+            got = timed(f"stream-{source}", run, drop=source == "ssd")
+            res[f"stream-{source}"]["equal"] = bool(np.array_equal(got, ref))
+    else:
+        x = spmv.make_x(n, "random")
+        ref = timed("cpu-ssd", lambda: (spmv.run(g, x=x, threads=threads).y, {}), drop=True)
+        for source in ("host", "ssd"):
+            def run(source=source):
+                st = {}
+                y = streamed.spmv(g, x, source=source, stats=st)
+                return y, {"bytes_moved": st["bytes_moved"]}
+            got = timed(f"stream-{source}", run, drop=source == "ssd")
+            res[f"stream-{source}"]["max_rel_diff"] = float(
+                np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)))
 
 
 if __name__ == "__main__":

@@ -169,7 +169,9 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     opts = {**entry(name).fixed, **(opts or {})}
     gbytes = int(graph.num_edges) * int(graph.id_width) * (
         2 if graph.directed and graph.in_partitions is not None else 1)
-    dev, _, _, reason = plan_run(name, opts, gbytes, is_resident(graph, opts.get("gpu_mem")))
+    resident = getattr(module(name), "GPU_RESIDENT", True) and \
+        is_resident(graph, opts.get("gpu_mem"))    # (a streaming-only path never is)
+    dev, _, _, reason = plan_run(name, opts, gbytes, resident)
     if dev == "cpu":
         return "cpu", reason
     ok, why = gpu_available()
@@ -244,8 +246,10 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     elif where == "gpu":
         if str(opts.get("gpu_tier", "auto")).startswith("stream") and \
                 not getattr(mod, "GPU_STREAMS", False):
-            raise GrapheneError(f"--gpu-tier {opts['gpu_tier']}: only PageRank streams its lists "
-                                f"to the GPU so far; {name} runs resident (--gpu-tier resident)")
+            streams = [n for n in names() if getattr(module(n), "GPU_STREAMS", False)]
+            raise GrapheneError(f"--gpu-tier {opts['gpu_tier']}: {name} does not stream its "
+                                f"lists to the GPU yet (these do: {', '.join(streams)}); it runs "
+                                f"resident (--gpu-tier resident)")
         res = mod.run_gpu(graph, progress=progress, **opts)
     else:
         jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)

@@ -94,6 +94,32 @@ def run(graph, *, device="cpu", in_memory=False, x="ones", **runtime) -> SpMVRes
     return SpMVResult(y=y, x=xv, supersteps=steps, seconds=time.perf_counter() - t0)
 
 
+GPU_STREAMS = True     # run_gpu streams the out-lists once (gpu/streamed.py)
+GPU_RESIDENT = False   # ... and never uses a dataset left in GPU memory
+
+
+def run_gpu(graph, *, x="ones", gpu_mem=None, gpu_tier="auto", progress=None,
+            **_ignored) -> SpMVResult:
+    """y = A x on the GPU: the out-lists streamed once, from pinned host memory while they fit
+    half of the memory available, else from the SSD (one pass: there is nothing to keep
+    resident). Unweighted datasets."""
+    from ..gpu import streamed
+    from ..gpu.resident import gpu_steps
+    tier = gpu_tier
+    if tier == "auto":
+        tier = streamed.auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width),
+                                  resident_ok=False)
+    if not tier.startswith("stream"):
+        raise GrapheneError(f"--gpu-tier {tier}: SpMV on the GPU streams its lists once "
+                            f"(--gpu-tier stream-host or stream-ssd)")
+    t0 = time.perf_counter()
+    xv = make_x(graph.num_vertices, x)
+    st: dict = {}
+    y = streamed.spmv(graph, xv, source=tier[len("stream-"):], stats=st)
+    return SpMVResult(y=y, x=xv, supersteps=gpu_steps(st, progress),
+                      seconds=time.perf_counter() - t0, device="gpu", gpu_tier=tier)
+
+
 def verify(graph, result, **_ignored) -> list:
     """Serial product from the stored edges (float64); must match up to rounding (1e-12 relative
     to the sum of |terms| of each row)."""

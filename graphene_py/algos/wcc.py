@@ -209,10 +209,34 @@ def _note(steps, progress, st, phase, step):
         progress(st)
 
 
-def run_gpu(graph, *, gpu_mem=None, progress=None, **_ignored) -> WCCResult:
-    """WCC on the GPU (Afforest: sampled linking, then the rest)."""
+GPU_STREAMS = True     # run_gpu can stream the lists once instead (gpu/streamed.py)
+
+
+def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
+    """"resident" (DeviceGraph: GPU memory, the rest zero-copy) while the dataset fits the GPU
+    budget, else the out-lists streamed once from pinned host memory or from the SSD
+    (gpu/streamed.auto_tier)."""
+    if tier != "auto":
+        return tier
+    from ..gpu.streamed import auto_tier
+    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width))
+
+
+def run_gpu(graph, *, gpu_mem=None, gpu_tier="auto", progress=None, **_ignored) -> WCCResult:
+    """WCC on the GPU: resident, Afforest (sampled linking, then the rest); streamed, union-find
+    over the out-lists in one pass (gpu/streamed.py). Labels: each component's smallest ID."""
     from ..gpu import algorithms as A
     from ..gpu.resident import gpu_steps, timed
+    tier = choose_gpu_tier(graph, gpu_mem, gpu_tier)
+    if tier.startswith("stream"):
+        from ..gpu import streamed
+        t0 = time.perf_counter()
+        st: dict = {}
+        labels = streamed.wcc(graph, source=tier[len("stream-"):], stats=st)
+        return WCCResult(labels=labels.astype(vertex_dtype(graph.num_vertices), copy=False),
+                         n_components=st["n_components"], bfs_reached=0,
+                         supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
+                         load_seconds=0.0, device="gpu", gpu_tier=tier)
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
     st: dict = {}

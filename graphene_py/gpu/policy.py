@@ -137,7 +137,7 @@ class OffloadPolicy:
 #: membership 0.9-1.8, the k-core decomposition 5.4-8.1, MS-BFS 32 sources 3.2-3.5; benchmarks/
 #: auto_device_kron22_*.jsonl and the issue-11 anchor table). pagerank-pull: its iterations.
 RUN_PASSES = {"bfs": 2.0, "wcc": 3.0, "pagerank": 6.0, "kcore-membership": 2.0, "kcore": 8.0,
-              "msbfs": 3.5, "apsp": 3.5, "sssp": 10.0, "bc": 4.0}
+              "msbfs": 3.5, "apsp": 3.5, "sssp": 10.0, "bc": 4.0, "spmv": 1.0}
 CPU_BYTES_PER_S = 1.3e9        # one dense pass of the SSD path (PageRank-10: 0.38 s per 513 MB)
 GPU_START_S = 1.15             # CuPy, the CUDA context and the kernels, beyond the CPU path's own
 GPU_LOAD_BYTES_PER_S = 0.3e9   # the dataset read, checked, assembled into a CSR and copied

@@ -1,8 +1,9 @@
-"""PageRank on the GPU with the edge lists streamed in per iteration (issue 15's lower tiers).
+"""PageRank, SpMV and WCC on the GPU with the edge lists streamed in (issue 15's lower tiers).
 
-Only O(|V|) state lives in GPU memory: scores, contributions, sums, the out-degrees and the
-offsets of the lists pulled (the in-lists, or the out-lists of an undirected dataset). The lists
-themselves go through the GPU in chunks of rows, every iteration:
+Only O(|V|) state lives in GPU memory: PageRank's scores, contributions, sums and out-degrees,
+SpMV's x and y, WCC's labels; and the offsets of the lists streamed (PageRank: the in-lists, or
+the out-lists of an undirected dataset; SpMV and WCC: the out-lists). The lists themselves go
+through the GPU in chunks of rows (ListStream), every PageRank iteration, once for SpMV and WCC:
 - "host": every list file read once (CRC32 checked) into pinned host memory; a chunk is one
   explicit asynchronous copy (Subway/HyTGraph style: whole chunks at the bus's bandwidth, where
   zero-copy gathers pay per 32-byte sector);
@@ -14,7 +15,12 @@ of rows of one partition with at most `chunk_edges` edges (a longer list is a ch
 The kernel sums one row per warp and adds it into the row's sum atomically (a row's list may be
 split over column partitions); a neighbour ID out of range is flagged, never read.
 
-The iteration is GAPBS's (the CPU pull path's and gpu.algorithms.pagerank's): score'[v] =
+WCC is union-find (GAPBS Afforest's link: each edge hooks the larger root under the smaller by
+compare-and-swap), one pass over every edge and a compress, so its labels are each component's
+smallest vertex ID, as the CPU path's; a directed dataset's out-lists hold every edge once, which
+is all union-find needs. SpMV sums x over each out-list (unweighted datasets).
+
+PageRank's iteration is GAPBS's (the CPU pull path's and gpu.algorithms.pagerank's): score'[v] =
 (1-alpha)/n + alpha * (sum of score[u]/outdeg[u] over v's in-list + D/n), D the dangling mass; stop
 when the L1 change is below tol or after max_iter.
 """
@@ -58,17 +64,93 @@ extern "C" __global__ void pr_stream64(const unsigned long long *off, long long 
         const unsigned long long *idx, const double *contrib, double *sums, long long row0,
         long long n, int *bad) {
     pr_stream_rows<unsigned long long>(off, rows, first, idx, contrib, sums, row0, n, bad); }
+
+// WCC by union-find over the streamed lists (GAPBS Afforest's link): every edge (v, u) links the
+// trees of v and u, the larger root hooked under the smaller by compare-and-swap, so that each
+// tree's root is its smallest vertex; one pass over every edge, then compress.
+template <typename L>
+__device__ void uf_link(L u, L v, L *comp) {
+    volatile L *c = comp;
+    L p1 = c[u], p2 = c[v];
+    while (p1 != p2) {
+        L high = p1 > p2 ? p1 : p2, low = p1 > p2 ? p2 : p1;
+        L ph = c[high];
+        if (ph == low) break;
+        if (ph == high && atomicCAS(comp + high, high, low) == high) break;
+        p1 = c[c[high]];
+        p2 = c[low];
+    }
+}
+template <typename ID, typename L>
+__device__ void wcc_link_rows(const unsigned long long *__restrict__ off, long long rows,
+                              long long first, const ID *__restrict__ idx, L *comp,
+                              long long row0, long long n, int *bad) {
+    long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (w >= rows) return;
+    long long a = (long long)off[w] - first, b = (long long)off[w + 1] - first;
+    L v = (L)(row0 + w);
+    for (long long k = a + lane; k < b; k += 32) {
+        unsigned long long u = (unsigned long long)idx[k];
+        if (u >= (unsigned long long)n) { *bad = 1; continue; }
+        uf_link<L>(v, (L)u, comp);
+    }
+}
+extern "C" __global__ void wcc_link32(const unsigned long long *off, long long rows, long long first,
+        const unsigned int *idx, unsigned int *comp, long long row0, long long n, int *bad) {
+    wcc_link_rows<unsigned int, unsigned int>(off, rows, first, idx, comp, row0, n, bad); }
+extern "C" __global__ void wcc_link64(const unsigned long long *off, long long rows, long long first,
+        const unsigned long long *idx, unsigned long long *comp, long long row0, long long n,
+        int *bad) {
+    wcc_link_rows<unsigned long long, unsigned long long>(off, rows, first, idx, comp, row0, n,
+                                                          bad); }
+template <typename L>
+__device__ void uf_compress(L *comp, long long n) {
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    L c = comp[v];
+    while (c != comp[c]) c = comp[c];
+    comp[v] = c;
+}
+extern "C" __global__ void wcc_compress32(unsigned int *comp, long long n) {
+    uf_compress<unsigned int>(comp, n); }
+extern "C" __global__ void wcc_compress64(unsigned long long *comp, long long n) {
+    uf_compress<unsigned long long>(comp, n); }
 """
 _kernels: dict = {}
 
 
-def _kernel(width):
+def _function(name):
+    """A kernel of _SRC on the current device (the module compiled once per device)."""
     cp = _module.cupy()
     dev = cp.cuda.Device().id
     if dev not in _kernels:
-        mod = cp.RawModule(code=_SRC, options=("-std=c++17",))
-        _kernels[dev] = (mod.get_function("pr_stream32"), mod.get_function("pr_stream64"))
-    return _kernels[dev][0 if width == 4 else 1]
+        _kernels[dev] = cp.RawModule(code=_SRC, options=("-std=c++17",))
+    return _kernels[dev].get_function(name)
+
+
+def _kernel(width):
+    return _function("pr_stream32" if width == 4 else "pr_stream64")
+
+
+def auto_tier(graph, gpu_mem, stream_bytes, resident_ok=True) -> str:
+    """--gpu-tier auto: "resident" while the dataset's CSR and the run's state fit the GPU budget
+    (for an algorithm with a resident path); else "stream-host" (lists copied in from pinned
+    host memory: whole chunks at ~86-92% of the bus's rate beat zero-copy gathers by 1.4-1.5x
+    per PageRank iteration on an H200, BENCHMARKS.md) while the `stream_bytes` streamed fit half
+    of the memory available; else "stream-ssd"."""
+    from ..iterator.memory import memory_available
+    from .device_graph import STATE_BYTES_PER_VERTEX, _budget
+    if resident_ok:
+        n, m, w = graph.num_vertices, graph.num_edges, int(graph.id_width)
+        dirs = 2 if graph.in_partitions is not None else 1
+        try:
+            budget = _budget(gpu_mem)
+        except ImportError:          # no CuPy: the resident path says so (or a test stands in)
+            return "resident"
+        if (n + 1) * 8 * dirs + STATE_BYTES_PER_VERTEX * n + m * w * dirs <= budget:
+            return "resident"
+    return "stream-host" if stream_bytes <= memory_available() // 2 else "stream-ssd"
 
 
 def plan_chunks(offsets, chunk_edges):
@@ -128,47 +210,40 @@ class _Chunk:
         self.p0, self.p1 = _pages(e0, e1, width)
 
 
-class StreamedPageRank:
-    """The state and plan of a streamed PageRank on one dataset (see the module)."""
+class ListStream:
+    """One direction's lists, cut into chunks of rows, brought to the GPU chunk by chunk from
+    "host" (read once into pinned host memory, page-checked) or "ssd" (read per pass through
+    three staging buffers by a reader thread, page-checked), through two device buffers and two
+    streams: chunk i+1 is copied while chunk i's kernel runs. Only the lists' offsets stay in
+    GPU memory. `each(launch)` makes one pass: launch(chunk, device buffer, index of the buffer's
+    first edge, stream) for every chunk."""
 
-    def __init__(self, graph, source="ssd", chunk_bytes=256 << 20, direct=True):
+    def __init__(self, graph, direction, source="ssd", chunk_bytes=256 << 20, direct=True):
         if source not in ("host", "ssd"):
             raise ValueError(f"source must be 'host' or 'ssd', got {source!r}")
         cp = _module.cupy()
         self.graph = graph
         self.source = source
-        self.n = n = graph.num_vertices
+        self.n = graph.num_vertices
         self.w = int(graph.id_width)
-        if not graph.directed:
-            direction = "out"
-        elif graph.in_partitions is not None:
-            direction = "in"
-        else:
-            raise GrapheneError(f"{graph.name}: streaming PageRank to the GPU pulls over in-lists; "
-                                f"this directed dataset has none (partition with --in-edges)")
-        self.parts = [p for p in graph.parts(direction)]
         self.direction = direction
+        self.parts = [p for p in graph.parts(direction)]
         chunk_edges = max(1, int(chunk_bytes) // self.w)
         self.chunks = []
-        offs_d = []
+        self.offs = []
         for i, p in enumerate(self.parts):
             off = _offsets(p)
-            offs_d.append(cp.asarray(off))
+            self.offs.append(cp.asarray(off))
             for (r0, r1, e0, e1) in plan_chunks(off, chunk_edges):
                 if e1 > e0:
                     self.chunks.append(_Chunk(i, r0, r1, e0, e1, self.w))
-        self.offs = offs_d
         self.max_pages = max((c.p1 - c.p0 for c in self.chunks), default=1)
-        deg = np.zeros(n, dtype=np.int64)
-        for p in graph.parts("out"):
-            deg[p.row_lo:p.row_hi] += np.diff(_offsets(p).astype(np.int64))
-        self.outdeg = cp.asarray(deg.astype(np.float64))
-        self.dangling = cp.asarray(deg == 0)
         self.direct = direct
         self.host = None
         if source == "host":
             self.host = [self._load_pinned(p, t) for p, t in zip(self.parts, self._tables())]
         self.bytes_moved = 0
+        self._bufs = None
 
     def _load_pinned(self, p, table, piece=64 << 20):
         """One list file read straight into pinned host memory, its pages checked against the
@@ -250,82 +325,51 @@ class StreamedPageRank:
             for fd, _ in fds.values():
                 os.close(fd)
 
-    # -- the iterations --------------------------------------------------------------------------
-    def run(self, alpha, tol, max_iter, stats=None):
-        cp = _module.cupy()
-        n = self.n
-        if n == 0:
-            return np.zeros(0, dtype=np.float64)
-        score = cp.full(n, 1.0 / n, dtype=cp.float64)
-        sums = cp.zeros(n, dtype=cp.float64)
-        contrib = cp.zeros(n, dtype=cp.float64)
-        bad = cp.zeros(1, dtype=cp.int32)
-        cap_edges = max((c.p1 - c.p0) * PAGE // self.w for c in self.chunks) if self.chunks else 1
-        dev_bufs = [cp.empty(cap_edges, dtype=cp.uint32 if self.w == 4 else cp.uint64)
-                    for _ in range(2)]
-        streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
-        kern = _kernel(self.w)
-        tables = self._tables() if self.source == "ssd" else None
-        staging = []
-        if self.source == "ssd":
-            for _ in range(3):
-                pin = cp.cuda.alloc_pinned_memory(self.max_pages * PAGE)
-                staging.append((pin, np.frombuffer(pin, dtype=np.uint8,
-                                                   count=self.max_pages * PAGE)))
-        err, it = np.inf, 0
-        steps = []
-        while it < max_iter:
-            t0 = time.perf_counter()
-            cp.divide(score, self.outdeg, out=contrib)
-            contrib[self.dangling] = 0.0
-            dmass = float(score[self.dangling].sum())
-            sums.fill(0)
-            cp.cuda.Device().synchronize()     # the streams below do not wait on this one
-            moved = self._iteration(contrib, sums, bad, dev_bufs, streams, kern, staging, tables)
-            for s in streams:
-                s.synchronize()
-            if int(bad[0]):
-                raise GrapheneError(f"{self.graph.name}: a neighbour ID outside [0, {n}) in the "
-                                    f"{self.direction}-lists (damaged data?)")
-            new = (1.0 - alpha) / n + alpha * (sums + dmass / n)
-            err = float(cp.abs(new - score).sum())
-            score = new
-            it += 1
-            self.bytes_moved += moved
-            steps.append({"iteration": it, "error": err, "seconds": time.perf_counter() - t0,
-                          "bytes_moved": moved, "chunks": len(self.chunks),
-                          "mode": f"gpu-stream-{self.source}"})
-            if err < tol:
-                break
-        if stats is not None:
-            stats.update(iterations=it, error=err, supersteps=steps, tier=f"stream-{self.source}",
-                         bytes_moved=self.bytes_moved)
-        return cp.asnumpy(score)
+    # -- one pass ----------------------------------------------------------------------------------
+    def buffers(self):
+        """(device buffers, streams, staging buffers, page tables), made on the first pass."""
+        if self._bufs is None:
+            cp = _module.cupy()
+            cap = max((c.p1 - c.p0) * PAGE // self.w for c in self.chunks) if self.chunks else 1
+            dev = [cp.empty(cap, dtype=cp.uint32 if self.w == 4 else cp.uint64) for _ in range(2)]
+            streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+            staging = []
+            if self.source == "ssd":
+                for _ in range(3):
+                    pin = cp.cuda.alloc_pinned_memory(self.max_pages * PAGE)
+                    staging.append((pin, np.frombuffer(pin, dtype=np.uint8,
+                                                       count=self.max_pages * PAGE)))
+            tables = self._tables() if self.source == "ssd" else None
+            self._bufs = (dev, streams, staging, tables)
+        return self._bufs
 
-    def _launch(self, c, dbuf, first, contrib, sums, bad, stream, kern):
-        rows = c.r1 - c.r0
-        p = self.parts[c.part]
-        threads = 256
-        blocks = (rows * 32 + threads - 1) // threads
-        off = self.offs[c.part][c.r0:c.r1 + 1]
-        kern((blocks,), (threads,), (off, np.int64(rows), np.int64(first), dbuf, contrib, sums,
-                                     np.int64(p.row_lo + c.r0), np.int64(self.n), bad),
-             stream=stream)
-
-    def _iteration(self, contrib, sums, bad, dev_bufs, streams, kern, staging, tables):
+    def each(self, launch) -> int:
+        """One pass over every chunk (see the class); returns the bytes copied to the GPU. The
+        caller's earlier work on the current stream is finished first; the pass's work is
+        finished when this returns."""
         cp = _module.cupy()
+        dev_bufs, streams, staging, tables = self.buffers()
+        cp.cuda.Device().synchronize()       # the streams below do not wait on the caller's
         moved = 0
         if self.source == "host":
             for i, c in enumerate(self.chunks):
                 s, dbuf = streams[i % 2], dev_bufs[i % 2]
                 _, h = self.host[c.part]
-                src = h[c.e0:c.e1]
                 k = c.e1 - c.e0
-                cp.cuda.runtime.memcpyAsync(dbuf.data.ptr, src.ctypes.data, k * self.w,
+                cp.cuda.runtime.memcpyAsync(dbuf.data.ptr, h[c.e0:c.e1].ctypes.data, k * self.w,
                                             cp.cuda.runtime.memcpyHostToDevice, s.ptr)
                 moved += k * self.w
-                self._launch(c, dbuf, c.e0, contrib, sums, bad, s, kern)
-            return moved
+                launch(c, dbuf, c.e0, s)
+        else:
+            moved = self._each_from_ssd(launch, dev_bufs, streams, staging, tables)
+        for s in streams:
+            s.synchronize()
+        self.bytes_moved += moved
+        return moved
+
+    def _each_from_ssd(self, launch, dev_bufs, streams, staging, tables):
+        cp = _module.cupy()
+        moved = 0
         free, full = queue.Queue(), queue.Queue()
         for b in staging:
             free.put(b)
@@ -347,8 +391,8 @@ class StreamedPageRank:
                 ev.record(s)
                 pending.append((ev, buf))
                 moved += nbytes
-                # the kernel's edge 0 is the first edge of the chunk's first page
-                self._launch(c, dbuf, c.p0 * PAGE // self.w, contrib, sums, bad, s, kern)
+                # the buffer's edge 0 is the first edge of the chunk's first page
+                launch(c, dbuf, c.p0 * PAGE // self.w, s)
                 while pending and (len(pending) > 1 or pending[0][0].done):
                     ev0, b0 = pending.pop(0)
                     ev0.synchronize()
@@ -362,6 +406,91 @@ class StreamedPageRank:
             t.join()
         return moved
 
+    def launch_rows(self, fn, c, dbuf, first, stream, *tail):
+        """fn over chunk c's rows, one warp per row: fn(offsets, rows, first, ids, *tail[:-2],
+        row0, n, bad) with tail = (kernel arguments..., bad flag)."""
+        rows = c.r1 - c.r0
+        p = self.parts[c.part]
+        threads = 256
+        blocks = (rows * 32 + threads - 1) // threads
+        off = self.offs[c.part][c.r0:c.r1 + 1]
+        *args, bad = tail
+        fn((blocks,), (threads,), (off, np.int64(rows), np.int64(first), dbuf, *args,
+                                   np.int64(p.row_lo + c.r0), np.int64(self.n), bad),
+           stream=stream)
+
+    def bad_ids(self, bad) -> None:
+        if int(bad[0]):
+            raise GrapheneError(f"{self.graph.name}: a neighbour ID outside [0, {self.n}) in "
+                                f"the {self.direction}-lists (damaged data?)")
+
+
+def _pull_direction(graph, what):
+    if not graph.directed:
+        return "out"
+    if graph.in_partitions is not None:
+        return "in"
+    raise GrapheneError(f"{graph.name}: streaming {what} to the GPU pulls over in-lists; this "
+                        f"directed dataset has none (partition with --in-edges)")
+
+
+class StreamedPageRank:
+    """The state and plan of a streamed PageRank on one dataset (see the module)."""
+
+    def __init__(self, graph, source="ssd", chunk_bytes=256 << 20, direct=True):
+        cp = _module.cupy()
+        self.graph = graph
+        self.source = source
+        self.n = n = graph.num_vertices
+        self.lists = ListStream(graph, _pull_direction(graph, "PageRank"), source, chunk_bytes,
+                                direct)
+        self.direction = self.lists.direction
+        self.chunks = self.lists.chunks
+        deg = np.zeros(n, dtype=np.int64)
+        for p in graph.parts("out"):
+            deg[p.row_lo:p.row_hi] += np.diff(_offsets(p).astype(np.int64))
+        self.outdeg = cp.asarray(deg.astype(np.float64))
+        self.dangling = cp.asarray(deg == 0)
+
+    @property
+    def bytes_moved(self):
+        return self.lists.bytes_moved
+
+    def run(self, alpha, tol, max_iter, stats=None):
+        cp = _module.cupy()
+        n = self.n
+        if n == 0:
+            return np.zeros(0, dtype=np.float64)
+        score = cp.full(n, 1.0 / n, dtype=cp.float64)
+        sums = cp.zeros(n, dtype=cp.float64)
+        contrib = cp.zeros(n, dtype=cp.float64)
+        bad = cp.zeros(1, dtype=cp.int32)
+        kern = _kernel(self.lists.w)
+        err, it = np.inf, 0
+        steps = []
+        while it < max_iter:
+            t0 = time.perf_counter()
+            cp.divide(score, self.outdeg, out=contrib)
+            contrib[self.dangling] = 0.0
+            dmass = float(score[self.dangling].sum())
+            sums.fill(0)
+            moved = self.lists.each(lambda c, dbuf, first, s: self.lists.launch_rows(
+                kern, c, dbuf, first, s, contrib, sums, bad))
+            self.lists.bad_ids(bad)
+            new = (1.0 - alpha) / n + alpha * (sums + dmass / n)
+            err = float(cp.abs(new - score).sum())
+            score = new
+            it += 1
+            steps.append({"iteration": it, "error": err, "seconds": time.perf_counter() - t0,
+                          "bytes_moved": moved, "chunks": len(self.chunks),
+                          "mode": f"gpu-stream-{self.source}"})
+            if err < tol:
+                break
+        if stats is not None:
+            stats.update(iterations=it, error=err, supersteps=steps, tier=f"stream-{self.source}",
+                         bytes_moved=self.bytes_moved)
+        return cp.asnumpy(score)
+
 
 def pagerank(graph, source="ssd", alpha=0.85, tol=1e-4, max_iter=20, chunk_bytes=256 << 20,
              stats=None, direct=True):
@@ -369,3 +498,60 @@ def pagerank(graph, source="ssd", alpha=0.85, tol=1e-4, max_iter=20, chunk_bytes
     ("host": pinned host memory; "ssd": the dataset's files)."""
     sp = StreamedPageRank(graph, source=source, chunk_bytes=chunk_bytes, direct=direct)
     return sp.run(alpha, tol, max_iter, stats=stats)
+
+
+def spmv(graph, x, source="ssd", chunk_bytes=256 << 20, stats=None, direct=True):
+    """y = A x (y[v] = sum of x[u] over v's out-list: algos/spmv.py) with the out-lists streamed
+    once from `source`. Unweighted datasets only."""
+    if graph.weighted:
+        raise GrapheneError(f"{graph.name}: SpMV streams unweighted lists to the GPU; this "
+                            f"dataset is weighted (run it on the CPU: --device cpu)")
+    cp = _module.cupy()
+    t0 = time.perf_counter()
+    n = graph.num_vertices
+    lists = ListStream(graph, "out", source, chunk_bytes, direct)
+    xd = cp.asarray(np.asarray(x, dtype=np.float64))
+    y = cp.zeros(n, dtype=cp.float64)
+    bad = cp.zeros(1, dtype=cp.int32)
+    kern = _kernel(lists.w)
+    moved = lists.each(lambda c, dbuf, first, s: lists.launch_rows(kern, c, dbuf, first, s, xd,
+                                                                   y, bad)) if n else 0
+    lists.bad_ids(bad)
+    if stats is not None:
+        stats.update(supersteps=[{"step": 1, "seconds": time.perf_counter() - t0,
+                                  "bytes_moved": moved, "chunks": len(lists.chunks),
+                                  "mode": f"gpu-stream-{source}"}],
+                     tier=f"stream-{source}", bytes_moved=moved)
+    return cp.asnumpy(y)
+
+
+def wcc(graph, source="ssd", chunk_bytes=256 << 20, stats=None, direct=True):
+    """Component labels (the smallest vertex ID of each component; edges taken undirected) by
+    union-find over the out-lists streamed once from `source`, then compressed."""
+    cp = _module.cupy()
+    t0 = time.perf_counter()
+    n = graph.num_vertices
+    lists = ListStream(graph, "out", source, chunk_bytes, direct)
+    narrow = lists.w == 4                 # labels as wide as the IDs
+    comp = cp.arange(n, dtype=cp.uint32 if narrow else cp.uint64)
+    bad = cp.zeros(1, dtype=cp.int32)
+    link = _function("wcc_link32" if narrow else "wcc_link64")
+    moved = lists.each(lambda c, dbuf, first, s: lists.launch_rows(link, c, dbuf, first, s, comp,
+                                                                   bad)) if n else 0
+    lists.bad_ids(bad)
+    t1 = time.perf_counter()
+    if n:
+        threads = 256
+        _function("wcc_compress32" if narrow else "wcc_compress64")(
+            ((n + threads - 1) // threads,), (threads,), (comp, np.int64(n)))
+    labels = cp.asnumpy(comp)
+    ncomp = int(np.count_nonzero(labels == np.arange(n, dtype=labels.dtype)))
+    if stats is not None:
+        stats.update(n_components=ncomp, tier=f"stream-{source}", bytes_moved=moved,
+                     supersteps=[{"step": 1, "phase": "link", "seconds": t1 - t0,
+                                  "bytes_moved": moved, "chunks": len(lists.chunks),
+                                  "mode": f"gpu-stream-{source}"},
+                                 {"step": 2, "phase": "compress",
+                                  "seconds": time.perf_counter() - t1, "bytes_moved": 0,
+                                  "mode": f"gpu-stream-{source}"}])
+    return labels

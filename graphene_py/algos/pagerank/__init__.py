@@ -111,18 +111,9 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
         return tier
     if graph.directed and graph.in_partitions is None:
         return "resident"        # streaming pulls over in-lists; this dataset has none
-    from ...gpu.device_graph import STATE_BYTES_PER_VERTEX, _budget
-    from ...iterator.memory import memory_available
-    n, m = graph.num_vertices, graph.num_edges
+    from ...gpu.streamed import auto_tier
     dirs = 2 if graph.in_partitions is not None else 1
-    lists = m * 4 * dirs
-    try:
-        budget = _budget(gpu_mem)
-    except ImportError:          # no CuPy: the resident path says so (or a test stands in)
-        return "resident"
-    if (n + 1) * 8 * dirs + STATE_BYTES_PER_VERTEX * n + lists <= budget:
-        return "resident"
-    return "stream-host" if lists <= memory_available() // 2 else "stream-ssd"
+    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width) * dirs)
 
 
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
