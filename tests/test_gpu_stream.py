@@ -34,18 +34,40 @@ def test_plan_chunks_cover_every_row_once_within_the_cap():
     assert streamed._pages(1023, 1025, 4) == (0, 2) and streamed._pages(0, 1024, 4) == (0, 1)
 
 
-def test_auto_tier_streams_only_when_neither_memory_holds_the_lists(tmp_path, monkeypatch):
+def test_auto_tier_takes_the_least_time_for_one_command(tmp_path, monkeypatch):
+    """--gpu-tier auto by the tier model: a dataset already in GPU memory stays resident; else
+    a few passes stream from host memory (reading the lists once beats assembling and loading
+    the CSR), many passes with host memory short load it, few stream from the SSD; a tier
+    asked for is kept; a tier the GPU budget or host memory cannot hold is never chosen."""
+    from types import SimpleNamespace
+    from graphene_py.gpu import resident
+    from graphene_py.iterator import memory
+    big = SimpleNamespace(num_vertices=1 << 23, num_edges=1 << 28, id_width=4, directed=False,
+                          in_partitions=None, uuid="u")
+    lists = big.num_edges * 4
+    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+    assert streamed.auto_tier(big, "80G", lists, passes=1) == "stream-host"
+    assert streamed.auto_tier(big, "80G", lists, passes=12) == "stream-host"
+    monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: True)
+    assert streamed.auto_tier(big, "80G", lists, passes=1) == "resident"
+    assert streamed.auto_tier(big, "100M", lists, passes=1) == "stream-host"   # does not fit
+    monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: False)
+    monkeypatch.setattr(memory, "memory_available", lambda: 1 << 30)         # host short
+    assert streamed.auto_tier(big, "80G", lists, passes=1) == "stream-ssd"
+    assert streamed.auto_tier(big, "80G", lists, passes=20) == "resident"
+    assert streamed.auto_tier(big, "100M", lists, passes=20) == "stream-ssd"
+    assert "resident" not in streamed.tier_costs(big, "80G", lists, resident_ok=False)
     d = tmp_path / "d"
     d.mkdir()
     g = partition_arrays(np.arange(99), np.arange(1, 100), disks=[str(d)], name="t",
                          register=False, durable=False, symmetrize=True)
-    from graphene_py.iterator import memory
-    assert pagerank.choose_gpu_tier(g, gpu_mem=1 << 30) == "resident"
     assert pagerank.choose_gpu_tier(g, gpu_mem=1 << 10, tier="stream-host") == "stream-host"
-    monkeypatch.setattr(memory, "memory_available", lambda: 1 << 30)
-    assert pagerank.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-host"    # copied from RAM
     monkeypatch.setattr(memory, "memory_available", lambda: 100)
     assert pagerank.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-ssd"
+    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-ssd"
+    monkeypatch.setattr(memory, "memory_available", lambda: 1 << 30)
+    assert pagerank.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-host"    # copied from RAM
+    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-host"
 
 
 def _dataset(tmp_path, c, grid, directed):
@@ -94,17 +116,11 @@ def test_streamed_run_through_the_cli_entry_and_a_damaged_page(tmp_path):
             streamed.pagerank(g, source=source, max_iter=2)
 
 
-def test_wcc_and_spmv_tiers_without_a_gpu(tmp_path, monkeypatch):
+def test_spmv_streams_unweighted_lists_only(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     g = partition_arrays(np.arange(99), np.arange(1, 100), disks=[str(d)], name="t",
                          register=False, durable=False, symmetrize=True)
-    from graphene_py.iterator import memory
-    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 30) == "resident"
-    monkeypatch.setattr(memory, "memory_available", lambda: 1 << 30)
-    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-host"
-    monkeypatch.setattr(memory, "memory_available", lambda: 100)
-    assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-ssd"
     with pytest.raises(GrapheneError, match="streams its lists once"):
         spmv.run_gpu(g, gpu_tier="resident")
     w = partition_arrays(np.arange(9), np.arange(1, 10), weights=np.ones(9, np.float32),

@@ -213,9 +213,9 @@ GPU_STREAMS = True     # run_gpu can stream the lists once instead (gpu/streamed
 
 
 def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
-    """"resident" (DeviceGraph: GPU memory, the rest zero-copy) while the dataset fits the GPU
-    budget, else the out-lists streamed once from pinned host memory or from the SSD
-    (gpu/streamed.auto_tier)."""
+    """"resident" (DeviceGraph: GPU memory, the rest zero-copy; Afforest) or the out-lists
+    streamed once from pinned host memory or from the SSD (union-find): auto takes the least
+    estimated time, the dataset's load counted (gpu/streamed.auto_tier)."""
     if tier != "auto":
         return tier
     from ..gpu.streamed import auto_tier

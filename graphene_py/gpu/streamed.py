@@ -133,24 +133,53 @@ def _kernel(width):
     return _function("pr_stream32" if width == 4 else "pr_stream64")
 
 
-def auto_tier(graph, gpu_mem, stream_bytes, resident_ok=True) -> str:
-    """--gpu-tier auto: "resident" while the dataset's CSR and the run's state fit the GPU budget
-    (for an algorithm with a resident path); else "stream-host" (lists copied in from pinned
-    host memory: whole chunks at ~86-92% of the bus's rate beat zero-copy gathers by 1.4-1.5x
-    per PageRank iteration on an H200, BENCHMARKS.md) while the `stream_bytes` streamed fit half
-    of the memory available; else "stream-ssd"."""
+#: Rates of the tier model (H100/H200 machines of this project, BENCHMARKS.md "Streamed tiers"):
+#: reading the lists into pinned host memory with their page checks (1.03 GB in 0.63 s), the bus
+#: for whole chunks (48.6-51 GB/s of 54.6-55.4), the GPU machine's disk (0.74-0.99 GB/s, one
+#: O_DIRECT reader). The resident tier's load and pass rates are gpu/policy.py's.
+HOST_READ_BYTES_PER_S = 1.6e9
+BUS_BYTES_PER_S = 48e9
+SSD_BYTES_PER_S = 0.8e9
+
+
+def tier_costs(graph, gpu_mem, stream_bytes, passes=1.0, resident_ok=True) -> dict:
+    """Estimated seconds of each tier that can hold this run, for one command as a user runs it
+    (the dataset's load counted, unless an earlier run of this process left it in GPU memory):
+    resident: the CSR loaded and `passes` passes over it in GPU memory (only while it fits the
+    budget); stream-host: the streamed lists read into pinned memory once, then `passes` copies
+    over the bus (only while they fit half of the memory available); stream-ssd: `passes` reads
+    of the lists from the dataset's files."""
     from ..iterator.memory import memory_available
     from .device_graph import STATE_BYTES_PER_VERTEX, _budget
+    from .policy import GPU_LOAD_BYTES_PER_S, GPU_PASS_BYTES_PER_S
+    from .resident import is_resident
+    out = {}
     if resident_ok:
         n, m, w = graph.num_vertices, graph.num_edges, int(graph.id_width)
         dirs = 2 if graph.in_partitions is not None else 1
         try:
             budget = _budget(gpu_mem)
         except ImportError:          # no CuPy: the resident path says so (or a test stands in)
-            return "resident"
-        if (n + 1) * 8 * dirs + STATE_BYTES_PER_VERTEX * n + m * w * dirs <= budget:
-            return "resident"
-    return "stream-host" if stream_bytes <= memory_available() // 2 else "stream-ssd"
+            budget = None
+        csr = (n + 1) * 8 * dirs + m * w * dirs
+        if budget is None or csr + STATE_BYTES_PER_VERTEX * n <= budget:
+            load = 0.0 if is_resident(graph, gpu_mem) else csr / GPU_LOAD_BYTES_PER_S
+            out["resident"] = load + passes * csr / GPU_PASS_BYTES_PER_S
+    if stream_bytes <= memory_available() // 2:
+        out["stream-host"] = stream_bytes / HOST_READ_BYTES_PER_S + \
+            passes * stream_bytes / BUS_BYTES_PER_S
+    out["stream-ssd"] = passes * stream_bytes / SSD_BYTES_PER_S
+    return out
+
+
+def auto_tier(graph, gpu_mem, stream_bytes, passes=1.0, resident_ok=True) -> str:
+    """--gpu-tier auto: the tier of least estimated time (tier_costs), for one whole command:
+    a dataset already in GPU memory stays there; else one pass (WCC's union-find, SpMV) or a
+    dozen (PageRank) streamed from pinned host memory costs less than assembling and loading the
+    CSR (7.0 s for WCC at scale 23 on an H100, against 0.68 s streamed from host memory and 1.05
+    from a cold disk); the SSD when host memory is short and few passes are due."""
+    costs = tier_costs(graph, gpu_mem, stream_bytes, passes, resident_ok)
+    return min(costs, key=costs.get)
 
 
 def plan_chunks(offsets, chunk_edges):

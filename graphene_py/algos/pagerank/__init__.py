@@ -100,20 +100,19 @@ def _split_runtime(runtime):
 GPU_STREAMS = True     # run_gpu can stream the lists per iteration (gpu/streamed.py)
 
 
-def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
+def choose_gpu_tier(graph, gpu_mem=None, tier="auto", passes=12.0):
     """Where a GPU PageRank keeps the lists: "resident" (DeviceGraph: GPU memory, the rest read
     zero-copy from pinned host memory), "stream-host" or "stream-ssd" (gpu/streamed.py). auto:
-    resident while the lists fit the GPU budget; else copied in per iteration from pinned host
-    memory while they fit half of the memory available (whole chunks at ~86% of the bus's rate
-    beat zero-copy gathers by 1.4x per iteration on an H200: BENCHMARKS.md), else streamed from
-    the dataset's files."""
+    the least estimated time for `passes` iterations, the dataset's load counted
+    (gpu/streamed.tier_costs); a directed dataset without in-lists stays resident (streaming
+    pulls over in-lists)."""
     if tier != "auto":
         return tier
     if graph.directed and graph.in_partitions is None:
-        return "resident"        # streaming pulls over in-lists; this dataset has none
+        return "resident"
     from ...gpu.streamed import auto_tier
     dirs = 2 if graph.in_partitions is not None else 1
-    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width) * dirs)
+    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width) * dirs, passes)
 
 
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
@@ -125,7 +124,9 @@ def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
     in per iteration (gpu/streamed.py)."""
     from ...gpu import algorithms as A
     from ...gpu.resident import gpu_steps, timed
-    tier = choose_gpu_tier(graph, gpu_mem, gpu_tier)
+    from ...gpu.policy import run_passes
+    tier = choose_gpu_tier(graph, gpu_mem, gpu_tier, run_passes(
+        "pagerank-pull", {"max_iter": max_iter, "tolerance": tolerance}))
     if tier.startswith("stream"):
         from ...gpu import streamed
         t0 = time.perf_counter()
