@@ -45,18 +45,18 @@ def test_auto_tier_takes_the_least_time_for_one_command(tmp_path, monkeypatch):
     big = SimpleNamespace(num_vertices=1 << 23, num_edges=1 << 28, id_width=4, directed=False,
                           in_partitions=None, uuid="u")
     lists = big.num_edges * 4
-    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
-    assert streamed.auto_tier(big, "80G", lists, passes=1) == "stream-host"
-    assert streamed.auto_tier(big, "80G", lists, passes=12) == "stream-host"
+    host = 64 << 30
+    assert streamed.auto_tier(big, "80G", lists, host, passes=1) == "stream-host"
+    assert streamed.auto_tier(big, "80G", lists, host, passes=12) == "stream-host"
     monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: True)
-    assert streamed.auto_tier(big, "80G", lists, passes=1) == "resident"
-    assert streamed.auto_tier(big, "100M", lists, passes=1) == "stream-host"   # does not fit
+    assert streamed.auto_tier(big, "80G", lists, host, passes=1) == "resident"
+    assert streamed.auto_tier(big, "100M", lists, host, passes=1) == "stream-host"  # no room
     monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: False)
-    monkeypatch.setattr(memory, "memory_available", lambda: 1 << 30)         # host short
-    assert streamed.auto_tier(big, "80G", lists, passes=1) == "stream-ssd"
-    assert streamed.auto_tier(big, "80G", lists, passes=20) == "resident"
-    assert streamed.auto_tier(big, "100M", lists, passes=20) == "stream-ssd"
-    assert "resident" not in streamed.tier_costs(big, "80G", lists, resident_ok=False)
+    host = 1 << 30                                                            # host short
+    assert streamed.auto_tier(big, "80G", lists, host, passes=1) == "stream-ssd"
+    assert streamed.auto_tier(big, "80G", lists, host, passes=20) == "resident"
+    assert streamed.auto_tier(big, "100M", lists, host, passes=20) == "stream-ssd"
+    assert "resident" not in streamed.tier_costs(big, "80G", lists, host, resident_ok=False)
     d = tmp_path / "d"
     d.mkdir()
     g = partition_arrays(np.arange(99), np.arange(1, 100), disks=[str(d)], name="t",

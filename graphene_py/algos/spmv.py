@@ -107,8 +107,9 @@ def run_gpu(graph, *, x="ones", gpu_mem=None, gpu_tier="auto", progress=None,
     from ..gpu.resident import gpu_steps
     tier = gpu_tier
     if tier == "auto":
+        from ..iterator.memory import memory_available
         tier = streamed.auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width),
-                                  resident_ok=False)
+                                  memory_available(), resident_ok=False)
     if not tier.startswith("stream"):
         raise GrapheneError(f"--gpu-tier {tier}: SpMV on the GPU streams its lists once "
                             f"(--gpu-tier stream-host or stream-ssd)")

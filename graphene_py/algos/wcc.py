@@ -219,7 +219,8 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
     if tier != "auto":
         return tier
     from ..gpu.streamed import auto_tier
-    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width))
+    from ..iterator.memory import memory_available
+    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width), memory_available())
 
 
 def run_gpu(graph, *, gpu_mem=None, gpu_tier="auto", progress=None, **_ignored) -> WCCResult:

@@ -142,14 +142,13 @@ BUS_BYTES_PER_S = 48e9
 SSD_BYTES_PER_S = 0.8e9
 
 
-def tier_costs(graph, gpu_mem, stream_bytes, passes=1.0, resident_ok=True) -> dict:
+def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True) -> dict:
     """Estimated seconds of each tier that can hold this run, for one command as a user runs it
     (the dataset's load counted, unless an earlier run of this process left it in GPU memory):
     resident: the CSR loaded and `passes` passes over it in GPU memory (only while it fits the
     budget); stream-host: the streamed lists read into pinned memory once, then `passes` copies
-    over the bus (only while they fit half of the memory available); stream-ssd: `passes` reads
-    of the lists from the dataset's files."""
-    from ..iterator.memory import memory_available
+    over the bus (only while they fit half of `host_free`, the memory available); stream-ssd:
+    `passes` reads of the lists from the dataset's files."""
     from .device_graph import STATE_BYTES_PER_VERTEX, _budget
     from .policy import GPU_LOAD_BYTES_PER_S, GPU_PASS_BYTES_PER_S
     from .resident import is_resident
@@ -165,20 +164,20 @@ def tier_costs(graph, gpu_mem, stream_bytes, passes=1.0, resident_ok=True) -> di
         if budget is None or csr + STATE_BYTES_PER_VERTEX * n <= budget:
             load = 0.0 if is_resident(graph, gpu_mem) else csr / GPU_LOAD_BYTES_PER_S
             out["resident"] = load + passes * csr / GPU_PASS_BYTES_PER_S
-    if stream_bytes <= memory_available() // 2:
+    if stream_bytes <= host_free // 2:
         out["stream-host"] = stream_bytes / HOST_READ_BYTES_PER_S + \
             passes * stream_bytes / BUS_BYTES_PER_S
     out["stream-ssd"] = passes * stream_bytes / SSD_BYTES_PER_S
     return out
 
 
-def auto_tier(graph, gpu_mem, stream_bytes, passes=1.0, resident_ok=True) -> str:
+def auto_tier(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True) -> str:
     """--gpu-tier auto: the tier of least estimated time (tier_costs), for one whole command:
     a dataset already in GPU memory stays there; else one pass (WCC's union-find, SpMV) or a
     dozen (PageRank) streamed from pinned host memory costs less than assembling and loading the
     CSR (7.0 s for WCC at scale 23 on an H100, against 0.68 s streamed from host memory and 1.05
     from a cold disk); the SSD when host memory is short and few passes are due."""
-    costs = tier_costs(graph, gpu_mem, stream_bytes, passes, resident_ok)
+    costs = tier_costs(graph, gpu_mem, stream_bytes, host_free, passes, resident_ok)
     return min(costs, key=costs.get)
 
 

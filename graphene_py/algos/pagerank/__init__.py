@@ -111,8 +111,10 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto", passes=12.0):
     if graph.directed and graph.in_partitions is None:
         return "resident"
     from ...gpu.streamed import auto_tier
+    from ...iterator.memory import memory_available
     dirs = 2 if graph.in_partitions is not None else 1
-    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width) * dirs, passes)
+    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width) * dirs,
+                     memory_available(), passes)
 
 
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
