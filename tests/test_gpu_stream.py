@@ -106,14 +106,19 @@ def test_streamed_run_through_the_cli_entry_and_a_damaged_page(tmp_path):
     res = registry.dispatch("pagerank-pull", g, device="gpu", gpu_tier="stream-ssd")
     assert res.gpu_tier == "stream-ssd" and res.iterations == ref.iterations
     np.testing.assert_allclose(res.scores, ref.scores, rtol=1e-9, atol=1e-15)
+    _refused_when_damaged(g, lambda source: streamed.pagerank(g, source=source, max_iter=2))
+
+
+def _refused_when_damaged(g, run):
+    """One flipped bit in the first page of the first out-list file: both sources refuse it."""
     p = g.parts("out")[0]
-    with open(p.adj_path, "r+b") as f:          # one flipped bit in the first page
+    with open(p.adj_path, "r+b") as f:
         b = bytearray(f.read(1))
         f.seek(0)
         f.write(bytes([b[0] ^ 1]))
     for source in ("ssd", "host"):
         with pytest.raises(GrapheneError, match="CRC32C"):
-            streamed.pagerank(g, source=source, max_iter=2)
+            run(source)
 
 
 def test_spmv_streams_unweighted_lists_only(tmp_path):
@@ -166,14 +171,8 @@ def test_streamed_wcc_spmv_through_dispatch_and_a_damaged_page(tmp_path, algo):
             assert np.array_equal(res.labels, ref.labels)
         else:
             np.testing.assert_allclose(res.y, ref.y, rtol=1e-12)
-    p = g.parts("out")[0]
-    with open(p.adj_path, "r+b") as f:          # one flipped bit in the first page
-        b = bytearray(f.read(1))
-        f.seek(0)
-        f.write(bytes([b[0] ^ 1]))
-    for source in ("ssd", "host"):
-        with pytest.raises(GrapheneError, match="CRC32C"):
-            if algo == "wcc":
-                streamed.wcc(g, source=source)
-            else:
-                streamed.spmv(g, np.ones(g.num_vertices), source=source)
+    if algo == "wcc":
+        _refused_when_damaged(g, lambda source: streamed.wcc(g, source=source))
+    else:
+        _refused_when_damaged(g, lambda source: streamed.spmv(g, np.ones(g.num_vertices),
+                                                              source=source))
