@@ -172,3 +172,31 @@ def test_auto_plans_the_whole_run_when_a_gpu_is_there(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "CuPy is not installed")
     assert registry._choose("pagerank-pull", "auto", g, {})[1] == (
         "--device auto: no GPU (CuPy is not installed)")
+
+
+def test_auto_plan_counts_streaming_for_algorithms_that_stream(monkeypatch):
+    """--device auto's whole-run plan for PageRank, WCC and SpMV takes the GPU's start plus its
+    cheapest tier (gpu/streamed.tier_costs), not a resident load: one WCC on 4.3 GB of lists goes
+    to the GPU (a union-find pass streamed from host memory), on kron22's 0.5 GB it stays on the
+    CPU; SpMV's one pass never repays the start. No GPU is asked (no CuPy here)."""
+    from types import SimpleNamespace
+    from graphene_py.algos import registry
+    from graphene_py.iterator import memory
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+
+    def graph(m):
+        return SimpleNamespace(num_vertices=m // 32, num_edges=m, id_width=4, directed=False,
+                               in_partitions=None, uuid=f"g{m}", weighted=False, name="g")
+    big, kron22 = graph(1 << 30), graph(128_311_450)
+    where, why = registry._choose("wcc", "auto", big, {})
+    assert where == "gpu" and "stream-host" in why, why
+    assert registry._choose("wcc", "auto", kron22, {})[0] == "cpu"
+    assert registry._choose("pagerank-pull", "auto", big, {})[0] == "gpu"
+    assert registry._choose("spmv", "auto", big, {})[0] == "cpu"
+    # the tier model's numbers against the resident plan's: streaming is the cheaper GPU run
+    from graphene_py.gpu import policy
+    _, cpu, gpu, _ = policy.plan_run("wcc", {}, 4 << 30, False)
+    _, cpu2, gpu2, _ = policy.plan_run("wcc", {}, 4 << 30, False, tiers={"stream-host": 2.7})
+    assert cpu == cpu2 and gpu2 == policy.GPU_START_S + 2.7 < gpu

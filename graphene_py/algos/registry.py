@@ -169,9 +169,14 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     opts = {**entry(name).fixed, **(opts or {})}
     gbytes = int(graph.num_edges) * int(graph.id_width) * (
         2 if graph.directed and graph.in_partitions is not None else 1)
-    resident = getattr(module(name), "GPU_RESIDENT", True) and \
+    mod = module(name)
+    resident = getattr(mod, "GPU_RESIDENT", True) and \
         is_resident(graph, opts.get("gpu_mem"))    # (a streaming-only path never is)
-    dev, _, _, reason = plan_run(name, opts, gbytes, resident)
+    tiers = None
+    if getattr(mod, "GPU_STREAMS", False) and callable(getattr(mod, "gpu_tier_costs", None)) \
+            and str(opts.get("gpu_tier", "auto")) == "auto":
+        tiers = mod.gpu_tier_costs(graph, opts) or None
+    dev, _, _, reason = plan_run(name, opts, gbytes, resident, tiers=tiers)
     if dev == "cpu":
         return "cpu", reason
     ok, why = gpu_available()

@@ -223,6 +223,15 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
     return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width), memory_available())
 
 
+def gpu_tier_costs(graph, opts) -> dict:
+    """Estimated seconds of each GPU tier (one union-find pass streamed, or the dataset loaded
+    for Afforest), without asking the GPU: `--device auto`'s plan (algos/registry.py)."""
+    from ..gpu.streamed import tier_costs
+    from ..iterator.memory import memory_available
+    return tier_costs(graph, opts.get("gpu_mem"), graph.num_edges * int(graph.id_width),
+                      memory_available(), 1.0, probe=False)
+
+
 def run_gpu(graph, *, gpu_mem=None, gpu_tier="auto", progress=None, **_ignored) -> WCCResult:
     """WCC on the GPU: resident, Afforest (sampled linking, then the rest); streamed, union-find
     over the out-lists in one pass (gpu/streamed.py). Labels: each component's smallest ID."""

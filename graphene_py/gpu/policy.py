@@ -163,15 +163,24 @@ def run_passes(name: str, opts: dict) -> float:
 
 def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
              cpu_bps: float = CPU_BYTES_PER_S, start_s: float = GPU_START_S,
-             load_bps: float = GPU_LOAD_BYTES_PER_S, gpu_bps: float = GPU_PASS_BYTES_PER_S):
+             load_bps: float = GPU_LOAD_BYTES_PER_S, gpu_bps: float = GPU_PASS_BYTES_PER_S,
+             tiers: dict = None):
     """('cpu' or 'gpu', est. cpu seconds, est. gpu seconds, reason) for one whole run of `name`
     on a dataset of `graph_bytes` adjacency bytes; the GPU pays its start and the dataset's load
-    unless the dataset is resident already (an earlier run of this process loaded it)."""
+    unless the dataset is resident already (an earlier run of this process loaded it). tiers:
+    an algorithm that can stream its lists gives each GPU tier's estimated seconds
+    (gpu/streamed.tier_costs: the load counted there); the GPU then costs its start plus the
+    least of them."""
     passes = run_passes(name, opts)
     cpu = passes * graph_bytes / cpu_bps
-    load = 0.0 if resident else start_s + graph_bytes / load_bps
-    gpu = load + passes * graph_bytes / gpu_bps
+    if tiers and not resident:
+        tier = min(tiers, key=tiers.get)
+        gpu = start_s + tiers[tier]
+        what = f"start {start_s:.2f} s, {tier} {tiers[tier]:.2f} s"
+    else:
+        load = 0.0 if resident else start_s + graph_bytes / load_bps
+        gpu = load + passes * graph_bytes / gpu_bps
+        what = "resident" if resident else f"start and load {load:.2f} s"
     dev = "gpu" if gpu < cpu else "cpu"
-    what = "resident" if resident else f"start and load {load:.2f} s"
     return dev, cpu, gpu, (f"--device auto: est. cpu {cpu:.2f} s vs gpu {gpu:.2f} s ({what}; "
                            f"{passes:g} passes of {graph_bytes / 1e6:,.0f} MB)")

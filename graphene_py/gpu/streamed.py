@@ -148,13 +148,15 @@ BUS_BYTES_PER_S = 48e9
 SSD_BYTES_PER_S = 0.8e9
 
 
-def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True) -> dict:
+def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True,
+               probe=True) -> dict:
     """Estimated seconds of each tier that can hold this run, for one command as a user runs it
     (the dataset's load counted, unless an earlier run of this process left it in GPU memory):
     resident: the CSR loaded and `passes` passes over it in GPU memory (only while it fits the
     budget); stream-host: the streamed lists read into pinned memory once, then `passes` copies
     over the bus (only while they fit half of `host_free`, the memory available); stream-ssd:
-    `passes` reads of the lists from the dataset's files."""
+    `passes` reads of the lists from the dataset's files. probe=False: no question to the GPU
+    (a plan made before CuPy is imported): the resident tier is taken to fit."""
     from .device_graph import STATE_BYTES_PER_VERTEX, _budget
     from .policy import GPU_LOAD_BYTES_PER_S, GPU_PASS_BYTES_PER_S
     from .resident import is_resident
@@ -163,7 +165,7 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
         n, m, w = graph.num_vertices, graph.num_edges, int(graph.id_width)
         dirs = 2 if graph.in_partitions is not None else 1
         try:
-            budget = _budget(gpu_mem)
+            budget = _budget(gpu_mem) if probe or gpu_mem is not None else None
         except ImportError:          # no CuPy: the resident path says so (or a test stands in)
             budget = None
         csr = (n + 1) * 8 * dirs + m * w * dirs

@@ -117,6 +117,19 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto", passes=12.0):
                      memory_available(), passes)
 
 
+def gpu_tier_costs(graph, opts) -> dict:
+    """Estimated seconds of each GPU tier for this run (gpu/streamed.tier_costs), without asking
+    the GPU: `--device auto`'s plan (algos/registry.py)."""
+    from ...gpu.policy import run_passes
+    from ...gpu.streamed import tier_costs
+    from ...iterator.memory import memory_available
+    if graph.directed and graph.in_partitions is None:
+        return {}                # streaming pulls over in-lists: the plan's resident estimate
+    dirs = 2 if graph.in_partitions is not None else 1
+    return tier_costs(graph, opts.get("gpu_mem"), graph.num_edges * int(graph.id_width) * dirs,
+                      memory_available(), run_passes("pagerank-pull", opts), probe=False)
+
+
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
             max_iter=config.PR_MAX_ITERS, gpu_mem=None, gpu_tier="auto", progress=None,
             **_ignored) -> PageRankResult:
