@@ -372,10 +372,10 @@ def test_gpu_pagerank_result_has_converged(ten, monkeypatch):
 
     monkeypatch.setattr(resident, "device_graph", lambda graph, gpu_mem=None: FakeDeviceGraph())
     monkeypatch.setattr(A, "pagerank", fake_pagerank)
-    res = pagerank.run_gpu(ten, tolerance=1e-4, max_iter=7)
+    res = pagerank.run_gpu(ten, tolerance=1e-4, max_iter=7, gpu_tier="resident")
     assert res.converged is False and res.tolerance == 1e-4
     assert res.warnings() and "after 7 iterations" in res.warnings()[0]
-    res = pagerank.run_gpu(ten, tolerance=0.9, max_iter=7)
+    res = pagerank.run_gpu(ten, tolerance=0.9, max_iter=7, gpu_tier="resident")
     assert res.converged is True and res.warnings() == []
 
 

@@ -308,8 +308,7 @@ def test_combined_by_owners(cluster, tmp_path_factory, home_kept, by_owners, nam
     a, b = gp.bfs(local, src=src, **RT), gp.bfs(cg, src=src, **RT)
     assert np.array_equal(a.depth, b.depth)
     assert registry.module("bfs").verify(local, b) == []
-    # the first superstep's changes are whole; large ones (all, here) make the next ones cut
-    assert [s["combined_by"] for s in b.supersteps] == ["driver"] + ["owners"] * (b.levels - 1)
+    assert {s["combined_by"] for s in b.supersteps} == {"owners"}
     a, b = gp.wcc(local, **RT), gp.wcc(cg, **RT)
     assert np.array_equal(a.labels, b.labels)
     a, b = gp.pagerank_pull(local, **RT), gp.pagerank_pull(cg, **RT)

@@ -562,7 +562,11 @@ class ClusterEdgeMap(EdgeMap):
 
         vb = [0] + [g.vertex_range(i, direction)[1] for i in range(k - 1)] + [self.n]
 
-        cut = self._cut and k > 1       # this superstep's changes cut for their owners
+        # this superstep's changes cut for their owners: after a large superstep, or where its
+        # frontier's edges could make 1 MiB of changes (a BFS's first dense level follows small
+        # ones); small supersteps return their changes whole, one object per node
+        cut = k > 1 and (self._cut or 4 * self._frontier_edges(direction, kind, data)
+                         >= self.owners_from)
 
         def call(i, r, b, parts=()):
             if not cut:
@@ -610,6 +614,14 @@ class ClusterEdgeMap(EdgeMap):
             st["resent_to"] = [g.placement[i]["node"] for i in stale]
         self.exchanged += st["exchange_bytes"]
         return st
+
+    def _frontier_edges(self, direction, kind, data) -> int:
+        """How many edges this superstep's frontier has (its lists' lengths, summed)."""
+        if kind == "queue":
+            return int(self.degree(direction)[np.asarray(data)].sum()) if len(data) else 0
+        if kind == "mask":
+            return int(self.degree(direction)[np.asarray(data).astype(bool)].sum())
+        return int(self.graph.num_edges)
 
     def _combine_changes(self, update, state, refs, heads, vb) -> tuple:
         """Merge the nodes' changes into `state`: the driver fetches every part and merges
