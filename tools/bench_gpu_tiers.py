@@ -5,8 +5,9 @@ vs read zero-copy from pinned host memory (`--gpu-mem` below the CSR), on one Kr
 
 The graph: Graph500 Kronecker (graphene_py.generate), symmetrized, deduplicated, self-loops
 dropped, built as a CSR in host memory. Budgets: None (everything resident: the upper bound),
-the CSR's own size (resident), and only the offsets + per-vertex state (every edge array in pinned
-host memory: EMOGI's all-zero-copy baseline, the same kernels). Each measurement is the median of
+the CSR's own size (resident), the offsets + per-vertex state + a share of the edge arrays
+(--fractions: that share resident, the rest zero-copy), and only the offsets + per-vertex state
+(every edge array in pinned host memory: EMOGI's all-zero-copy baseline, the same kernels). Each measurement is the median of
 --reps runs after one warm-up; BFS from --sources random vertices of non-zero degree; PageRank
 pull, 10 iterations, tolerance 0.
 """
@@ -51,6 +52,8 @@ def main(argv=None):
     ap.add_argument("--sources", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="tiers.json")
+    ap.add_argument("--fractions", type=float, nargs="*", default=[0.5, 0.25],
+                    help="shares of the edge arrays kept resident between the two ends")
     a = ap.parse_args(argv)
     import cupy as cp
 
@@ -68,8 +71,13 @@ def main(argv=None):
     deg = np.diff(ptr)
     srcs = rng.choice(np.flatnonzero(deg > 0), a.sources, replace=False)
     rows = []
-    for label, budget in (("resident (no budget)", None), ("resident (budget = CSR + state)", csr + STATE_BYTES_PER_VERTEX * n + 64),
-                          ("zero-copy (budget = offsets + state)", vb + 64)):
+    configs = [("resident (no budget)", None),
+               ("resident (budget = CSR + state)", csr + STATE_BYTES_PER_VERTEX * n + 64)]
+    for f in a.fractions:       # a share of the edge arrays resident, the rest zero-copy
+        configs.append((f"{f:.0%} of the edges resident (budget = offsets + state + {f:.0%})",
+                        vb + int(f * m * 4) + 64))
+    configs.append(("zero-copy (budget = offsets + state)", vb + 64))
+    for label, budget in configs:
         cp.get_default_memory_pool().free_all_blocks()
         t = time.perf_counter()
         dg = DeviceGraph.from_csr(ptr, idx, symmetric=True, gpu_mem=budget)
