@@ -96,9 +96,9 @@ _RUNTIME = [
                  help="Where a GPU run keeps the edge lists (PageRank, WCC and SpMV may "
                       "stream): resident (GPU memory, the rest zero-copy from pinned host "
                       "memory), stream-host (pinned host memory, copied in per pass), "
-                      "stream-ssd (read from the dataset's files per pass); auto: resident when "
-                      "the GPU holds them, else streamed from host memory, else from the SSD "
-                      "(SpMV always streams)."),
+                      "stream-ssd (read from the dataset's files per pass); auto: the least "
+                      "estimated time for the whole run, the dataset's load counted (resident "
+                      "when an earlier run left it on the GPU; SpMV always streams)."),
     click.Option(["--cluster"], default=None, metavar="ADDRESS",
                  help="Run on a Ray cluster the dataset was distributed to (`graphene cluster "
                       "distribute`): auto (the cluster `ray start` joined), local, or host:port."),
