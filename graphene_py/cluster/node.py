@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import socket
 
 import numpy as np
@@ -124,9 +125,10 @@ class NodeEngine:
         store for the other nodes' next step (engine.split_message)."""
         return part
 
-    def step(self, spec, session, base, version, direction, weights, update, msg, queue_dtype,
-             frontier, owners=None, *parts) -> tuple:
-        """Run `update` over this shard's lists of `direction`. `msg`: the state, slot by slot, as
+    def step(self, spec, head, msg, frontier, *parts) -> tuple:
+        """head: (session, base, version, direction, weights, update, queue_dtype, owners),
+        pickled once by the driver for every node. Run `update` over this shard's lists of
+        `direction`. `msg`: the state, slot by slot, as
         changes to this node's replica of the driver's arrays (ReplicaSender in engine.py), valid
         when the replica is at version `base`; a large message comes as ("split", skeleton), its
         parts relayed by the nodes (`parts`). A replica that is not at `base` (a restarted
@@ -137,6 +139,8 @@ class NodeEngine:
         values: ("ok", stats, queued, bytes of each part), then the changes cut into k parts
         (a list per written slot each; merge.split); without owners one value, ("ok", stats,
         queued, [bytes], the changes: a list per written slot)."""
+        session, base, version, direction, weights, update, queue_dtype, owners = \
+            pickle.loads(head)
         whole = owners is None
         owners = [0, 0] if whole else owners
         k = len(owners) - 1
