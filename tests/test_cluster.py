@@ -342,8 +342,9 @@ def _killer(cg, node, at):
     return progress, pid
 
 
-@pytest.mark.parametrize("owners", [False, True])
-@pytest.mark.parametrize("algo", ["bfs", "pagerank-pull"])
+@pytest.mark.parametrize("algo, owners", [
+    ("bfs", False), ("pagerank-pull", False), ("pagerank-pull", True),
+    pytest.param("bfs", True, marks=pytest.mark.slow)])     # (200 levels, each combined apart)
 def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo, owners, monkeypatch):
     if owners:         # the killed node's owner result of the last superstep is in the store
         from graphene_py.cluster import engine
