@@ -330,6 +330,35 @@ def test_combined_by_owners(cluster, tmp_path_factory, home_kept, by_owners, nam
     assert np.array_equal(np.asarray(a.depths), np.asarray(b.depths))
 
 
+def test_user_kernel_defined_in_a_function(cluster, tmp_path_factory, home_kept):
+    """A user's own kernel pair that no module names (defined in a function) runs on the
+    cluster through the engine contract, as on one machine: the nodes get it by value."""
+    import numba
+    from graphene_py.iterator.edgemap import EdgeMap, Update
+    local, cg = both(cluster, tmp_path_factory, "powerlaw", True)
+
+    @numba.njit
+    def always(v, state):
+        return True
+
+    @numba.njit
+    def count_odd(v, nbrs, wts, tid, state):
+        c = 0
+        for i in range(len(nbrs)):
+            c += nbrs[i] & 1
+        state[0][v] += c
+
+    got = []
+    for g in (local, cg):
+        acc = np.zeros(g.num_vertices, dtype=np.int64)
+        with EdgeMap(g, **RT) as em:
+            em.dense((acc,), Update(always, count_odd, combine="sum", writes=(0,)))
+        got.append(acc)
+    indptr, idx, _ = local.to_csr("out")
+    want = np.add.reduceat(np.append(idx & 1, 0), indptr[:-1]) * (np.diff(indptr) > 0)
+    assert np.array_equal(got[0], want) and np.array_equal(got[1], want)
+
+
 def _killer(cg, node, at):
     """A progress callback that kills node `node`'s actor process at superstep `at`."""
     pid = cg.pids()[node]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import pickle
 import sys
 import time
 
@@ -531,6 +530,7 @@ class ClusterEdgeMap(EdgeMap):
         t0 = time.perf_counter()
         g = self.graph
         ray = g.cluster.ray
+        from ray import cloudpickle
         skip = set(update.queue)
         base, msg, nb = self.sender.message(state, skip)
         k = len(self.nodes)
@@ -573,12 +573,13 @@ class ClusterEdgeMap(EdgeMap):
 
         def call(i, r, b, parts=()):
             # the arguments every node shares, pickled once per superstep: Ray serializes each
-            # argument of each call on its own (~1.7 ms a call with them apart)
+            # argument of each call on its own (~1.7 ms a call with them apart); by Ray's own
+            # cloudpickle, as Ray would have
             h = heads_of.get(b)
             if h is None:
-                h = heads_of[b] = pickle.dumps((self.sender.session, b, self.sender.version,
-                                                direction, self.weights, update, qdt,
-                                                vb if cut else None), protocol=5)
+                h = heads_of[b] = cloudpickle.dumps((self.sender.session, b, self.sender.version,
+                                                     direction, self.weights, update, qdt,
+                                                     vb if cut else None), protocol=5)
             if not cut:
                 return [self.nodes[i].step.remote(g._specs[i], h, r, frontiers[i], *parts)]
             return self.nodes[i].step.options(num_returns=1 + k).remote(
