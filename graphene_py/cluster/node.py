@@ -10,8 +10,8 @@ changed (cluster/merge.py), cut into one part per node: node j owns part j of ev
 every node (they travel from node to node through Ray's object store), the owner combines them
 (`absorb`) and the driver fetches only its result; a large message to the nodes comes in parts,
 each relayed by one node to the others (`relay`). The driver's link then carries each change
-once each way, not once per node. The driver's arrays are the truth and the checkpoint. Every call names
-its shard (home folder, version, runtime options), opened on first use; a restarted actor (Ray
+once each way, not once per node. The driver's arrays are the truth and the checkpoint. Every
+call names its shard (home folder, version, runtime options), opened on first use; a restarted actor (Ray
 restarts it after its process dies and runs the pending call again) has no replica, says so, and
 the driver sends it the whole state: the superstep is redone from the driver's copy.
 """
@@ -128,8 +128,8 @@ class NodeEngine:
     def step(self, spec, head, msg, frontier, *parts) -> tuple:
         """head: (session, base, version, direction, weights, update, queue_dtype, owners),
         pickled once by the driver for every node. Run `update` over this shard's lists of
-        `direction`. `msg`: the state, slot by slot, as
-        changes to this node's replica of the driver's arrays (ReplicaSender in engine.py), valid
+        `direction`. `msg`: the state, slot by slot, as changes to this node's replica of the
+        driver's arrays (ReplicaSender in engine.py), valid
         when the replica is at version `base`; a large message comes as ("split", skeleton), its
         parts relayed by the nodes (`parts`). A replica that is not at `base` (a restarted
         actor, a new session) answers ("stale",) and the driver sends everything. frontier:
@@ -204,9 +204,12 @@ class NodeEngine:
         cut = [[] for _ in range(k)]
         for s, rule, rows in update.slots():
             orig = update.part(state, s, rows)
-            ch = split(diff(orig, update.part(st, s, rows), rule), owner_bounds(orig.size, n, owners))
-            for j in range(k):
-                cut[j].append(ch[j])
+            ch = diff(orig, update.part(st, s, rows), rule)
+            if whole:                                  # one part: the change as it is
+                cut[0].append(ch)
+                continue
+            for j, c in enumerate(split(ch, owner_bounds(orig.size, n, owners))):
+                cut[j].append(c)
         queued = None
         if q is not None:
             size = q.close()
