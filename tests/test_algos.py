@@ -47,7 +47,7 @@ class FakeFrontier:
         return cls("mask", np.flatnonzero(mask).astype(np.int64), len(mask))
 
     @classmethod
-    def all(cls, n):
+    def all(cls, n, again=False):
         return cls("all", None, n)
 
 

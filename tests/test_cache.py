@@ -136,6 +136,35 @@ def test_cached_blocks_are_read_twice_then_held(directed):
         np.testing.assert_allclose(y1, y0)
 
 
+def test_a_pass_made_again_is_copied_in_on_its_first_read(directed):
+    """Frontier.all(n, again=True) (an iterative algorithm's pass with another to come): the
+    cached files are copied in on the first read, so the second pass reads only the other files;
+    the sums are those of a run without a cache."""
+    from graphene_py.iterator.session import drop_memory_cache
+    from graphene_py.algos.spmv import _always, _row_unweighted as _pull
+    g = directed
+    fb = _file_bytes(g, "out")
+    drop_memory_cache()
+    budget = CacheBudget(int(np.sort(fb)[-1]))                     # the largest file fits
+    x = np.ones(g.num_vertices)
+
+    def step(it, again):
+        y = np.zeros(g.num_vertices)
+        st = it.run(_always, _pull, (x, y), Frontier.all(g.num_vertices, again=again))
+        return st["bytes_read"], st.get("bytes_cached", 0), y
+
+    with IoIterator(g, "out", **SSD) as it:
+        read0, _, y0 = step(it, False)
+    with IoIterator(g, "out", cache=budget, **SSD) as it:
+        assert it.cached is not None and it.cached.sum() == 1
+        first, second = step(it, True), step(it, False)
+    assert first[0] == read0 and first[1] == 0
+    assert second[1] == int(np.sort(fb)[-1]) and second[0] + second[1] == read0
+    for _, _, y in (first, second):
+        np.testing.assert_allclose(y, y0)
+    drop_memory_cache()
+
+
 def test_a_sparse_superstep_fills_and_uses_the_blocks_it_read(directed):
     """Blocks are held one by one, with a third chance for sparse supersteps: a queue superstep
     read a second time copies nothing (a traversal rarely reads a block three times), a third

@@ -277,9 +277,11 @@ class EdgeMap:
             st["direction"] = "top-down"
         return st
 
-    def dense(self, state, update: Update, direction: str = "out") -> dict:
-        """One superstep over every list of a direction (PageRank, SpMV, label propagation)."""
-        return self._run(direction, update, state, "all", None)
+    def dense(self, state, update: Update, direction: str = "out", again: bool = False) -> dict:
+        """One superstep over every list of a direction (PageRank, SpMV, label propagation).
+        again: another pass over every list follows (an iterative algorithm that has not
+        converged yet): the read-through cache copies the lists in on this read."""
+        return self._run(direction, update, state, "all", again)
 
     def masked(self, state, update: Update, mask, direction: str = "out") -> dict:
         """One superstep over the lists of one direction of the vertices flagged in `mask`."""
@@ -291,14 +293,16 @@ class EdgeMap:
 
     def _run(self, direction, update, state, kind, data) -> dict:
         """Run `update` over the lists of one direction: kind "queue" (data: vertex IDs), "mask"
-        (data: a flag per vertex) or "all". The backend's part; a cluster overrides it."""
+        (data: a flag per vertex) or "all" (data: whether another pass follows, Frontier.all's
+        again). The backend's part; a cluster overrides it."""
         F = self._pkg.Frontier
         kept = self.kept.get(direction)
         if kept is not None and kind == "mask":
             return kept.run_masked(self.its[direction], update.is_active, update.compute, state,
                                    data, F, self.threads)
         fr = (F.from_queue(data, self.n) if kind == "queue" else
-              F.from_mask(data) if kind == "mask" else F.all(self.n))
+              F.from_mask(data) if kind == "mask" else
+              F.all(self.n, again=True) if data else F.all(self.n))
         return self.its[direction].run(update.is_active, update.compute, state, fr)
 
     def close(self):

@@ -4,6 +4,9 @@
     Frontier.from_mask(mask)      uint8/bool flag per vertex (len n)
     Frontier.all(n)               every vertex with edges: the iterator skips marking and streams
                                   whole adjacency files in large sequential extents
+    Frontier.all(n, again=True)   ... and the caller will stream them again (an iterative
+                                  algorithm's next pass): the read-through cache copies them in
+                                  on this first read, not on the second
 """
 from __future__ import annotations
 
@@ -11,10 +14,11 @@ import numpy as np
 
 
 class Frontier:
-    __slots__ = ("kind", "n", "ids", "mask", "_count")
+    __slots__ = ("kind", "n", "ids", "mask", "_count", "again")
 
-    def __init__(self, kind, n, ids=None, mask=None, count=None):
+    def __init__(self, kind, n, ids=None, mask=None, count=None, again=False):
         self.kind, self.n, self.ids, self.mask, self._count = kind, int(n), ids, mask, count
+        self.again = bool(again)
 
     @classmethod
     def from_queue(cls, ids, n) -> "Frontier":
@@ -39,8 +43,8 @@ class Frontier:
         return cls("mask", len(mask), mask=mask)
 
     @classmethod
-    def all(cls, n) -> "Frontier":
-        return cls("all", n, count=int(n))
+    def all(cls, n, again=False) -> "Frontier":
+        return cls("all", n, count=int(n), again=again)
 
     def __len__(self) -> int:
         if self._count is None:

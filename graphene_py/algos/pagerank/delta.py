@@ -362,10 +362,12 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
         if diff.all():
-            st = em.dense((F, seen, indeg, outdeg, consts), SWEEP_OFFS, direction)
+            st = em.dense((F, seen, indeg, outdeg, consts), SWEEP_OFFS, direction,
+                          again=sweeps + 1 < max_iter)
         else:
             st = em.dense((F, seen, indeg if not diff[0] else em.degree(direction),
-                           outdeg if not diff[1] else em.degree("out"), consts), SWEEP, direction)
+                           outdeg if not diff[1] else em.degree("out"), consts), SWEEP, direction,
+                          again=sweeps + 1 < max_iter)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)

@@ -101,7 +101,7 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
         err = np.inf
         iters = 0
         while iters < max_iter:
-            st = em.dense((y, acc), PULL, "out")
+            st = em.dense((y, acc), PULL, "out", again=iters + 1 < max_iter)
             err = float(_finish_from_offsets(acc, y, alpha, ITERATE, dmass, *rg.args))
             iters += 1
             _note(steps, progress, st, iters, err, n)
@@ -141,7 +141,7 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
         acc = track("per-thread sums", np.zeros((1 if step is PULL else em.threads, n)))
         state = (contrib, acc) if step is PULL else (p, safe_deg, acc)
         while iters < max_iter:
-            st = em.dense(state, step, direction)
+            st = em.dense(state, step, direction, again=iters + 1 < max_iter)
             # one pass: new scores in place, the L1 change, acc zeroed, next contributions
             err = float(_finish_iteration(acc, p, contrib, dangling, inv_deg, alpha))
             iters += 1
