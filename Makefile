@@ -12,6 +12,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python setup.py pyproject.toml $(wildcard csrc/*.c)
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/graphene prepare
 	touch $(STAMP)
 
 install: $(STAMP)

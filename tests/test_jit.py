@@ -302,3 +302,53 @@ def test_stand_ins_until_a_kernel_is_needed():
     p = subprocess.run([sys.executable, "-c", prog], env=dict(os.environ, PYTHONPATH=ROOT),
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "OK", p.stderr[-2000:]
+
+
+#: runs `graphene ARGS...` in this process and prints the graphene_py kernels numba compiled
+COMPILES = textwrap.dedent("""
+    import json, sys
+    from numba.core import event
+    compiled = []
+
+    class Compiles(event.Listener):
+        def on_start(self, ev):
+            f = ev.data["dispatcher"].py_func
+            compiled.append(f.__module__ + "." + f.__qualname__)
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Compiles())
+    from graphene_py.cli import main
+    for args in json.loads(sys.argv[1]):
+        main.main(args, standalone_mode=False)
+    print("COMPILED " + json.dumps([c for c in compiled if c.startswith("graphene_py")]),
+          file=sys.stderr)
+""")
+
+
+def test_prepare_leaves_nothing_to_compile_for_a_first_run(tmp_path, monkeypatch):
+    """`graphene prepare` (make install runs it) covers every built-in algorithm, and after it a
+    fresh process partitions another graph and runs the algorithms on it, from disk and in
+    memory, without compiling a single graphene_py kernel. (Cold, prepare takes about a minute;
+    after make install it finds everything cached.)"""
+    from graphene_py.algos import registry
+    from graphene_py.prepare import RUNS, prepare
+    assert {a.split()[0] for _, a in RUNS} >= set(registry.names()) - {"msbfs"}
+    monkeypatch.delenv("GRAPHENE_KERNEL_CACHE", raising=False)     # the user's caches
+    prepare(jobs=2, say=lambda m: None)
+    g = tg.powerlaw()
+    el = tmp_path / "g.el"
+    el.write_text("".join(f"{a} {b}\n" for a, b in zip(g.src, g.dst)))
+    (tmp_path / "d").mkdir()
+    runs = [["partition", str(el), "--disks", str(tmp_path / "d"), "--name", "pl", "-s", "-q"]]
+    for a in ("bfs", "pagerank", "pagerank-pull", "wcc", "kcore", "apsp", "spmv"):
+        runs += [["run", a, "-g", "pl", "-q"], ["run", a, "-g", "pl", "-q", "--in-memory"]]
+    env = dict(os.environ, GRAPHENE_HOME=str(tmp_path / "home"), GRAPHENE_SMALL_EDGES="0")
+    env.pop("GRAPHENE_KERNEL_CACHE", None)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-c", COMPILES, json.dumps(runs)], env=env,
+                       capture_output=True, text=True, timeout=600)
+    line = [x for x in p.stderr.splitlines() if x.startswith("COMPILED ")]
+    assert p.returncode == 0 and line, p.stderr[-3000:]
+    assert json.loads(line[-1][9:]) == []
