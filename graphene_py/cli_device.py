@@ -1,5 +1,5 @@
 """`graphene calibrate`: measure the disks' random-read speed by request size, once per device.
-`graphene prepare`: compile the built-in kernels once (graphene_py/prepare.py)."""
+`graphene prepare`: compile the built-in kernels once (graphene_py/cli_prepare.py)."""
 from __future__ import annotations
 
 import datetime
@@ -108,11 +108,12 @@ def calibrate_cmd(graph, disks, seconds, engine, queue_depth, show, forget, as_j
 @click.command("prepare")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=2, show_default=True,
               help="Processes compiling at once.")
-def prepare_cmd(jobs):
+@click.pass_context
+def prepare_cmd(ctx, jobs):
     """Compile and cache the kernels of every built-in command, ahead of the first run (`make
     install` does this; run it again after upgrading numba)."""
-    from .prepare import prepare
-    secs = prepare(jobs, say=lambda m: click.echo(m, err=True))
+    from .cli_prepare import prepare
+    secs = prepare(ctx.find_root().command, jobs, say=lambda m: click.echo(m, err=True))
     click.echo(f"kernels ready in {secs:.1f} s", err=True)
 
 

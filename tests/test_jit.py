@@ -333,10 +333,11 @@ def test_prepare_leaves_nothing_to_compile_for_a_first_run(tmp_path, monkeypatch
     memory, without compiling a single graphene_py kernel. (Cold, prepare takes about a minute;
     after make install it finds everything cached.)"""
     from graphene_py.algos import registry
-    from graphene_py.prepare import RUNS, prepare
+    from graphene_py.cli_prepare import RUNS, prepare
     assert {a.split()[0] for _, a in RUNS} >= set(registry.names()) - {"msbfs"}
     monkeypatch.delenv("GRAPHENE_KERNEL_CACHE", raising=False)     # the user's caches
-    prepare(jobs=2, say=lambda m: None)
+    from graphene_py.cli import main
+    prepare(main, jobs=2, say=lambda m: None)
     g = tg.powerlaw()
     el = tmp_path / "g.el"
     el.write_text("".join(f"{a} {b}\n" for a, b in zip(g.src, g.dst)))

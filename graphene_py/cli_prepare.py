@@ -25,6 +25,8 @@ import time
 
 import numpy as np
 
+from .errors import GrapheneError
+
 #: (dataset, graphene run arguments): every built-in algorithm on the paths a user takes
 RUNS = [
     ("sym", "bfs -v"), ("sym", "bfs --in-memory"), ("sym", "bfs --memory none"),
@@ -46,20 +48,25 @@ RUNS = [
 SCALE, EDGE_FACTOR = 11, 8          # 2,048 vertices, 16,384 edges: a hub and several levels
 
 
-def _cli(args) -> None:
-    """One `graphene` command in this process, its output swallowed; an error raises."""
-    from .cli import main
+#: a share of the runs in another process: python -c SHARE K N
+SHARE = ("import sys; from graphene_py.cli import main; from graphene_py.cli_prepare import runs; "
+         "runs(main, int(sys.argv[1]), int(sys.argv[2]))")
+
+
+def _cli(main, args) -> None:
+    """One `graphene` command (main: the click group) in this process, its output swallowed; an
+    error raises."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
             main.main(list(args), standalone_mode=False)
         except SystemExit as e:
             if e.code not in (None, 0):
-                raise RuntimeError(f"graphene {' '.join(args)} exited {e.code}:\n"
-                                   f"{out.getvalue()}") from None
+                raise GrapheneError(f"graphene prepare: `graphene {' '.join(args)}` exited "
+                                    f"{e.code}:\n{out.getvalue()}") from None
 
 
-def _datasets(root: str) -> None:
+def _datasets(main, root: str) -> None:
     from .generate import kronecker
     src, dst, w = next(kronecker(SCALE, EDGE_FACTOR, weights=True, chunk=EDGE_FACTOR << SCALE))
     el, wel = os.path.join(root, "g.el"), os.path.join(root, "g.wel")
@@ -70,20 +77,22 @@ def _datasets(root: str) -> None:
     for d in disks:
         os.makedirs(d, exist_ok=True)
     # one disk (one partition: the offsets' own degrees) and two (a grid)
-    _cli(["partition", el, "--disks", disks[0], "--name", "sym", "-s", "-q"])
-    _cli(["partition", el, "--disks", *disks, "--name", "sym2", "-s", "-q"])
-    _cli(["partition", el, "--disks", *disks, "--name", "dir", "--in-edges", "-q"])
-    _cli(["partition", wel, "--disks", disks[0], "--name", "w", "-s", "-q"])
+    _cli(main, ["partition", el, "--disks", disks[0], "--name", "sym", "-s", "-q"])
+    _cli(main, ["partition", el, "--disks", *disks, "--name", "sym2", "-s", "-q"])
+    _cli(main, ["partition", el, "--disks", *disks, "--name", "dir", "--in-edges", "-q"])
+    _cli(main, ["partition", wel, "--disks", disks[0], "--name", "w", "-s", "-q"])
 
 
-def _runs(part: int, parts: int) -> None:
+def runs(main, part: int, parts: int) -> None:
+    """Share `part` of `parts` of RUNS."""
     for i, (ds, args) in enumerate(RUNS):
         if i % parts == part:
-            _cli(["run", *args.split(), "-g", ds, "-q"])
+            _cli(main, ["run", *args.split(), "-g", ds, "-q"])
 
 
-def prepare(jobs: int = 2, say=print) -> float:
-    """Compile and cache every built-in command's kernels; returns the seconds it took."""
+def prepare(main, jobs: int = 2, say=print) -> float:
+    """Compile and cache every built-in command's kernels (main: the `graphene` click group);
+    returns the seconds it took."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="graphene-prepare-") as root:
         env = dict(os.environ, GRAPHENE_HOME=os.path.join(root, "home"), GRAPHENE_SMALL_EDGES="0")
@@ -91,16 +100,17 @@ def prepare(jobs: int = 2, say=print) -> float:
         os.environ.update({k: env[k] for k in old})
         try:
             say("compiling the partitioner's kernels ...")
-            _datasets(root)
+            _datasets(main, root)
             say(f"compiling the algorithms' kernels ({len(RUNS)} runs, {jobs} processes) ...")
-            procs = [subprocess.Popen([sys.executable, "-m", __name__, str(k), str(jobs)], env=env,
+            procs = [subprocess.Popen([sys.executable, "-c", SHARE, str(k), str(jobs)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                      for k in range(1, jobs)]
-            _runs(0, jobs)
+            runs(main, 0, jobs)
             for p in procs:
                 out = p.communicate()[0]
                 if p.returncode != 0:
-                    raise RuntimeError(out.decode(errors="replace"))
+                    raise GrapheneError(f"graphene prepare: a share of the runs failed:\n"
+                                        f"{out.decode(errors='replace')}")
         finally:
             for k, v in old.items():
                 if v is None:
@@ -109,6 +119,3 @@ def prepare(jobs: int = 2, say=print) -> float:
                     os.environ[k] = v
     return time.perf_counter() - t0
 
-
-if __name__ == "__main__":         # one share of the runs: python -m graphene_py.prepare K N
-    _runs(int(sys.argv[1]), int(sys.argv[2]))
