@@ -42,7 +42,7 @@ RUNS = [
     ("sym2", "kcore"),
     ("dir", "bfs -v"), ("dir", "pagerank -v"), ("dir", "pagerank-pull -v"), ("dir", "wcc -v"),
     ("dir", "kcore -v"), ("dir", "apsp"), ("dir", "spmv"),
-    ("w", "sssp -v"), ("w", "sssp --in-memory"), ("w", "spmv -v"),
+    ("w", "sssp -v"), ("w", "sssp --in-memory"), ("w", "sssp --memory none"), ("w", "spmv -v"),
 ]
 
 SCALE, EDGE_FACTOR = 11, 8          # 2,048 vertices, 16,384 edges: a hub and several levels

@@ -296,6 +296,38 @@ def test_ssd_vs_naive(algo, gname, kind, tmp_root):
     CHECKS[algo](g, c, SSD)
 
 
+# SSSP walks its lists in RAM (algos/sssp.py _relax_ram): in memory, and from a read-through cache
+# with room for every list (one pass reads them all in, then the same walk); a cache too small for
+# them keeps the engine's supersteps. Every way gives Dijkstra's distances, at any delta.
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)])
+@pytest.mark.parametrize("gname", GRAPH_NAMES)
+def test_sssp_walk_in_ram(gname, grid, tmp_root):
+    from graphene_py.iterator.memory import CacheBudget
+    from graphene_py.iterator.session import drop_memory_cache
+    c = case_of(gname, "sym")
+    g = dataset(tmp_root, c, grid)
+    srcs = sources_for(c)
+    if not len(srcs):
+        return
+    s = srcs[-1]
+    ref = c.ref(("dijkstra", s), lambda: naive.dijkstra(c.n, c.src, c.dst, c.w, s))
+    whole = 1 << 40
+    for how, kw in (("memory", {"in_memory": True}), ("cache", {"cache": CacheBudget(whole)}),
+                    ("small cache", {"cache": CacheBudget(512)})):
+        drop_memory_cache()
+        for delta in (None, 0.7, 1e9):
+            r = sssp.run(g, src=s, delta=delta, **SSD, **kw)
+            assert np.array_equal(r.dist, ref), (how, delta)
+            loads = [st for st in r.supersteps if st.get("phase") == "load"]
+            assert len(loads) == (how == "cache" and g.num_edges > 0), how
+            walked = how == "memory" or (how == "cache" and g.num_edges > 0)
+            assert all((st.get("walk") == "ram") == walked
+                       for st in r.supersteps if st.get("phase") != "load"), how
+            if delta is None:
+                assert r.delta == (sssp.ram_delta(g) if walked else sssp.default_delta(g))
+    drop_memory_cache()
+
+
 # 3. partition grids x engines (a hub spanning partitions, components, duplicates, isolated ends)
 @pytest.mark.parametrize("engine", ["pread", "uring"])
 @pytest.mark.parametrize("grid", [(1, 1), (3, 2)])
@@ -431,6 +463,25 @@ def test_sssp_bins_take_the_lowest_bucket_and_skip_stale_entries():
         inq[:] = 0
     assert got == [(0.0, [1]), (1.0, [3, 7]), (2.0, [5, 9])]
     assert bins.held == 0
+
+
+@pytest.mark.parametrize("spread", [3, 10**7])
+def test_sssp_bins_group_like_a_stable_sort(spread):
+    """A superstep's vertices join their bins in their own order, by a counting sort when the
+    buckets are near each other, else by a stable argsort: both as a stable sort would."""
+    rng = np.random.default_rng(spread)
+    verts = rng.integers(0, 1000, 5000)
+    keys = np.floor(rng.integers(0, spread, 5000) + 17.0)
+    bins = sssp.Bins(1000)
+    bins.add(verts, keys)
+    order = np.argsort(keys, kind="stable")
+    want = {}
+    for k, v in zip(keys[order], verts[order]):
+        want.setdefault(float(k), []).append(int(v))
+    got = {}
+    while (b := bins.pop()) is not None:
+        got[b[0]] = b[1].tolist()
+    assert got == want and list(got) == sorted(want)
 
 
 # ---------------------------------------------------------------------------------------------

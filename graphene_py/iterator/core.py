@@ -501,19 +501,18 @@ class IoIterator(IoSession, TableApi):
         return verify
 
     def ram_lists(self):
-        """The in-memory path's lists as one table, for kernels that walk them directly (the
-        dedicated in-memory BFS): (buf, offs, row_lo, row_part, pbase, plo, ebase) where the rows
+        """The lists in RAM as one table (the in-memory path's, or a cache's that holds them all),
+        for kernels that walk them directly (the dedicated in-memory BFS): (buf, offs, row_lo, row_part, pbase, plo, ebase) where the rows
         of the grid start at row_lo[r] (one entry more: n), row r's partitions are
         row_part[r]..row_part[r + 1], and partition j's list of vertex v (in its row) is
         buf[ebase[j] + offs[pbase[j] + v - plo[j]] : ebase[j] + offs[pbase[j] + v - plo[j] + 1]]
         (ebase -1: the partition has no edges). Neighbour IDs are global vertex IDs."""
-        if not self.in_memory:
-            raise ValueError("ram_lists() needs an in-memory iterator")
+        buf, _, file_base, _ = self._ram_arrays()
         P = len(self.parts)
         order = sorted(range(P), key=lambda i: (self.parts[i].row_lo, self.parts[i].col_lo))
         ebase_of = np.full(P, -1, dtype=np.int64)
         for f, p in enumerate(self.file_parts):
-            ebase_of[p] = int(self.file_base[f]) >> self.id_shift
+            ebase_of[p] = int(file_base[f]) >> self.id_shift
         row_lo, row_part = [], []
         for k, i in enumerate(order):
             lo = self.parts[i].row_lo
@@ -526,9 +525,47 @@ class IoIterator(IoSession, TableApi):
                                         for r in range(len(row_part) - 1))):
             raise ValueError(f"{self.graph.name}: the {self.direction}-rows do not tile 0..n")
         o = np.array(order, dtype=np.int64)
-        return (self.buf, self.offs, np.array(row_lo, dtype=np.int64),
+        return (buf, self.offs, np.array(row_lo, dtype=np.int64),
                 np.array(row_part, dtype=np.int64), self.part_base[o].copy(),
                 self.part_row_lo[o].copy(), ebase_of[o].copy())
+
+    def ram_weights(self):
+        """The weights beside ram_lists(): (wbuf, wbase), float32 weights where the weight of
+        the edge at buf[ebase[j] + e] (partition j in ram_lists()'s order) is wbuf[wbase[j] + e]
+        (-1: the partition has no edges)."""
+        if not self.weights:
+            raise ValueError("ram_weights() needs an iterator with weights")
+        _, wbuf, _, wfile_base = self._ram_arrays()
+        P = len(self.parts)
+        order = sorted(range(P), key=lambda i: (self.parts[i].row_lo, self.parts[i].col_lo))
+        wbase = np.full(P, -1, dtype=np.int64)
+        for f, p in enumerate(self.file_parts):
+            wbase[p] = int(wfile_base[f]) >> 2
+        return wbuf, wbase[np.array(order, dtype=np.int64)].copy()
+
+    def all_held(self) -> bool:
+        """Whether the read-through cache holds every block of every file of this direction (its
+        RAM is then laid out as the in-memory path's: ram_lists() works)."""
+        if (self.cached is None or not self.cached.all() or self.cache_partial is not None
+                or not self.F):
+            return False
+        held, _, vbase = self.cache_held
+        fids = np.arange(self.F, dtype=np.int64)
+        sel = np.empty(self.F, dtype=np.bool_)
+        K.extents_held(fids, np.zeros(self.F, dtype=np.int64),
+                       np.asarray(self.file_bytes, dtype=np.int64), held, vbase,
+                       _bm.shift_of(self.block_size), sel)
+        return bool(sel.all())
+
+    def _ram_arrays(self):
+        """(ID array, weights, file_base, wfile_base) of the lists in RAM: the in-memory path's,
+        or the cache's once it holds everything (all_held)."""
+        if self.in_memory:
+            return self.buf, self.wbuf, self.file_base, self.wfile_base
+        if self.all_held():
+            return self.cmem
+        raise ValueError("the lists are not in RAM (an in-memory iterator, or a cache that "
+                         "holds every file)")
 
     def _run_job(self, job, nextents):
         if self._helpers is not None and nextents > 1:

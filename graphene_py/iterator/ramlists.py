@@ -69,13 +69,16 @@ class RamLists:
         self.out = np.zeros((self.threads, 2), dtype=np.int64)      # per-thread counts
 
     @classmethod
-    def of(cls, em, direction: str):
+    def of(cls, em, direction: str, held: bool = False):
         """The lists of `direction` when em's run is local and every iterator is in memory
-        (else None: the engine's supersteps serve it)."""
+        (else None: the engine's supersteps serve it). held: or when the read-through cache of
+        every iterator holds all its lists (IoIterator.all_held)."""
         its = getattr(em, "its", None) or {}
         it = its.get(direction)
         if not getattr(em, "local", False) or it is None or not all(
-                getattr(i, "in_memory", False) and hasattr(i, "ram_lists") for i in its.values()):
+                hasattr(i, "ram_lists") and (getattr(i, "in_memory", False) or
+                                             (held and i.all_held()))
+                for i in its.values()):
             return None
         return cls(it, em.threads)
 
