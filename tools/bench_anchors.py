@@ -51,6 +51,7 @@ ALGOS = {
                ("aio_apsp.bin", None)),
     "spmv": ("SpMV", "spmv", ("aio_spmv.bin", None)),
     "dpr": ("delta PageRank to 1e-4", "pagerank --tol 1e-4", None),
+    "sssp": ("SSSP from 0 (kron22 weighted)", "sssp --src 0 --graph kron22w", None),
 }
 #: GAPBS kernels (in memory): name -> (label, binary and arguments)
 GAPBS = {
@@ -59,6 +60,7 @@ GAPBS = {
     "pr10": ("PageRank 10 it.", "pr -f kron22.sg -i 10 -t 0 -n 3"),
     "dpr": ("delta PageRank to 1e-4", "pr -f kron22.sg -i 20 -t 1e-4 -n 3"),
     "wcc": ("WCC", "cc -f kron22.sg -n 3"),
+    "sssp": ("SSSP from 0 (kron22 weighted)", "sssp -f kron22.wsg -r 0 -n 3"),
 }
 
 
@@ -163,7 +165,8 @@ def run(a):
             print("fio start:", res["fio_start"], flush=True)
         for name in names:
             label, ours, cpp = ALGOS[name]
-            run_args = ["run", *shlex.split(ours), "--graph", "kron22", "-t", "2", "-q"]
+            run_args = ["run", *shlex.split(ours), *([] if "--graph" in ours else
+                                                      ["--graph", "kron22"]), "-t", "2", "-q"]
             cmds = {}
             for tlabel, path in trees(a):
                 cmds[tlabel] = ([GRAPHENE] if path is None else tree_command(path)) + run_args
