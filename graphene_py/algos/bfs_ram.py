@@ -30,7 +30,7 @@ from ..io.bitmap import ctz64, popcount64
 from ..iterator.atomics import atomic_add, atomic_or
 from ..iterator.queue import push, squeeze_from
 from ..iterator.memory import track
-from ..iterator.ramlists import RamLists, degree, row_of, step_stats
+from ..iterator.ramlists import RamLists, degree, list_span, row_of, step_stats
 from ..jit import njit
 
 ALPHA = 15       # top-down -> bottom-up when scout > edges_to_check / ALPHA (GAPBS)
@@ -58,9 +58,7 @@ def _top_down(tid, counter, chunk, q, fs, fe, buf, offs, row_lo, row_part, pbase
                 eb = ebase[j]
                 if eb < 0:
                     continue
-                b = pbase[j] + v - plo[j]
-                s = np.int64(offs[b])
-                e = np.int64(offs[b + 1])
+                s, e = list_span(offs, pbase, plo, j, v)
                 edges += e - s
                 for i in range(eb + s, eb + e):
                     u = np.int64(buf[i])

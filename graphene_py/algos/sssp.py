@@ -103,7 +103,7 @@ def _relax(v, nbrs, wts, tid, state):
 from ..iterator.atomics import atomic_add as _add, atomic_min as _amin, atomic_or as _or, float_bits as _bits  # noqa: E402,E501
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.queue import push  # noqa: E402
-from ..iterator.ramlists import RamLists, row_of, step_stats  # noqa: E402
+from ..iterator.ramlists import RamLists, list_span, row_of, step_stats  # noqa: E402
 
 #: one superstep: distances combine by min (on their bits), hits by or, the hit vertices queue
 #: (slot 1 is slot 2 as floats: one array, read as floats and lowered as bits)
@@ -141,12 +141,8 @@ def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase
             r = row_of(row_lo, v)
             for j in range(row_part[r], row_part[r + 1]):
                 eb = ebase[j]
-                if eb < 0:
-                    continue
-                b = pbase[j] + v - plo[j]
-                s = np.int64(offs[b])
-                e = np.int64(offs[b + 1])
-                if e > s:
+                if eb >= 0:
+                    s, e = list_span(offs, pbase, plo, j, v)
                     wb = wbase[j]
                     _relax(v, buf[eb + s:eb + e], wbuf[wb + s:wb + e], tid, state)
                     edges += e - s

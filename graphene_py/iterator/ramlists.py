@@ -45,6 +45,14 @@ def row_of(row_lo, v):
 
 
 @njit(cache=True, inline="always")
+def list_span(offs, pbase, plo, j, v):
+    """(start, end) of v's list in partition j of its row, positions in the partition's IDs
+    (add ebase[j] for buf, wbase[j] for the weights)."""
+    b = pbase[j] + v - plo[j]
+    return np.int64(offs[b]), np.int64(offs[b + 1])
+
+
+@njit(cache=True, inline="always")
 def degree(offs, row_lo, row_part, pbase, plo, v):
     """v's list length summed over its row's partitions."""
     r = row_of(row_lo, v)
