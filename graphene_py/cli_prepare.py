@@ -101,7 +101,7 @@ def prepare(main, jobs: int = 2, say=print) -> float:
         try:
             say("compiling the partitioner's kernels ...")
             _datasets(main, root)
-            say(f"compiling the algorithms' kernels ({len(RUNS)} runs, {jobs} processes) ...")
+            say(f"compiling the algorithms' kernels ({len(RUNS)} runs, {jobs} process{'es' if jobs > 1 else ''}) ...")
             procs = [subprocess.Popen([sys.executable, "-c", SHARE, str(k), str(jobs)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                      for k in range(1, jobs)]

@@ -392,8 +392,12 @@ class Graph:
         counts = np.array([p.num_edges for p in parts], dtype=np.float64)
         ideal = self.num_edges / max(1, len(parts))
         per_disk = [0] * len(self.disks)
+        seen = set()           # an undirected dataset's in-files are its out-files, linked
         for p, kind, path in self.all_files():
-            per_disk[p.disk] += os.path.getsize(path)
+            st = os.stat(path)
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                per_disk[p.disk] += st.st_size
         return {
             "name": self.name, "path": self.path, "version": self.version, "num_vertices": self.num_vertices,
             "num_edges": self.num_edges, "directed": self.directed, "weighted": self.weighted,

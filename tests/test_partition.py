@@ -156,6 +156,36 @@ def test_in_edges(tmp_path):
         assert abs(indeg[rows[r]:rows[r + 1]].sum() - len(rs) / 3) <= indeg.max()
 
 
+def test_undirected_in_edges_are_the_out_files(tmp_path):
+    """-s with --in-edges: the in-partitions are the out-partitions' own files under the in-names
+    (hard links; no second sort), every in-list equals the transpose's, the dataset verifies,
+    and pull PageRank equals the one over the same edges stored as a directed dataset (whose
+    in-partitions are sorted as a transpose)."""
+    from graphene_py.algos import pagerank
+    g = graphs.powerlaw()
+    disks = make_disks(tmp_path, 2)
+    G = partition_arrays(g.src, g.dst, weights=g.weights, num_vertices=g.n, disks=disks,
+                         name="u", rows=3, cols=2, symmetrize=True, in_edges=True)
+    s, d = G.edges("in")
+    t, u = G.edges("out")
+    o = np.lexsort((t, u))                 # the transpose, sorted as the in-lists are
+    np.testing.assert_array_equal(s, u[o])
+    np.testing.assert_array_equal(d, t[o])
+    np.testing.assert_array_equal(G.to_csr("in")[2], G.to_csr("out")[2][o])
+    assert G.manifest["in"]["rows"] == G.manifest["out"]["rows"]
+    for pi, po in zip(G.parts("in"), G.parts("out")):
+        for a, b in ((pi.adj_path, po.adj_path), (pi.off_path, po.off_path),
+                     (pi.wgt_path, po.wgt_path)):
+            assert a != b and os.path.samefile(a, b)
+    assert G.verify() == []
+    mem = pagerank.run(G, variant="pull", in_memory=True, threads=2).scores
+    directed = partition_arrays(np.concatenate([g.src, g.dst]), np.concatenate([g.dst, g.src]),
+                                weights=np.concatenate([g.weights, g.weights]), num_vertices=g.n,
+                                disks=make_disks(tmp_path, 1, "d"), name="d", in_edges=True)
+    ref = pagerank.run(directed, variant="pull", in_memory=True, threads=2).scores
+    np.testing.assert_allclose(mem, ref, rtol=1e-9, atol=1e-15)
+
+
 def test_bad_arrays(tmp_path):
     disks = make_disks(tmp_path, 1)
     with pytest.raises(GrapheneError, match="negative"):

@@ -229,6 +229,27 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
     return {"rows": rows, "cols": cols, "partitions": parts}
 
 
+def _mirror_direction(writer, sec, direction):
+    """An undirected dataset's `direction` partitions (its in-edges): the out-partitions' own
+    files under that direction's names. Every edge goes both ways, so v's in-list is its
+    out-list, and the rows, columns, offsets and checksums are the same. Hard links where the
+    disk allows (writer.mirror): no second sort and no second copy of the bytes."""
+    parts = []
+    for p in sec["partitions"]:
+        q = dict(p)
+        base = f"{direction}_r{p['row']}_c{p['col']}"
+        for key in ("adj", "off", "wgt"):
+            if p.get(key):
+                q[key] = base + "." + key
+                writer.mirror(p["disk"], p[key], q[key])
+        q["pages"] = {}
+        for key, pe in p["pages"].items():
+            q["pages"][key] = dict(pe, file=q[key] + ".pcrc")
+            writer.mirror(p["disk"], pe["file"], q["pages"][key]["file"])
+        parts.append(q)
+    return {"rows": sec["rows"], "cols": sec["cols"], "partitions": parts}
+
+
 def _transpose_store(store, budget):
     """In-memory transposed CSR of a (deduplicated) store."""
     n = store.n
@@ -278,7 +299,9 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
         stats = dict(stats, weight_min=wstats["min"], weight_max=wstats["max"],
                      weight_mean=wstats["sum"] / max(1, int(out_store.m)))
     in_sec = None
-    if in_edges:
+    if in_edges and not directed:     # undirected: the in-lists are the out-lists
+        in_sec = _mirror_direction(writer, out_sec, "in")
+    elif in_edges:
         in_store = in_store_fn() if in_store_fn else _transpose_store(out_store, budget)
         in_sec = _write_direction(writer, in_store, "in", R, C, id_width, weighted, budget, loads,
                                   progress)

@@ -263,6 +263,21 @@ class DatasetWriter:
         self.open_files.append(pf)
         return pf
 
+    def mirror(self, disk: int, fname: str, new_name: str) -> None:
+        """Disk `disk`'s written file `fname` again under `new_name` in the same version folder: a
+        hard link (no bytes written), or a copy where the file system has none."""
+        src = os.path.join(self.tmp[disk], fname)
+        dst = os.path.join(self.tmp[disk], new_name)
+        try:
+            os.link(src, dst)
+        except OSError:
+            try:
+                shutil.copyfile(src, dst)
+            except OSError as e:
+                if e.errno == errno.ENOSPC:
+                    raise disk_full_error(self.disks[disk], e) from None
+                raise
+
     def save_npy(self, disk: int, fname: str, arr: np.ndarray) -> str:
         """Save an array; returns its CRC32 (recorded in the manifest)."""
         path = os.path.join(self.tmp[disk], fname)
