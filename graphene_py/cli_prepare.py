@@ -5,8 +5,8 @@ on-disk cache (beside the module, or the generated kernels' folder, jit.kernel_c
 this step a user's first `graphene partition` pays ~20 s of compilation and a first `graphene run
 bfs` ~13 s, on any graph. `make install` runs it; run it again after upgrading numba.
 
-It builds three small datasets in a temporary folder (an undirected one, a directed one with
-in-edges, a weighted one) through `graphene partition`, then runs every built-in algorithm on them
+It builds four small datasets in a temporary folder (undirected on one disk and on two, directed
+with in-edges, weighted) through `graphene partition`, then runs every built-in algorithm on them
 through `graphene run` as a user would: from the SSD path (the default read-through cache, and
 without it), in memory, with verification. The engine path is forced (GRAPHENE_SMALL_EDGES=0; a
 graph this small would otherwise take the small-graph path). The runs are split over `jobs`
@@ -101,11 +101,18 @@ def prepare(main, jobs: int = 2, say=print) -> float:
         try:
             say("compiling the partitioner's kernels ...")
             _datasets(main, root)
-            say(f"compiling the algorithms' kernels ({len(RUNS)} runs, {jobs} process{'es' if jobs > 1 else ''}) ...")
+            procs = "processes" if jobs > 1 else "process"
+            say(f"compiling the algorithms' kernels ({len(RUNS)} runs, {jobs} {procs}) ...")
             procs = [subprocess.Popen([sys.executable, "-c", SHARE, str(k), str(jobs)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                      for k in range(1, jobs)]
-            runs(main, 0, jobs)
+            try:
+                runs(main, 0, jobs)
+            except BaseException:       # the others stop too, before their folder goes
+                for p in procs:
+                    p.kill()
+                    p.wait()
+                raise
             for p in procs:
                 out = p.communicate()[0]
                 if p.returncode != 0:

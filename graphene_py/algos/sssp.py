@@ -149,11 +149,12 @@ def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase
     out[tid, 0] = edges
 
 
-def _ram_step(rl, frontier, state):
-    """One superstep over the frontier's lists in RAM: the engine's stats keys."""
+def _ram_step(rl, weights, frontier, state):
+    """One superstep over the frontier's lists in RAM (weights: IoIterator.ram_weights()): the
+    engine's stats keys."""
     t0 = time.perf_counter()
     buf, offs, row_lo, row_part, pbase, plo, ebase = rl.table
-    wbuf, wbase = rl.weights
+    wbuf, wbase = weights
     chunk = max(1, min(RAM_CHUNK, len(frontier) // (4 * rl.threads)))
     c = rl.counter
 
@@ -344,8 +345,9 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
             steps.append(st)
             if progress is not None:
                 progress(st)
+        weights = None
         if rl is not None:
-            rl.weights = it.ram_weights() if it is not None else em.its["out"].ram_weights()
+            weights = em.its["out"].ram_weights()
             if asked is None:
                 delta = ram_delta(graph)
         bins.add(np.array([src], dtype=np.int64), np.array([np.floor(0.0 / delta)]))
@@ -360,7 +362,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
                 continue
             frontier = ids[:m]
             buckets.add(b)
-            st = (_ram_step(rl, frontier, state) if rl is not None else
+            st = (_ram_step(rl, weights, frontier, state) if rl is not None else
                   em.edge_map(state, frontier, push=RELAX))
             inq[frontier] = 0
             nq = q.close()
