@@ -100,7 +100,8 @@ def _relax(v, nbrs, wts, tid, state):
                     push(ids, tail, cur, tid, u)
 
 
-from ..iterator.atomics import atomic_add as _add, atomic_min as _amin, atomic_or as _or, float_bits as _bits  # noqa: E402,E501
+from ..iterator.atomics import (atomic_add as _add, atomic_min as _amin,  # noqa: E402
+                                atomic_or as _or, float_bits as _bits)
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.queue import push  # noqa: E402
 from ..iterator.ramlists import RamLists, list_span, row_of, step_stats  # noqa: E402
