@@ -21,7 +21,7 @@ from graphene_py.errors import GrapheneError
 from tests import graphs
 
 NODES = 3
-CHAIN = 200     # levels of the chain graph (a superstep costs ~7 ms of coordination here)
+CHAIN = 120     # levels of the chain graph (a superstep costs ~10 ms of coordination here)
 RT = {"threads": 2, "buffer_mb": 2}
 
 
@@ -127,6 +127,24 @@ def test_merge_rows_and_queue():
     assert list(ids[:3]) == [2, 5, 9] and tail[0] == 3 and not cur.any()
 
 
+def test_changes_packed_in_pieces():
+    """A node's changes cut into byte strings (to travel under Ray's inline size) come back
+    with every array's dtype, shape and values, for any number of pieces."""
+    from graphene_py.cluster.merge import pack, unpack
+    ch = [("none",), ("dense", np.arange(7, dtype=np.uint8)),
+          ("sparse", np.array([1, 4, 9], np.int32), np.array([0.5, -2.0, 3.25])),
+          ("dense", np.arange(12, dtype=np.int64).reshape(3, 4)),
+          ("sparse", np.zeros(0, np.int32), np.zeros(0, np.float32))]
+    for p in (1, 2, 5, 40):
+        skel, parts = pack(ch, p)
+        assert len(parts) == p and sum(x.nbytes for x in parts) == 8 + 16 + 24 + 96
+        out = unpack(skel, [x.copy() for x in parts])
+        assert [c[0] for c in out] == [c[0] for c in ch]
+        for c, o in zip(ch, out):
+            for x, y in zip(c[1:], o[1:]):
+                assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+
+
 def test_update_pickles_by_name():
     """A kernel pair travels to the nodes by import name: the node gets the module's own
     dispatchers (whose compiled superstep is cached on disk), not fresh copies to compile."""
@@ -165,10 +183,17 @@ def cluster(tmp_path_factory):
 CASES = {}     # (graph, directed) -> (local Graph, ClusterGraph), made once
 
 
+def hopping_chain(n):
+    """A chain whose every level is on another node's rows than the last: vertex order 0, n/3,
+    2n/3, 1, n/3 + 1, ... (a path from vertex 0 of n - 1 edges)."""
+    order = np.arange(n).reshape(NODES, -1).T.reshape(-1)
+    return graphs._mk("chain", n, order[:-1], order[1:])
+
+
 def both(cluster, tmp_path_factory, name, directed, monkeypatch=None):
     key = (name, directed)
     if key not in CASES:
-        g = graphs.chain(CHAIN) if name == "chain" else graphs.by_name(name)
+        g = hopping_chain(CHAIN) if name == "chain" else graphs.by_name(name)
         d = tmp_path_factory.mktemp(f"src-{name}-{directed}")
         local = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, disks=[str(d)],
                                     name=f"c-{name}-{directed}", rows=NODES, cols=2,
@@ -208,6 +233,8 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     a, b = gp.bfs(local, src=src, **RT), gp.bfs(cg, src=src, **RT)
     assert np.array_equal(a.depth, b.depth)
     assert registry.module("bfs").verify(local, b) == []       # parents valid on the real edges
+    # every superstep went through the cluster: stats of each node, bytes exchanged
+    assert all("exchange_bytes" in s and len(s["node_seconds"]) == NODES for s in b.supersteps)
     a, b = gp.wcc(local, **RT), gp.wcc(cg, **RT)
     assert np.array_equal(a.labels, b.labels) and a.n_components == b.n_components
     if not directed and name in ("star", "powerlaw"):   # BFS's levels there too (bfs.Levels)
@@ -239,9 +266,6 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
     if name in BC_ON:
         a, b = gp.bc(local, k=3, seed=2, **RT), gp.bc(cg, k=3, seed=2, **RT)
         np.testing.assert_allclose(b.bc, a.bc, rtol=1e-9, atol=1e-12)
-    # every superstep went through the cluster: stats of each node, bytes exchanged
-    st = gp.bfs(cg, src=src, **RT).supersteps
-    assert all("exchange_bytes" in s and len(s["node_seconds"]) == NODES for s in st)
 
 
 def test_labeled_dataset_distributes(cluster, tmp_path_factory, home_kept):
@@ -443,6 +467,12 @@ def test_api_cluster_keyword(cluster, tmp_path_factory, home_kept):
     c = gp.bfs(local.name, src=7, cluster=cluster, **RT)
     assert np.array_equal(a.depth, b.depth) and np.array_equal(a.depth, c.depth)
     assert "exchange_bytes" in b.supersteps[0]
+    # another connection in this process (as a command run in-process makes) finds the same
+    # node actors, started and with their kernels loaded
+    from graphene_py.cluster import Cluster
+    other = Cluster(cluster.address)
+    for lb in cg.labels:
+        assert other.actor(lb) is cluster.actor(lb)
 
 
 def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):

@@ -111,6 +111,35 @@ def merge(target: np.ndarray, rule: str, changes) -> None:
             ufunc.at(target, c[1], c[2])
 
 
+def pack(changes, p: int) -> tuple:
+    """A list of changes cut into p byte strings of about equal size (each array padded to 8
+    bytes): (skeleton, parts). unpack(skeleton, parts) gives the list back."""
+    skel, blobs = [], []
+    for c in changes:
+        skel.append((c[0],) + tuple((a.shape, a.dtype.str) for a in c[1:]))
+        for a in c[1:]:
+            b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+            blobs.append(b)
+            if b.size % 8:
+                blobs.append(np.zeros(8 - b.size % 8, np.uint8))
+    blob = np.concatenate(blobs) if blobs else np.zeros(0, np.uint8)
+    b = bounds(blob.size, p)
+    return skel, [blob[b[j]:b[j + 1]] for j in range(p)]
+
+
+def unpack(skel, parts) -> list:
+    blob = np.concatenate(parts) if len(parts) > 1 else np.asarray(parts[0])
+    out, o = [], 0
+    for kind, *arrays in skel:
+        got = [kind]
+        for shape, dt in arrays:
+            size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize
+            got.append(blob[o:o + size].view(dt).reshape(shape))
+            o += -(-size // 8) * 8
+        out.append(tuple(got))
+    return out
+
+
 def merge_queues(ids: np.ndarray, tail: np.ndarray, cur: np.ndarray, pieces) -> int:
     """Put the union of the pieces' queued vertices (sorted, each once: two nodes may both claim
     a vertex) into a NextQueue's slots from tail[0] on (0, or where a queue that holds every

@@ -1,4 +1,4 @@
-"""The node actor: one per machine (per Cluster connection), pinned there by a Ray resource. It
+"""The node actor: one per machine (per driver process), pinned there by a Ray resource. It
 writes shards onto the machine's disks and serves the rows of the 2D grid that live there with
 the local engine (IoIterator through a local EdgeMap), for any number of datasets.
 
@@ -24,7 +24,7 @@ import socket
 
 import numpy as np
 
-from .merge import diff, merge, owner_bounds, split
+from .merge import diff, merge, owner_bounds, pack, split
 
 
 class _Shard:
@@ -138,8 +138,10 @@ class NodeEngine:
         slot of one entry per vertex, an equal share of any other slot's elements. Returns 1 + k
         values: ("ok", stats, queued, bytes of each part), then the changes cut into k parts
         (a list per written slot each; merge.split); without owners one value, ("ok", stats,
-        queued, [bytes], the changes: a list per written slot)."""
-        session, base, version, direction, weights, update, queue_dtype, owners = \
+        queued, [bytes], the changes: a list per written slot), or, when the driver asks for
+        `pieces` > 1, ("ok", stats, queued, [bytes], ("packed", skeleton)) and the changes in
+        that many byte strings (merge.pack)."""
+        session, base, version, direction, weights, update, queue_dtype, owners, pieces = \
             pickle.loads(head)
         whole = owners is None
         owners = [0, 0] if whole else owners
@@ -215,6 +217,9 @@ class NodeEngine:
             size = q.close()
             queued = q.ids[:size].copy()
         sizes = [sum(sum(a.nbytes for a in c[1:]) for c in p) for p in cut]
+        if whole and pieces > 1:      # in pieces the driver asked for, each inline in Ray
+            skel, blobs = pack(cut[0], pieces)
+            return (("ok", stats, queued, sizes, ("packed", skel)),) + tuple(blobs)
         if whole:
             return ("ok", stats, queued, sizes, cut[0])
         return (("ok", stats, queued, sizes),) + tuple(cut)
