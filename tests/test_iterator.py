@@ -14,7 +14,8 @@ import pytest
 from numba import njit
 
 from graphene_py.errors import GrapheneError, GrapheneIOError
-from graphene_py.iterator import Frontier, IoIterator, atomic_add, atomic_cas, atomic_min
+from graphene_py.iterator import (Frontier, IoIterator, atomic_add, atomic_cas, atomic_min,
+                                  prefetch)
 from graphene_py.iterator.offsetdeg import RowGroups, row_degree
 from graphene_py.partition import partition_arrays
 from tests import graphs as tg
@@ -427,6 +428,25 @@ def test_atomics_under_threads():
     j = np.arange(1000)
     last_i = j + ((reps - 1 - j) // 1000) * 1000
     assert np.array_equal(mins, reps - last_i)
+
+
+@njit
+def _gather_ahead(c, idx, ahead):
+    s = 0.0
+    for i in range(idx.shape[0]):
+        prefetch(c, idx[(i + ahead) % idx.shape[0]] if ahead >= 0 else np.int64(1) << 50)
+        s += c[idx[i]]
+    return s
+
+
+def test_prefetch_is_only_a_hint():
+    """A prefetch changes no value, and one far outside the array (never read) does not fault."""
+    c = np.arange(1000, dtype=np.float64)
+    idx = np.random.default_rng(3).integers(0, 1000, 5000)
+    want = float(c[idx].sum())
+    for ahead in (0, 7, 64, -1):
+        assert _gather_ahead(c, idx, ahead) == want
+    assert _gather_ahead(c.astype(np.int32).astype(np.float64), idx.astype(np.int32), 3) == want
 
 
 def test_in_memory_load_is_reused_and_droppable(dataset):

@@ -69,6 +69,10 @@ RAM_CHUNK = 64
 #: default_delta / this = the bucket width in RAM (ram_delta)
 RAM_DELTA_DIVISOR = 64.0
 
+#: how many entries of a list ahead _relax asks for the distance it will read
+AHEAD = 32
+
+
 class SSSPResult(Result):
     MAIN = "dist"
 
@@ -86,7 +90,12 @@ def _relax(v, nbrs, wts, tid, state):
     sees the lower distance); the first improvement of u this superstep queues it."""
     inq, dist, dbits, hit, ids, tail, cur, neg = state
     dv = dist[v]
-    for i in range(len(nbrs)):
+    m = len(nbrs)
+    for i in range(min(m, AHEAD)):
+        _prefetch(dist, nbrs[i])
+    for i in range(m):
+        if i + AHEAD < m:                     # a hub's list: its random reads overlap
+            _prefetch(dist, nbrs[i + AHEAD])
         w = np.float64(wts[i])
         if w < 0.0:
             neg[0] = 1
@@ -101,7 +110,7 @@ def _relax(v, nbrs, wts, tid, state):
 
 
 from ..iterator.atomics import (atomic_add as _add, atomic_min as _amin,  # noqa: E402
-                                atomic_or as _or, float_bits as _bits)
+                                atomic_or as _or, float_bits as _bits, prefetch as _prefetch)
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.queue import push  # noqa: E402
 from ..iterator.ramlists import RamLists, list_span, row_of, step_stats  # noqa: E402
@@ -138,6 +147,29 @@ def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase
             break
         hi = min(m, lo + chunk)
         for k in range(lo, hi):
+            # a vertex's reads wait on each other (its offsets, then its list, then the
+            # distances the list names); the vertices ahead get each step asked for early
+            if k + 8 < m:
+                u = np.int64(frontier[k + 8])
+                r = row_of(row_lo, u)
+                for j in range(row_part[r], row_part[r + 1]):
+                    _prefetch(offs, pbase[j] + u - plo[j])
+            if k + 4 < m:
+                u = np.int64(frontier[k + 4])
+                r = row_of(row_lo, u)
+                for j in range(row_part[r], row_part[r + 1]):
+                    if ebase[j] >= 0:
+                        s, e = list_span(offs, pbase, plo, j, u)
+                        _prefetch(buf, ebase[j] + s)
+                        _prefetch(wbuf, wbase[j] + s)
+            if k + 2 < m:
+                u = np.int64(frontier[k + 2])
+                r = row_of(row_lo, u)
+                for j in range(row_part[r], row_part[r + 1]):
+                    if ebase[j] >= 0:
+                        s, e = list_span(offs, pbase, plo, j, u)
+                        if e > s:
+                            _prefetch(state[1], buf[ebase[j] + s])
             v = np.int64(frontier[k])
             r = row_of(row_lo, v)
             for j in range(row_part[r], row_part[r + 1]):

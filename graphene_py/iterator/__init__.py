@@ -27,9 +27,10 @@ Table 4.1 Python API (plain Python, slow; same semantics):
             nbrs = it.get_neighbors(v)       # int64, clipped to the block
 
 atomics (atomic_cas / atomic_add / atomic_min / atomic_or / atomic_fadd / atomic_add_acq_rel) are
-LLVM atomics for @njit code.
+LLVM atomics for @njit code; prefetch(arr, i) asks for arr[i] ahead of its read (a kernel that
+reads state[nbrs[i]] overlaps those random reads by asking a few dozen entries ahead).
 """
 from .atomics import (atomic_add, atomic_add_acq_rel, atomic_cas, atomic_fadd,  # noqa: F401
-                      atomic_min, atomic_or)
+                      atomic_min, atomic_or, prefetch)
 from .core import STAT_KEYS, Block, IoIterator, drop_memory_cache  # noqa: F401
 from .frontier import Frontier  # noqa: F401
