@@ -70,7 +70,7 @@ class ChunkingIterator:
         self.threads = threads
         self.rng = np.random.default_rng(seed)
 
-    def run(self, is_active, compute, state, frontier, keep=None):
+    def run(self, is_active, compute, state, frontier, keep=None, ahead=None):
         deg = np.diff(self.indptr)
         vs = np.flatnonzero(deg > 0) if frontier.kind == "all" else np.unique(frontier.ids)
         vs = vs[deg[vs] > 0]

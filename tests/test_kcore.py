@@ -418,7 +418,7 @@ def test_lost_chunk_is_an_error(root, monkeypatch):
     import graphene_py.iterator as itmod
 
     class Lossy(ChunkingIterator):
-        def run(self, is_active, compute, state, frontier, keep=None):
+        def run(self, is_active, compute, state, frontier, keep=None, ahead=None):
             if compute is kfull._read_round:
                 st = state[0]
 

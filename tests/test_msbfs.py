@@ -240,7 +240,7 @@ class _Chunking:
         self.threads = threads
         self.rng = np.random.default_rng(seed)
 
-    def run(self, is_active, compute, state, frontier, keep=None):
+    def run(self, is_active, compute, state, frontier, keep=None, ahead=None):
         pieces = []
         for v in frontier.ids.tolist():
             lo, hi = int(self.indptr[v]), int(self.indptr[v + 1])

@@ -82,7 +82,7 @@ def run(graph, *, device="cpu", in_memory=False, x="ones", **runtime) -> SpMVRes
     # y[v] = sum over v's out-list of w * x[u]: each chunk of a list adds its partial sum to y[v]
     # atomically (8 bytes per vertex; per-thread rows would take 8 per vertex per thread)
     row = Update(_always, _row_weighted if weighted else _row_unweighted, combine="sum",
-                 writes=(1,))
+                 writes=(1,), reads=0)
     with EdgeMap(graph, weights=weighted, in_memory=in_memory, **runtime) as em:
         from ..iterator.memory import track
         y = track("y", np.zeros(n))

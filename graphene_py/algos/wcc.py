@@ -123,9 +123,9 @@ def _hub_and_flags(dout, diff_out, din, diff_in, both, has_edges):
     return root
 
 #: the BFS marks flags (every writer stores 1); propagation lowers labels (min) and flags changes
-BFS_VISIT = Update(_in_frontier, _bfs_visit, combine="or", writes=(1, 2))
-LP_PUSH = Update(_in_frontier, _lp_push, combine="min", writes=(1, (2, "or")))
-LP_BOTH = Update(_always, _lp_both, combine="min", writes=(1, (2, "or")))
+BFS_VISIT = Update(_in_frontier, _bfs_visit, combine="or", writes=(1, 2), reads=1)
+LP_PUSH = Update(_in_frontier, _lp_push, combine="min", writes=(1, (2, "or")), reads=1)
+LP_BOTH = Update(_always, _lp_both, combine="min", writes=(1, (2, "or")), reads=1)
 
 
 # ---------------------------------------------------------------------------------------------

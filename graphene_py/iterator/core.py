@@ -34,6 +34,9 @@ from .session import (BATCH, DENSE_EXTENT, PAGE, Helpers, IoSession, _load_offse
 from .session import drop_memory_cache  # noqa: F401  (part of the package's API)
 from .specialize import kernel_for
 
+#: what process_batch gets for Update.reads when the kernel names none (nothing asked ahead)
+_NO_AHEAD = np.zeros(0, dtype=np.float64)
+
 STAT_KEYS = ("frontier", "active_edges", "blocks_marked", "extents", "bytes_useful", "bytes_read",
              "io_utility", "io_seconds", "requests", "compute_seconds", "wait_seconds",
              "plan_seconds", "seconds", "mode")
@@ -200,10 +203,11 @@ class IoIterator(IoSession, TableApi):
         return woff, wlen
 
     # -- the compiled superstep ------------------------------------------------------------------
-    def run(self, is_active, compute, state, frontier, keep=None):
+    def run(self, is_active, compute, state, frontier, keep=None, ahead=None):
         """One superstep: call compute(v, nbrs, wts, tid, state) for every active vertex's (clipped)
         adjacency list. keep: (kcache, kstart, kdone) of kept lists (iterator/shortlists.py) that
-        the lists read are copied into on the way. Returns the per-superstep stats dict."""
+        the lists read are copied into on the way. ahead: a 1-D array the kernel reads at each
+        neighbour's ID (Update.reads), asked for ahead. Returns the per-superstep stats dict."""
         t0 = time.perf_counter()
         if not isinstance(frontier, Frontier):
             raise TypeError("frontier must be a Frontier (from_queue / from_mask / all)")
@@ -211,6 +215,8 @@ class IoIterator(IoSession, TableApi):
             keep = self._no_keep()
         elif self.weights:
             raise ValueError("kept lists hold neighbour IDs only: not with weights")
+        # the kernels' last arguments: the kept lists, then the slot to ask for ahead
+        keep = keep + (_NO_AHEAD if ahead is None else ahead,)
         queue = frontier.kind == "queue"
         if queue:
             K.set_mask(self.mask, frontier.ids, np.uint8(1))

@@ -53,6 +53,8 @@ class Update:
     writes: tuple = ()       # state slots the kernel writes: index, (index, combine), or
     #                          (index, combine, (row_lo, row_hi)): those rows of a 2-D slot
     queue: tuple = ()        # (ids, tail, cur) slots of a NextQueue the kernel appends to
+    reads: int = None        # a 1-D slot the kernel reads at each neighbour's ID: the engine asks
+    #                          for those elements a few dozen neighbours ahead (iterator.prefetch)
 
     def __post_init__(self):
         if self.combine not in COMBINES:
@@ -83,6 +85,13 @@ class Update:
             out.append((w[0], w[1], w[2] if len(w) > 2 else None))
         return out
 
+    def ahead(self, state):
+        """The slot to ask for ahead (`reads`), or None: a 1-D array only."""
+        if self.reads is None:
+            return None
+        a = state[self.reads]
+        return a if isinstance(a, np.ndarray) and a.ndim == 1 else None
+
     def part(self, state, slot, rows):
         """The written part of a slot (a view)."""
         a = state[slot]
@@ -93,7 +102,7 @@ class Update:
         # pickled numba dispatcher comes back as a new object that the iterator's on-disk kernel
         # cache does not recognise, and every process would compile it again (~1 s per kernel).
         return (_rebuild, (_name_of(self.is_active), _name_of(self.compute), self.combine,
-                           self.writes, self.queue))
+                           self.writes, self.queue, self.reads))
 
 
 def _name_of(fn):
@@ -106,14 +115,14 @@ def _name_of(fn):
     return fn
 
 
-def _rebuild(is_active, compute, combine, writes, queue):
+def _rebuild(is_active, compute, combine, writes, queue, reads=None):
     import importlib
 
     def fn(x):
         if isinstance(x, tuple) and len(x) == 3 and x[0] == "import":
             return getattr(importlib.import_module(x[1]), x[2])
         return x
-    return Update(fn(is_active), fn(compute), combine, writes, queue)
+    return Update(fn(is_active), fn(compute), combine, writes, queue, reads)
 
 
 class EdgeMap:
@@ -303,7 +312,8 @@ class EdgeMap:
         fr = (F.from_queue(data, self.n) if kind == "queue" else
               F.from_mask(data) if kind == "mask" else
               F.all(self.n, again=True) if data else F.all(self.n))
-        return self.its[direction].run(update.is_active, update.compute, state, fr)
+        return self.its[direction].run(update.is_active, update.compute, state, fr,
+                                       ahead=update.ahead(state))
 
     def close(self):
         for it in self.its.values():

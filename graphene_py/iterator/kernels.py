@@ -15,13 +15,16 @@ from __future__ import annotations
 import numpy as np
 from ..jit import njit
 
-from .atomics import atomic_add
+from .atomics import atomic_add, prefetch
+
+#: how many neighbour IDs ahead process_batch asks for the element of Update.reads' slot
+AHEAD = 32
 
 
 @njit(nogil=True)
 def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, req_off, req_len,
                   req_woff, file_part, part_base, part_row_lo, part_nedges, offs, mask, use_mask,
-                  id_shift, weighted, kcache, kstart, kdone):
+                  id_shift, weighted, kcache, kstart, kdone, ahead):
     edges = 0
     wempty = wbuf[:0]
     keeping = kdone.shape[0] != 0
@@ -66,6 +69,12 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                         cs = s if s > e_lo else e_lo
                         ce = e if e < e_hi else e_hi
                         nb = buf[base_idx + cs:base_idx + ce]
+                        if ahead.shape[0] != 0:
+                            # the slot the kernel reads by neighbour (Update.reads), asked for
+                            # AHEAD entries of the extent ahead: the random reads overlap
+                            q1 = base_idx + min(ce + AHEAD, e_hi)
+                            for q in range(base_idx + cs + AHEAD, q1):
+                                prefetch(ahead, buf[q])
                         if keeping:
                             keep_chunk(kcache, kstart, kdone, v, nb)
                         if weighted:

@@ -167,7 +167,7 @@ def _gather(v, nbrs, wts, tid, state):
             k += 2
 
 
-GATHER = Update(_alive, _gather, combine="first")
+GATHER = Update(_alive, _gather, combine="first", reads=0)
 
 
 def _finish_in_memory(em, alive, deg, status, core, steps, progress, level):

@@ -199,8 +199,8 @@ def _push_rows(v, nbrs, wts, tid, state):
 
 #: a delta superstep: the shares sh (x / outdeg of what moves) added to r (or to per-thread rows
 #: of sums), pulled or pushed; the pieces' increments add up (a cluster merges them as sums)
-PULL_SHARE = Update(_always, _pull_share, combine="sum", writes=(1,))
-PUSH_SHARE = Update(_pushing, _push_share, combine="sum", writes=(1,))
+PULL_SHARE = Update(_always, _pull_share, combine="sum", writes=(1,), reads=0)
+PUSH_SHARE = Update(_pushing, _push_share, combine="sum", writes=(1,), reads=1)
 PUSH_ROWS = Update(_pushing, _push_rows, combine="sum", writes=(1,))
 
 

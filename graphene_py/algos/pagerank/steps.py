@@ -45,7 +45,7 @@ def _pull(v, nbrs, wts, tid, state):
 
 #: a power iteration's superstep: pull (acc[0, v] += contributions of v's in-neighbours) or push
 #: (acc[tid, u] += share of v); the sums of several pieces add up
-PULL = Update(_always, _pull, combine="sum", writes=(1,))
+PULL = Update(_always, _pull, combine="sum", writes=(1,), reads=0)
 PUSH = Update(_always, _push, combine="sum", writes=(2,))
 
 
