@@ -3,6 +3,10 @@ superstep does almost no work) on K simulated Ray nodes of this machine. Prints 
 the superstep time, the driver's shipping and merging and the slowest node's own time.
 
     .venv/bin/python tools/bench_cluster_steps.py --levels 400 --nodes 3 [--inline-bytes 0]
+
+With --star N: pull PageRank (10 iterations) on a star of N leaves instead, whose supersteps move
+8 B per vertex each way (N = 70000: 560 KB messages, the size the engine sends in pieces under
+Ray's inline limit; --inline-max 0 sends them through the object store, as before).
 """
 from __future__ import annotations
 
@@ -23,6 +27,10 @@ def main():
     ap.add_argument("--inline-bytes", type=int, default=None,
                     help="State messages up to this size go inline with the calls (default: the "
                          "engine's; 0: every message through the object store).")
+    ap.add_argument("--star", type=int, default=0, metavar="N")
+    ap.add_argument("--inline-max", type=int, default=None,
+                    help="Messages and changes up to this size travel in pieces inline (default: "
+                         "the engine's; 0: through the object store).")
     a = ap.parse_args()
     import numpy as np
     import ray
@@ -31,12 +39,20 @@ def main():
     from graphene_py.cluster import Cluster, engine
     if a.inline_bytes is not None:
         engine.INLINE = a.inline_bytes
+    if a.inline_max is not None:
+        engine.INLINE_MAX = a.inline_max
     root = tempfile.mkdtemp(prefix="graphene_steps_")
     os.environ["GRAPHENE_HOME"] = os.path.join(root, "home")
-    v = np.arange(a.levels - 1)
     os.makedirs(f"{root}/src")
-    g = gp.partition_arrays(v, v + 1, num_vertices=a.levels, disks=[f"{root}/src"], name="chain",
-                            rows=a.nodes, cols=2, register=False)
+    if a.star:
+        leaves = np.arange(1, a.star + 1)
+        g = gp.partition_arrays(np.zeros(a.star, np.int64), leaves, num_vertices=a.star + 1,
+                                disks=[f"{root}/src"], name="chain", rows=a.nodes, cols=2,
+                                symmetrize=True, register=False)
+    else:
+        v = np.arange(a.levels - 1)
+        g = gp.partition_arrays(v, v + 1, num_vertices=a.levels, disks=[f"{root}/src"],
+                                name="chain", rows=a.nodes, cols=2, register=False)
     rc = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1,
                                                           "resources": {"graphene:n0": 1}})
     for i in range(1, a.nodes):
@@ -50,13 +66,16 @@ def main():
         cg = c.open("chain")
         for t in range(2):                    # the first run compiles the nodes' kernels
             t0 = time.perf_counter()
-            r = gp.bfs(cg, src=0, threads=2)
+            r = (gp.pagerank_pull(cg, max_iter=10, tolerance=0, threads=2) if a.star else
+                 gp.bfs(cg, src=0, threads=2))
             wall = time.perf_counter() - t0
         st = r.supersteps
         med = {k: 1e3 * statistics.median(s[k] for s in st)
                for k in ("seconds", "ship_seconds", "merge_seconds", "coordination_seconds")}
         node = 1e3 * statistics.median(max(s["node_seconds"]) for s in st)
-        print(f"{a.nodes} nodes, {r.levels} levels: {wall:.2f} s; per superstep (median ms): "
+        what = f"{len(st)} PageRank iterations on a star of {a.star}" if a.star else \
+            f"{r.levels} levels"
+        print(f"{a.nodes} nodes, {what}: {wall:.2f} s; per superstep (median ms): "
               f"total {med['seconds']:.1f}, shipping {med['ship_seconds']:.2f}, merging "
               f"{med['merge_seconds']:.2f}, beyond the slowest node {med['coordination_seconds']:.1f}"
               f", slowest node {node:.2f}")

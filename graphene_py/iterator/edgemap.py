@@ -53,8 +53,9 @@ class Update:
     writes: tuple = ()       # state slots the kernel writes: index, (index, combine), or
     #                          (index, combine, (row_lo, row_hi)): those rows of a 2-D slot
     queue: tuple = ()        # (ids, tail, cur) slots of a NextQueue the kernel appends to
-    reads: int = None        # a 1-D slot the kernel reads at each neighbour's ID: the engine asks
-    #                          for those elements a few dozen neighbours ahead (iterator.prefetch)
+    reads: object = None     # a 1-D slot the kernel reads at each neighbour's ID, or (slot, row)
+    #                          of a 2-D one: the engine asks for those elements a few dozen
+    #                          neighbours ahead (iterator.prefetch)
 
     def __post_init__(self):
         if self.combine not in COMBINES:
@@ -89,7 +90,8 @@ class Update:
         """The slot to ask for ahead (`reads`), or None: a 1-D array only."""
         if self.reads is None:
             return None
-        a = state[self.reads]
+        a = (state[self.reads[0]][self.reads[1]] if isinstance(self.reads, tuple) else
+             state[self.reads])
         return a if isinstance(a, np.ndarray) and a.ndim == 1 else None
 
     def part(self, state, slot, rows):

@@ -91,8 +91,8 @@ def _sweep_offs(v, nbrs, wts, tid, state):
 
 #: a sweep updates one shared score array in place, in list order: no declared writes (it runs
 #: on one machine only)
-SWEEP = Update(_always, _sweep, combine="sum")
-SWEEP_OFFS = Update(_always, _sweep_offs, combine="sum")
+SWEEP = Update(_always, _sweep, combine="sum", reads=(0, Y))
+SWEEP_OFFS = Update(_always, _sweep_offs, combine="sum", reads=(0, Y))
 
 
 @njit(cache=True)
