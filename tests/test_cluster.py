@@ -578,12 +578,13 @@ def test_node_gone_mid_run(cluster, tmp_path_factory, home_kept):
     cluster.distribute(local, [str(cluster.root / "{node}" / "d0")],
                        nodes=["graphene:n0", "graphene:n1", "graphene:n3"])
     cg = cluster.open(local.name)
-    cg.timeout = 4
+    cg.timeout = 120                      # the new node's actor starts (and loads its kernels)
     assert gp.bfs(cg, src=0, **RT).levels == 60
 
     def progress(st, seen=[0]):
         seen[0] += 1
         if seen[0] == 3:
+            cg.timeout = 2                # a superstep of the live nodes takes milliseconds
             rc.remove_node(node)
     try:
         with pytest.raises(GrapheneError, match="node graphene:n3") as e:
