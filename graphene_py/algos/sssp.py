@@ -134,6 +134,23 @@ def _nothing(v, nbrs, wts, tid, state):
 LOAD = Update(_none, _nothing, combine="sum", writes=())
 
 
+@njit(cache=True, inline="always")
+def _ask(stage, u, buf, offs, row_lo, row_part, pbase, plo, ebase, wbuf, wbase, dist):
+    """Ask for one step of vertex u's reads ahead of them: 0 its offsets, 1 its lists and
+    weights, 2 the distance of each list's first neighbour (each step reads the one before)."""
+    r = row_of(row_lo, u)
+    for j in range(row_part[r], row_part[r + 1]):
+        if stage == 0:
+            _prefetch(offs, pbase[j] + u - plo[j])
+        elif ebase[j] >= 0:
+            s, e = list_span(offs, pbase, plo, j, u)
+            if stage == 1:
+                _prefetch(buf, ebase[j] + s)
+                _prefetch(wbuf, wbase[j] + s)
+            elif e > s:
+                _prefetch(dist, buf[ebase[j] + s])
+
+
 @njit(cache=True, nogil=True)
 def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase, plo, ebase,
                wbuf, wbase, state, out):
@@ -150,26 +167,14 @@ def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase
             # a vertex's reads wait on each other (its offsets, then its list, then the
             # distances the list names); the vertices ahead get each step asked for early
             if k + 8 < m:
-                u = np.int64(frontier[k + 8])
-                r = row_of(row_lo, u)
-                for j in range(row_part[r], row_part[r + 1]):
-                    _prefetch(offs, pbase[j] + u - plo[j])
+                _ask(0, np.int64(frontier[k + 8]), buf, offs, row_lo, row_part, pbase, plo,
+                     ebase, wbuf, wbase, state[1])
             if k + 4 < m:
-                u = np.int64(frontier[k + 4])
-                r = row_of(row_lo, u)
-                for j in range(row_part[r], row_part[r + 1]):
-                    if ebase[j] >= 0:
-                        s, e = list_span(offs, pbase, plo, j, u)
-                        _prefetch(buf, ebase[j] + s)
-                        _prefetch(wbuf, wbase[j] + s)
+                _ask(1, np.int64(frontier[k + 4]), buf, offs, row_lo, row_part, pbase, plo,
+                     ebase, wbuf, wbase, state[1])
             if k + 2 < m:
-                u = np.int64(frontier[k + 2])
-                r = row_of(row_lo, u)
-                for j in range(row_part[r], row_part[r + 1]):
-                    if ebase[j] >= 0:
-                        s, e = list_span(offs, pbase, plo, j, u)
-                        if e > s:
-                            _prefetch(state[1], buf[ebase[j] + s])
+                _ask(2, np.int64(frontier[k + 2]), buf, offs, row_lo, row_part, pbase, plo,
+                     ebase, wbuf, wbase, state[1])
             v = np.int64(frontier[k])
             r = row_of(row_lo, v)
             for j in range(row_part[r], row_part[r + 1]):
