@@ -678,7 +678,7 @@ class ClusterEdgeMap(EdgeMap):
         back = between = 0
         self._back = max(map(sum, sizes))
         if len(heads[0]) > 4:                  # not cut: every node's changes, whole
-            packed = [i for i, h in enumerate(heads) if h[4][0] == "packed"]
+            packed = [i for i, h in enumerate(heads) if isinstance(h[4], tuple)]   # ("packed", ..)
             blobs = ray.get([r for i in packed for r in refs[i][1:]])
             changes = [h[4] for h in heads]
             for i in packed:

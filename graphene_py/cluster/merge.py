@@ -128,7 +128,7 @@ def pack(changes, p: int) -> tuple:
 
 
 def unpack(skel, parts) -> list:
-    blob = np.concatenate(parts) if len(parts) > 1 else np.asarray(parts[0])
+    blob = np.concatenate(parts)      # a fresh, aligned copy (an inline part may not be)
     out, o = [], 0
     for kind, *arrays in skel:
         got = [kind]
