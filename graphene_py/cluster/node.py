@@ -153,7 +153,9 @@ class NodeEngine:
         full = all(m is None or m[0] != "delta" for m in msg)
         if rep is None or (rep["version"] != base and not full):
             if not full:
-                return ("stale",) if whole else (("stale",),) + (None,) * k
+                if whole and pieces <= 1:
+                    return ("stale",)
+                return (("stale",),) + (None,) * (pieces if whole else k)   # as many as asked
             sh.replicas.clear()                       # one live session per shard
             rep = sh.replicas[session] = {"version": base, "arrays": {}}
         arrays = rep["arrays"]

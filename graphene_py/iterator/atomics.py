@@ -112,4 +112,3 @@ def float_bits(typingctx, x):
         return builder.bitcast(args[0], ir.IntType(64))
 
     return types.int64(x), codegen
-
