@@ -422,6 +422,18 @@ def test_killed_actor_recovers(cluster, tmp_path_factory, home_kept, algo, owner
         np.testing.assert_allclose(got.scores, want.scores, rtol=1e-9)
 
 
+def _no_in_edges(cluster, tmp_path_factory):
+    """The directed power-law graph without in-edges as cluster dataset c-noin (made once)."""
+    from graphene_py.cluster.engine import manifest_path
+    if os.path.exists(manifest_path("c-noin")):
+        return
+    g = graphs.by_name("powerlaw")
+    noin = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
+                               disks=[str(tmp_path_factory.mktemp("noin"))], name="c-noin",
+                               register=False)
+    cluster.distribute(noin, [str(cluster.root / "{node}" / "d0")], force=True)
+
+
 def test_errors(cluster, tmp_path_factory, home_kept):
     local, cg = both(cluster, tmp_path_factory, "powerlaw", False)
     # an algorithm that does not say it runs on a cluster is refused with the reason
@@ -432,11 +444,7 @@ def test_errors(cluster, tmp_path_factory, home_kept):
                                                 "options yet .it is not written against"):
             gp.spmv(cg, **RT)
     # k-core needs in-lists: a directed dataset without them is refused on a cluster
-    g = graphs.by_name("powerlaw")
-    noin = gp.partition_arrays(g.src, g.dst, num_vertices=g.n, rows=NODES, cols=1,
-                               disks=[str(tmp_path_factory.mktemp("noin"))], name="c-noin",
-                               register=False)
-    cluster.distribute(noin, [str(cluster.root / "{node}" / "d0")], force=True)
+    _no_in_edges(cluster, tmp_path_factory)
     with pytest.raises(GrapheneError, match="k-core on a cluster needs an undirected dataset"):
         gp.kcore(cluster.open("c-noin"), **RT)
     with pytest.raises(GrapheneError, match="exists"):
@@ -491,6 +499,7 @@ def test_cli(cluster, tmp_path_factory, home_kept, monkeypatch):
     assert out["result"]["n_reached"] == ref.n_reached
     assert [p["node"] for p in out["cluster"]["nodes"]] == [f"graphene:n{i}" for i in range(NODES)]
     assert out["cluster"]["exchange_bytes"] > 0 and out["engine"].startswith("Ray cluster (3 node")
+    _no_in_edges(cluster, tmp_path_factory)          # (not only when test_errors ran first)
     r = CliRunner().invoke(main, ["run", "kcore", "-g", "c-noin", "--cluster", cluster.address])
     assert r.exit_code == 1 and "Error: c-noin: k-core on a cluster needs" in r.output
     r = CliRunner().invoke(main, ["run", "kcore", "-g", local.name, "--k", "3", "--membership-only",

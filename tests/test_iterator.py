@@ -555,3 +555,19 @@ def test_a_dataset_smaller_than_the_pool_gets_a_pool_its_size(dataset, weights):
         assert np.array_equal(d1, deg) and np.array_equal(s1, nsum)
         if weights:
             assert np.allclose(w1, wsum)
+
+
+def test_update_reads_is_checked():
+    """Update.reads names a state slot or (slot, row); anything else, or a slot the state does
+    not have, is a clear error, not a traceback from inside the engine."""
+    from graphene_py.iterator.edgemap import Update
+    a = np.zeros(4)
+    ok = Update(None, None, combine="sum", reads=1)
+    assert ok.ahead((a, a + 1)) is not None and ok.ahead((a, a + 1))[0] == 1.0
+    assert Update(None, None, combine="sum", reads=(0, 1)).ahead((np.eye(4),))[1] == 1.0
+    assert Update(None, None, combine="sum").ahead((a,)) is None
+    for bad in (-1, "x", (0,), (0, -2), True, 1.5):
+        with pytest.raises(ValueError, match="reads names a state slot"):
+            Update(None, None, combine="sum", reads=bad)
+    with pytest.raises(ValueError, match=r"reads=3 names no slot of this state \(2 slots\)"):
+        Update(None, None, combine="sum", reads=3).ahead((a, a))

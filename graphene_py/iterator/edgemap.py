@@ -67,6 +67,10 @@ class Update:
                                  f"(got {rule!r})")
         if self.queue and len(self.queue) != 3:
             raise ValueError("queue names three state slots: (ids, tail, cur)")
+        r = self.reads
+        if not (r is None or _slot_index(r) or (isinstance(r, tuple) and len(r) == 2
+                                                and all(map(_slot_index, r)))):
+            raise ValueError(f"reads names a state slot (an index) or (slot, row) (got {r!r})")
 
     def __getattribute__(self, name):
         # the kernels as numba made them: an Update built at import holds graphene_py.jit's
@@ -90,8 +94,12 @@ class Update:
         """The slot to ask for ahead (`reads`), or None: a 1-D array only."""
         if self.reads is None:
             return None
-        a = (state[self.reads[0]][self.reads[1]] if isinstance(self.reads, tuple) else
-             state[self.reads])
+        try:
+            a = (state[self.reads[0]][self.reads[1]] if isinstance(self.reads, tuple) else
+                 state[self.reads])
+        except (IndexError, TypeError):
+            raise ValueError(f"reads={self.reads!r} names no slot of this state "
+                             f"({len(state)} slots)") from None
         return a if isinstance(a, np.ndarray) and a.ndim == 1 else None
 
     def part(self, state, slot, rows):
@@ -105,6 +113,10 @@ class Update:
         # cache does not recognise, and every process would compile it again (~1 s per kernel).
         return (_rebuild, (_name_of(self.is_active), _name_of(self.compute), self.combine,
                            self.writes, self.queue, self.reads))
+
+
+def _slot_index(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0
 
 
 def _name_of(fn):
