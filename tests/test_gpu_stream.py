@@ -54,8 +54,12 @@ def test_auto_tier_takes_the_least_time_for_one_command(tmp_path, monkeypatch):
     monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: False)
     host = 1 << 30                                                            # host short
     assert streamed.auto_tier(big, "80G", lists, host, passes=1) == "stream-ssd"
-    assert streamed.auto_tier(big, "80G", lists, host, passes=20) == "resident"
+    # many passes: the lists read from the SSD once and kept in GPU memory beat the CSR's load
+    assert streamed.auto_tier(big, "80G", lists, host, passes=20) == "stream-ssd"
     assert streamed.auto_tier(big, "100M", lists, host, passes=20) == "stream-ssd"
+    # with no room to keep them, 20 reads of the lists lose to loading the CSR
+    monkeypatch.setattr(streamed, "keep_budget", lambda *a, **k: 0)
+    assert streamed.auto_tier(big, "80G", lists, host, passes=20) == "resident"
     assert "resident" not in streamed.tier_costs(big, "80G", lists, host, resident_ok=False)
     d = tmp_path / "d"
     d.mkdir()
@@ -68,6 +72,35 @@ def test_auto_tier_takes_the_least_time_for_one_command(tmp_path, monkeypatch):
     monkeypatch.setattr(memory, "memory_available", lambda: 1 << 30)
     assert pagerank.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-host"    # copied from RAM
     assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-host"
+
+
+def test_keep_plan_and_the_kept_share_in_the_model():
+    """Chunks kept in GPU memory: in order, each that still fits what is left (a large one is
+    skipped, a later small one kept); the model charges later passes only the lists not kept,
+    and a budget below the per-vertex state keeps nothing."""
+    from types import SimpleNamespace
+    assert streamed.keep_plan([10, 20, 5, 30, 1], 36) == [True, True, True, False, True]
+    assert streamed.keep_plan([10, 20], 0) == [False, False]
+    assert streamed.keep_plan([0, 4], 4) == [False, True]          # an empty chunk holds nothing
+    g = SimpleNamespace(num_vertices=1 << 20, num_edges=1 << 28, id_width=4, directed=False,
+                        in_partitions=None, uuid="k")
+    lists = g.num_edges * 4
+    state = streamed.STREAM_STATE_BYTES_PER_VERTEX * g.num_vertices + 8 * (g.num_vertices + 1) \
+        + 2 * streamed.CHUNK_BYTES
+    assert streamed.keep_budget(g, state - 1, lists) == 0
+    assert streamed.keep_budget(g, state + 12345, lists) == 12345
+    assert streamed.keep_budget(g, "80G", lists) == lists
+    assert streamed.keep_budget(g, None, lists, probe=False) == lists
+    host = 64 << 30
+    half = streamed.tier_costs(g, state + lists // 2, lists, host, passes=11, resident_ok=False)
+    none = streamed.tier_costs(g, state, lists, host, passes=11, resident_ok=False)
+    one = streamed.tier_costs(g, state, lists, host, passes=1, resident_ok=False)
+    for t in ("stream-host", "stream-ssd"):
+        assert half[t] < none[t]
+    # 10 later passes of half the lists by SSD: half the 10 reads, plus their GPU passes
+    saved = 10 * (lists // 2) / streamed.SSD_BYTES_PER_S
+    assert abs((none["stream-ssd"] - half["stream-ssd"]) - saved) < 0.1 * saved
+    assert one["stream-ssd"] == lists / streamed.SSD_BYTES_PER_S        # one pass keeps nothing
 
 
 def _dataset(tmp_path, c, grid, directed):
@@ -90,11 +123,53 @@ def test_streamed_pagerank_equals_the_cpu_pull(tmp_path, source, name, grid, dir
     ref = pagerank.run(g, variant="pull", tolerance=0, max_iter=15)
     st = {}
     # 16 KB chunks: many per partition, and a hub's list longer than one
-    got = streamed.pagerank(g, source=source, tol=0, max_iter=15, chunk_bytes=16 << 10, stats=st)
+    got = streamed.pagerank(g, source=source, tol=0, max_iter=15, chunk_bytes=16 << 10, stats=st,
+                            keep_bytes=0)
     assert st["iterations"] == 15 and st["tier"] == f"stream-{source}"
     np.testing.assert_allclose(got, ref.scores, rtol=1e-9, atol=1e-15)
     assert abs(got.sum() - 1.0) < 1e-9
     assert st["bytes_moved"] >= 15 * 4 * g.num_edges       # every list, every iteration
+    assert st["kept_bytes"] == 0
+    # some chunks kept in GPU memory, then all: the same scores; later iterations move only
+    # the chunks not kept (the SSD source reads whole pages of them)
+    lists = 4 * sum(p.num_edges for p in g.parts(streamed._pull_direction(g, "PageRank")))
+    for keep in (lists // 3, lists):
+        st = {}
+        got = streamed.pagerank(g, source=source, tol=0, max_iter=15, chunk_bytes=16 << 10,
+                                stats=st, keep_bytes=keep)
+        np.testing.assert_allclose(got, ref.scores, rtol=1e-9, atol=1e-15)
+        kept = st["kept_bytes"]
+        assert 0 < kept <= keep and st["kept_chunks"] >= 1
+        first, later = st["supersteps"][0], st["supersteps"][1:]
+        assert first["bytes_moved"] >= lists and first["kept_bytes"] == kept
+        for s in later:
+            if source == "host":
+                assert s["bytes_moved"] == lists - kept
+            else:
+                assert lists - kept <= s["bytes_moved"] < first["bytes_moved"]
+        if keep == lists and grid == (1, 1):
+            assert kept == lists and all(s["bytes_moved"] == 0 for s in later)
+
+
+@pytest.mark.gpu
+def test_streamed_pagerank_within_a_gpu_budget(tmp_path):
+    """--gpu-mem through dispatch: a budget that holds the state and a share of the lists keeps
+    that share (and answers as the CPU does); one below the state is a clear error naming both."""
+    from graphene_py.algos import registry
+    from graphene_py.gpu.device_graph import GpuMemoryError
+    c = tg.powerlaw()
+    g = _dataset(tmp_path, c, (1, 1), False)
+    ref = pagerank.run(g, variant="pull")
+    n = g.num_vertices
+    lists = 4 * g.num_edges
+    state = streamed.STREAM_STATE_BYTES_PER_VERTEX * n + 8 * (n + 1) + 2 * streamed.CHUNK_BYTES
+    res = registry.dispatch("pagerank-pull", g, device="gpu", gpu_tier="stream-host",
+                            gpu_mem=state + lists // 2)
+    np.testing.assert_allclose(res.scores, ref.scores, rtol=1e-9, atol=1e-15)
+    kept = res.supersteps[-1]["kept_bytes"]
+    assert 0 <= kept <= lists // 2
+    with pytest.raises(GpuMemoryError, match="per-vertex state"):
+        registry.dispatch("pagerank-pull", g, device="gpu", gpu_tier="stream-ssd", gpu_mem=1024)
 
 
 @pytest.mark.gpu

@@ -77,3 +77,16 @@ def test_a_superstep_line_names_the_lists_served_from_ram():
     assert "kept lists 56 (from RAM)" in superstep_line(3, st)
     del st["kept_lists"]
     assert "kept" not in superstep_line(3, st)
+
+
+def test_a_streamed_gpu_superstep_line_says_what_moved_and_what_stayed():
+    """A streamed GPU iteration's line names its tier, the lists copied in and those kept in GPU
+    memory (issue 15: the device and tier of every superstep)."""
+    from graphene_py.algos.common import superstep_line
+    st = {"iteration": 2, "bytes_moved": 2_500_000, "kept_bytes": 7_000_000,
+          "mode": "gpu-stream-ssd", "device": "gpu"}
+    line = superstep_line(2, st)
+    assert "[gpu-stream-ssd]" in line and "to GPU 2.5 MB" in line
+    assert "kept on GPU 7.0 MB" in line
+    st["kept_bytes"] = 0
+    assert "kept on GPU" not in superstep_line(2, st)

@@ -14,6 +14,12 @@ partitioned 1x1 into --work. Each tier runs pull PageRank, 10 iterations, tolera
 (median; the first run of a tier also pays its setup, reported apart); scores are compared with the
 resident run's. stream-ssd drops the page cache before each run when it can (root), so its reads
 come from the device; the disk's sequential O_DIRECT rate is measured on the same file.
+
+PageRank's streamed tiers run once per share of the lists kept in GPU memory after the first
+iteration (--keep 0,0.5,1: keep_bytes = share x the lists' bytes), labelled stream-host-keep50
+and so on, with the median of iterations 2..10 apart (what the kept share saves per iteration);
+--ssd-keep picks the shares for the SSD source (its runs are the slow ones); --no-cpu skips the
+CPU row.
 """
 from __future__ import annotations
 
@@ -68,6 +74,10 @@ def main(argv=None):
     ap.add_argument("--work", default="/tmp/gs")
     ap.add_argument("--out", default="stream.json")
     ap.add_argument("--algo", choices=["pagerank", "wcc", "spmv"], default="pagerank")
+    ap.add_argument("--keep", default="0,0.25,0.5,0.75,1",
+                    help="PageRank: shares of the lists kept in GPU memory (stream-host)")
+    ap.add_argument("--ssd-keep", default="0,0.5,1", help="the same for stream-ssd")
+    ap.add_argument("--no-cpu", action="store_true", help="skip the CPU SSD path's row")
     a = ap.parse_args(argv)
     from bench_gpu_tiers import kron_csr
     from bench_io import drop_caches
@@ -126,14 +136,26 @@ def main(argv=None):
     del dz
     cp.get_default_memory_pool().free_all_blocks()
     res["zero-copy"]["max_abs_diff"] = float(np.abs(z - ref).max())
-    for source in ("host", "ssd"):
-        def run(source=source):
-            st = {}
-            s = streamed.pagerank(g, source=source, max_iter=10, tol=0, stats=st)
-            return s, {"bytes_moved": st["bytes_moved"],
-                       "iteration_s": [round(x["seconds"], 4) for x in st["supersteps"]]}
-        s = timed(f"stream-{source}", run, drop=source == "ssd")
-        res[f"stream-{source}"]["max_abs_diff"] = float(np.abs(s - ref).max())
+    lists = m * 4
+    for source, shares in (("host", a.keep), ("ssd", a.ssd_keep)):
+        for share in [float(x) for x in shares.split(",") if x.strip()]:
+            def run(source=source, share=share):
+                st = {}
+                s = streamed.pagerank(g, source=source, max_iter=10, tol=0, stats=st,
+                                      keep_bytes=int(share * lists))
+                its = [x["seconds"] for x in st["supersteps"]]
+                return s, {"bytes_moved": st["bytes_moved"], "kept_bytes": st["kept_bytes"],
+                           "iteration_s": [round(x, 4) for x in its],
+                           "later_iteration_ms": 1e3 * statistics.median(its[1:])}
+            label = f"stream-{source}-keep{round(100 * share)}"
+            s = timed(label, run, drop=source == "ssd")
+            res[label]["max_abs_diff"] = float(np.abs(s - ref).max())
+            cp.get_default_memory_pool().free_all_blocks()
+    if a.no_cpu:
+        out["tiers"] = res
+        with open(a.out, "w") as f:
+            json.dump(out, f, indent=1)
+        return
     c = timed("cpu-ssd", lambda: (pagerank.run(g, variant="pull", max_iter=10, tolerance=0,
                                                threads=os.cpu_count()).scores, {}), drop=True)
     res["cpu-ssd"]["max_abs_diff"] = float(np.abs(c - ref).max())

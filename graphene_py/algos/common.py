@@ -616,6 +616,10 @@ def superstep_line(i: int, st: dict, label: str = "level") -> str:
             extra += f"  {k} {v:.3g}" if isinstance(v, float) else f"  {k} {v}"
     if st.get("kept_lists"):       # lists served from RAM (keep_lists): not in `frontier`
         extra += f"  kept lists {st['kept_lists']:,} (from RAM)"
+    if "bytes_moved" in st:        # a streamed GPU superstep: lists copied in, lists kept there
+        extra += f"  to GPU {_mb(st['bytes_moved'])}"
+        if st.get("kept_bytes"):
+            extra += f"  kept on GPU {_mb(st['kept_bytes'])}"
     if "exchange_bytes" in st:     # a cluster superstep: what crossed the network, and the wait
         extra += (f"  exchanged {_mb(st['exchange_bytes'])}  coordination "
                   f"{st.get('coordination_seconds', 0.0):.3f}s")

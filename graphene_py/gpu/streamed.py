@@ -11,7 +11,11 @@ through the GPU in chunks of rows (ListStream), every PageRank iteration, once f
   4 KB pages from the dataset's files (O_DIRECT where the file system allows it; 4 reads of 8 MB
   at a time) and checks their CRC32C against the page tables while the GPU works on the chunk
   before it.
-Two device buffers and two streams: chunk i+1 is copied while chunk i is summed. A chunk is a run
+Two device buffers and two streams: chunk i+1 is copied while chunk i is summed. Chunks that fit
+what the GPU budget leaves after the state and the offsets stay in GPU memory after their first
+copy (`keep_bytes`, whole chunks in order; `keep_plan`): a PageRank iteration then moves only the
+rest, so one run mixes the resident tier with a streamed one, and the SSD source reads only the
+rest. With no budget (`--gpu-mem` unset) that is as much as 90% of the GPU's free memory holds. A chunk is a run
 of rows of one partition with at most `chunk_edges` edges (a longer list is a chunk of its own).
 The kernel sums one row per warp and adds it into the row's sum atomically (a row's list may be
 split over column partitions); a neighbour ID out of range is flagged, never read.
@@ -146,6 +150,50 @@ def _kernel(width):
 HOST_READ_BYTES_PER_S = 1.6e9
 BUS_BYTES_PER_S = 48e9
 SSD_BYTES_PER_S = 0.8e9
+#: a pass of the streamed kernels over lists kept in GPU memory (PageRank's resident iteration
+#: summed 4.46 GB of CSR in 14.8 ms on an H100 at scale 25: ~300 GB/s; taken lower)
+KEPT_PASS_BYTES_PER_S = 200e9
+#: the largest chunk streamed (a longer list is a chunk of its own)
+CHUNK_BYTES = 256 << 20
+
+
+#: GPU memory a streamed run holds per vertex besides the kept chunks: PageRank's score, sums,
+#: contributions, out-degrees, the new scores and a temporary (8 B each), the dangling flags
+STREAM_STATE_BYTES_PER_VERTEX = 56
+
+
+def keep_budget(graph, gpu_mem, stream_bytes, probe=True) -> int:
+    """Bytes of streamed lists a multi-pass run may keep in GPU memory (see the module): the
+    budget (`gpu_mem`; unset: 90% of the free GPU memory) less the O(|V|) state, the lists'
+    offsets and the two chunk buffers, at most `stream_bytes`, never below 0. probe=False: no
+    question to the GPU (a plan made before CuPy is imported): with no budget given, everything
+    is taken to fit, as the resident tier is."""
+    from .device_graph import _budget
+    n = int(graph.num_vertices)
+    if gpu_mem is None and not probe:
+        return int(stream_bytes)
+    try:
+        budget = _budget(gpu_mem)
+    except ImportError:          # no CuPy: nothing can be kept (the run says why it cannot run)
+        return 0
+    dirs = 2 if getattr(graph, "in_partitions", None) is not None else 1
+    held = STREAM_STATE_BYTES_PER_VERTEX * n + 8 * (n + 1) * dirs + 2 * CHUNK_BYTES
+    return int(max(0, min(int(stream_bytes), budget - held)))
+
+
+def keep_plan(sizes, budget) -> list:
+    """Which chunks stay in GPU memory after their first copy: in order, each one that still fits
+    what is left of `budget` bytes (a chunk too large for the rest is streamed; a later, smaller
+    one may still fit). sizes: each chunk's bytes."""
+    left = int(budget)
+    out = []
+    for b in sizes:
+        b = int(b)
+        keep = 0 < b <= left
+        if keep:
+            left -= b
+        out.append(keep)
+    return out
 
 
 def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True,
@@ -153,10 +201,12 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
     """Estimated seconds of each tier that can hold this run, for one command as a user runs it
     (the dataset's load counted, unless an earlier run of this process left it in GPU memory):
     resident: the CSR loaded and `passes` passes over it in GPU memory (only while it fits the
-    budget); stream-host: the streamed lists read into pinned memory once, then `passes` copies
-    over the bus (only while they fit half of `host_free`, the memory available); stream-ssd:
-    `passes` reads of the lists from the dataset's files. probe=False: no question to the GPU
-    (a plan made before CuPy is imported): the resident tier is taken to fit."""
+    budget); stream-host: the streamed lists read into pinned memory once, then a copy over the
+    bus of every list on the first pass and of the lists not kept in GPU memory on later ones
+    (only while they fit half of `host_free`, the memory available); stream-ssd: a read of every
+    list on the first pass, of those not kept on later ones. Kept lists cost a GPU pass each
+    later pass (keep_budget; KEPT_PASS_BYTES_PER_S). probe=False: no question to the GPU (a plan made before CuPy is
+    imported): the resident tier is taken to fit."""
     from .device_graph import STATE_BYTES_PER_VERTEX, _budget
     from .policy import GPU_LOAD_BYTES_PER_S, GPU_PASS_BYTES_PER_S
     from .resident import is_resident
@@ -172,10 +222,14 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
         if budget is None or csr + STATE_BYTES_PER_VERTEX * n <= budget:
             load = 0.0 if is_resident(graph, gpu_mem) else csr / GPU_LOAD_BYTES_PER_S
             out["resident"] = load + passes * csr / GPU_PASS_BYTES_PER_S
+    later = max(float(passes) - 1.0, 0.0)
+    keep = keep_budget(graph, gpu_mem, stream_bytes, probe) if later else 0
+    kept = later * keep / KEPT_PASS_BYTES_PER_S
+    rest = stream_bytes - keep
     if stream_bytes <= host_free // 2:
         out["stream-host"] = stream_bytes / HOST_READ_BYTES_PER_S + \
-            passes * stream_bytes / BUS_BYTES_PER_S
-    out["stream-ssd"] = passes * stream_bytes / SSD_BYTES_PER_S
+            (stream_bytes + later * rest) / BUS_BYTES_PER_S + kept
+    out["stream-ssd"] = (stream_bytes + later * rest) / SSD_BYTES_PER_S + kept
     return out
 
 
@@ -264,10 +318,10 @@ def _read_pieces(pool, fd, p, table, view, at, page0) -> int:
 
 
 class _Chunk:
-    __slots__ = ("part", "r0", "r1", "e0", "e1", "p0", "p1")
+    __slots__ = ("i", "part", "r0", "r1", "e0", "e1", "p0", "p1")
 
-    def __init__(self, part, r0, r1, e0, e1, width):
-        self.part, self.r0, self.r1, self.e0, self.e1 = part, r0, r1, e0, e1
+    def __init__(self, i, part, r0, r1, e0, e1, width):
+        self.i, self.part, self.r0, self.r1, self.e0, self.e1 = i, part, r0, r1, e0, e1
         self.p0, self.p1 = _pages(e0, e1, width)
 
 
@@ -275,11 +329,13 @@ class ListStream:
     """One direction's lists, cut into chunks of rows, brought to the GPU chunk by chunk from
     "host" (read once into pinned host memory, page-checked) or "ssd" (read per pass through
     three staging buffers by a reader thread, page-checked), through two device buffers and two
-    streams: chunk i+1 is copied while chunk i's kernel runs. Only the lists' offsets stay in
-    GPU memory. `each(launch)` makes one pass: launch(chunk, device buffer, index of the buffer's
-    first edge, stream) for every chunk."""
+    streams: chunk i+1 is copied while chunk i's kernel runs. The lists' offsets stay in GPU
+    memory, and the chunks `keep_plan` picks within `keep_bytes` stay there after their first
+    copy (later passes neither read nor copy them). `each(launch)` makes one pass:
+    launch(chunk, device buffer, index of the buffer's first edge, stream) for every chunk."""
 
-    def __init__(self, graph, direction, source="ssd", chunk_bytes=256 << 20, direct=True):
+    def __init__(self, graph, direction, source="ssd", chunk_bytes=CHUNK_BYTES, direct=True,
+                 keep_bytes=0):
         if source not in ("host", "ssd"):
             raise ValueError(f"source must be 'host' or 'ssd', got {source!r}")
         cp = _module.cupy()
@@ -297,8 +353,10 @@ class ListStream:
             self.offs.append(cp.asarray(off))
             for (r0, r1, e0, e1) in plan_chunks(off, chunk_edges):
                 if e1 > e0:
-                    self.chunks.append(_Chunk(i, r0, r1, e0, e1, self.w))
+                    self.chunks.append(_Chunk(len(self.chunks), i, r0, r1, e0, e1, self.w))
         self.max_pages = max((c.p1 - c.p0 for c in self.chunks), default=1)
+        self.keep = keep_plan([(c.e1 - c.e0) * self.w for c in self.chunks], keep_bytes)
+        self.kept = {}           # chunk index -> its lists in GPU memory (after the first pass)
         self.direct = direct
         self.host = None
         if source == "host":
@@ -346,14 +404,14 @@ class ListStream:
                 pass
         return os.open(p.adj_path, flags), False
 
-    def _reader(self, free, full, stop, tables):
-        """Read every chunk into a free staging buffer (_read_pieces), hand it over."""
+    def _reader(self, free, full, stop, tables, todo):
+        """Read every chunk of `todo` into a free staging buffer (_read_pieces), hand it over."""
         from concurrent.futures import ThreadPoolExecutor
         from ..integrity import _damaged
         fds = {}
         pool = ThreadPoolExecutor(READERS, thread_name_prefix="graphene-gpu-read")
         try:
-            for c in self.chunks:
+            for c in todo:
                 buf = free.get()
                 if stop.is_set():
                     return
@@ -401,48 +459,88 @@ class ListStream:
         dev_bufs, streams, staging, tables = self.buffers()
         cp.cuda.Device().synchronize()       # the streams below do not wait on the caller's
         moved = 0
+        done = self._launch_kept(launch, streams)
+        todo = [c for c in self.chunks if c.i not in done]
         if self.source == "host":
-            for i, c in enumerate(self.chunks):
+            for i, c in enumerate(todo):
                 s, dbuf = streams[i % 2], dev_bufs[i % 2]
                 _, h = self.host[c.part]
                 k = c.e1 - c.e0
-                cp.cuda.runtime.memcpyAsync(dbuf.data.ptr, h[c.e0:c.e1].ctypes.data, k * self.w,
+                keep = self._keeper(c)
+                dst = dbuf if keep is None else keep
+                cp.cuda.runtime.memcpyAsync(dst.data.ptr, h[c.e0:c.e1].ctypes.data, k * self.w,
                                             cp.cuda.runtime.memcpyHostToDevice, s.ptr)
                 moved += k * self.w
-                launch(c, dbuf, c.e0, s)
-        else:
-            moved = self._each_from_ssd(launch, dev_bufs, streams, staging, tables)
+                if keep is not None:
+                    self.kept[c.i] = keep
+                launch(c, dst, c.e0, s)
+        elif todo:
+            moved = self._each_from_ssd(launch, dev_bufs, streams, staging, tables, todo)
         for s in streams:
             s.synchronize()
         self.bytes_moved += moved
         return moved
 
-    def _each_from_ssd(self, launch, dev_bufs, streams, staging, tables):
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of lists held in GPU memory between passes."""
+        return sum(int(a.nbytes) for a in self.kept.values())
+
+    def _keeper(self, c):
+        """A device array for chunk c's edges when the plan keeps it (None: stream it; also when
+        the GPU has no room after all: the chunk is then streamed every pass)."""
+        if not self.keep[c.i]:
+            return None
+        cp = _module.cupy()
+        try:
+            return cp.empty(c.e1 - c.e0, dtype=cp.uint32 if self.w == 4 else cp.uint64)
+        except cp.cuda.memory.OutOfMemoryError:
+            self.keep[c.i] = False
+            return None
+
+    def _launch_kept(self, launch, streams) -> set:
+        """Launch every chunk already in GPU memory; returns their indices."""
+        for j, (i, arr) in enumerate(sorted(self.kept.items())):
+            launch(self.chunks[i], arr, self.chunks[i].e0, streams[j % 2])
+        return set(self.kept)
+
+    def _each_from_ssd(self, launch, dev_bufs, streams, staging, tables, todo):
         cp = _module.cupy()
         moved = 0
         free, full = queue.Queue(), queue.Queue()
         for b in staging:
             free.put(b)
         stop = threading.Event()
-        t = threading.Thread(target=self._reader, args=(free, full, stop, tables),
+        t = threading.Thread(target=self._reader, args=(free, full, stop, tables, todo),
                              name="graphene-gpu-stream", daemon=True)
         t.start()
         pending = []           # (event after the copy, staging buffer): handed back when done
         try:
-            for i in range(len(self.chunks)):
+            for i in range(len(todo)):
                 c, buf = full.get()
                 if c is None:
                     raise buf
                 s, dbuf = streams[i % 2], dev_bufs[i % 2]
                 nbytes = (c.p1 - c.p0) * PAGE
-                cp.cuda.runtime.memcpyAsync(dbuf.data.ptr, buf[1].ctypes.data, nbytes,
-                                            cp.cuda.runtime.memcpyHostToDevice, s.ptr)
+                keep = self._keeper(c)
+                if keep is None:
+                    cp.cuda.runtime.memcpyAsync(dbuf.data.ptr, buf[1].ctypes.data, nbytes,
+                                                cp.cuda.runtime.memcpyHostToDevice, s.ptr)
+                else:               # only the chunk's edges, out of its first and last pages
+                    at = c.e0 * self.w - c.p0 * PAGE
+                    cp.cuda.runtime.memcpyAsync(keep.data.ptr, buf[1].ctypes.data + at,
+                                                keep.nbytes, cp.cuda.runtime.memcpyHostToDevice,
+                                                s.ptr)
                 ev = cp.cuda.Event()
                 ev.record(s)
                 pending.append((ev, buf))
                 moved += nbytes
-                # the buffer's edge 0 is the first edge of the chunk's first page
-                launch(c, dbuf, c.p0 * PAGE // self.w, s)
+                if keep is None:
+                    # the buffer's edge 0 is the first edge of the chunk's first page
+                    launch(c, dbuf, c.p0 * PAGE // self.w, s)
+                else:
+                    self.kept[c.i] = keep
+                    launch(c, keep, c.e0, s)
                 while pending and (len(pending) > 1 or pending[0][0].done):
                     ev0, b0 = pending.pop(0)
                     ev0.synchronize()
@@ -487,13 +585,24 @@ def _pull_direction(graph, what):
 class StreamedPageRank:
     """The state and plan of a streamed PageRank on one dataset (see the module)."""
 
-    def __init__(self, graph, source="ssd", chunk_bytes=256 << 20, direct=True):
+    def __init__(self, graph, source="ssd", chunk_bytes=CHUNK_BYTES, direct=True,
+                 keep_bytes=None, gpu_mem=None):
         cp = _module.cupy()
         self.graph = graph
         self.source = source
         self.n = n = graph.num_vertices
-        self.lists = ListStream(graph, _pull_direction(graph, "PageRank"), source, chunk_bytes,
-                                direct)
+        direction = _pull_direction(graph, "PageRank")
+        if gpu_mem is not None:
+            from .device_graph import GpuMemoryError, _budget, _gib
+            need = STREAM_STATE_BYTES_PER_VERTEX * n + 8 * (n + len(graph.parts(direction)))
+            if need > _budget(gpu_mem):
+                raise GpuMemoryError(
+                    f"{graph.name}: --gpu-mem {gpu_mem} ({_gib(_budget(gpu_mem))}) is less than "
+                    f"a streamed PageRank's per-vertex state and offsets ({_gib(need)})")
+        if keep_bytes is None:       # what the budget leaves after the state (keep_budget)
+            lists = sum(p.num_edges for p in graph.parts(direction)) * int(graph.id_width)
+            keep_bytes = keep_budget(graph, gpu_mem, lists)
+        self.lists = ListStream(graph, direction, source, chunk_bytes, direct, keep_bytes)
         self.direction = self.lists.direction
         self.chunks = self.lists.chunks
         deg = np.zeros(n, dtype=np.int64)
@@ -533,24 +642,29 @@ class StreamedPageRank:
             it += 1
             steps.append({"iteration": it, "error": err, "seconds": time.perf_counter() - t0,
                           "bytes_moved": moved, "chunks": len(self.chunks),
+                          "kept_bytes": self.lists.kept_bytes,
                           "mode": f"gpu-stream-{self.source}"})
             if err < tol:
                 break
         if stats is not None:
             stats.update(iterations=it, error=err, supersteps=steps, tier=f"stream-{self.source}",
-                         bytes_moved=self.bytes_moved)
+                         bytes_moved=self.bytes_moved, kept_bytes=self.lists.kept_bytes,
+                         kept_chunks=len(self.lists.kept))
         return cp.asnumpy(score)
 
 
-def pagerank(graph, source="ssd", alpha=0.85, tol=1e-4, max_iter=20, chunk_bytes=256 << 20,
-             stats=None, direct=True):
+def pagerank(graph, source="ssd", alpha=0.85, tol=1e-4, max_iter=20, chunk_bytes=CHUNK_BYTES,
+             stats=None, direct=True, keep_bytes=None, gpu_mem=None):
     """Pull PageRank scores (float64, sum 1) with the lists streamed per iteration from `source`
-    ("host": pinned host memory; "ssd": the dataset's files)."""
-    sp = StreamedPageRank(graph, source=source, chunk_bytes=chunk_bytes, direct=direct)
+    ("host": pinned host memory; "ssd": the dataset's files), except the chunks kept in GPU
+    memory after the first iteration: within `keep_bytes`, by default what `gpu_mem` (unset:
+    90% of the free GPU memory) leaves after the state (keep_budget)."""
+    sp = StreamedPageRank(graph, source=source, chunk_bytes=chunk_bytes, direct=direct,
+                          keep_bytes=keep_bytes, gpu_mem=gpu_mem)
     return sp.run(alpha, tol, max_iter, stats=stats)
 
 
-def spmv(graph, x, source="ssd", chunk_bytes=256 << 20, stats=None, direct=True):
+def spmv(graph, x, source="ssd", chunk_bytes=CHUNK_BYTES, stats=None, direct=True):
     """y = A x (y[v] = sum of x[u] over v's out-list: algos/spmv.py) with the out-lists streamed
     once from `source`. Unweighted datasets only."""
     if graph.weighted:
@@ -575,7 +689,7 @@ def spmv(graph, x, source="ssd", chunk_bytes=256 << 20, stats=None, direct=True)
     return cp.asnumpy(y)
 
 
-def wcc(graph, source="ssd", chunk_bytes=256 << 20, stats=None, direct=True):
+def wcc(graph, source="ssd", chunk_bytes=CHUNK_BYTES, stats=None, direct=True):
     """Component labels (the smallest vertex ID of each component; edges taken undirected) by
     union-find over the out-lists streamed once from `source`, then compressed."""
     cp = _module.cupy()

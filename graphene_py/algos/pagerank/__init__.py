@@ -147,7 +147,7 @@ def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
         t0 = time.perf_counter()
         st: dict = {}
         scores = streamed.pagerank(graph, source=tier[len("stream-"):], alpha=alpha,
-                                   tol=tolerance, max_iter=max_iter, stats=st)
+                                   tol=tolerance, max_iter=max_iter, stats=st, gpu_mem=gpu_mem)
         return PageRankResult(scores=scores, iterations=st.get("iterations", 0),
                               error=st.get("error", 0.0), variant="pull",
                               converged=bool(st.get("error", 0.0) < tolerance),
