@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -50,7 +51,7 @@ SCALE, EDGE_FACTOR = 11, 8          # 2,048 vertices, 16,384 edges: a hub and se
 
 #: a share of the runs in another process: python -c SHARE K N
 SHARE = ("import sys; from graphene_py.cli import main; from graphene_py.cli_prepare import runs; "
-         "runs(main, int(sys.argv[1]), int(sys.argv[2]))")
+         "runs(main, int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])")
 
 
 def _cli(main, args) -> None:
@@ -83,17 +84,39 @@ def _datasets(main, root: str) -> None:
     _cli(main, ["partition", wel, "--disks", disks[0], "--name", "w", "-s", "-q"])
 
 
-def runs(main, part: int, parts: int) -> None:
-    """Share `part` of `parts` of RUNS."""
+def runs(main, part: int, parts: int, used: str = None) -> None:
+    """Share `part` of `parts` of RUNS; the kernels it used (jit.used()) written to `used`."""
+    from . import jit
     for i, (ds, args) in enumerate(RUNS):
         if i % parts == part:
             _cli(main, ["run", *args.split(), "-g", ds, "-q"])
+    if used:
+        with open(used, "w") as f:
+            json.dump(jit.used(), f)
 
 
-def prepare(main, jobs: int = 2, say=print) -> float:
-    """Compile and cache every built-in command's kernels (main: the `graphene` click group);
-    returns the seconds it took."""
+def _preload_lists() -> list:
+    """The kernels of every list `graphene run` saved (jit.save_preload): a user's own runs."""
+    from . import jit
+    d = os.path.dirname(jit.preload_path("x"))
+    out = []
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return out
+    for name in names:
+        if name.endswith(".json"):
+            out.extend(jit.read_preload(os.path.join(d, name)))
+    return out
+
+
+def prepare(main, jobs: int = 2, say=print, aot: bool = True) -> float:
+    """Compile and cache every built-in command's kernels (main: the `graphene` click group),
+    then (aot) compile them ahead of time into the extension modules of graphene_py/aot.py, with
+    the kernels of the runs that saved a preload list; returns the seconds it took."""
+    from . import jit
     t0 = time.perf_counter()
+    entries = []
     with tempfile.TemporaryDirectory(prefix="graphene-prepare-") as root:
         env = dict(os.environ, GRAPHENE_HOME=os.path.join(root, "home"), GRAPHENE_SMALL_EDGES="0")
         old = {k: os.environ.get(k) for k in ("GRAPHENE_HOME", "GRAPHENE_SMALL_EDGES")}
@@ -103,8 +126,9 @@ def prepare(main, jobs: int = 2, say=print) -> float:
             _datasets(main, root)
             procs = "processes" if jobs > 1 else "process"
             say(f"compiling the algorithms' kernels ({len(RUNS)} runs, {jobs} {procs}) ...")
-            procs = [subprocess.Popen([sys.executable, "-c", SHARE, str(k), str(jobs)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            used = [os.path.join(root, f"used{k}.json") for k in range(jobs)]
+            procs = [subprocess.Popen([sys.executable, "-c", SHARE, str(k), str(jobs), used[k]],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                      for k in range(1, jobs)]
             try:
                 runs(main, 0, jobs)
@@ -118,11 +142,20 @@ def prepare(main, jobs: int = 2, say=print) -> float:
                 if p.returncode != 0:
                     raise GrapheneError(f"graphene prepare: a share of the runs failed:\n"
                                         f"{out.decode(errors='replace')}")
+            entries = jit.used()
+            for path in used[1:]:
+                with open(path) as f:
+                    entries.extend(json.load(f))
         finally:
             for k, v in old.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+    if aot:
+        from . import aot as _aot
+        got = _aot.build(entries + _preload_lists(), jobs=jobs, say=say)
+        say(f"{got['kernels']} kernels compiled ahead of time in {got['seconds']:.1f} s"
+            + (f" ({got['failed']} left to numba)" if got["failed"] else ""))
     return time.perf_counter() - t0
 

@@ -33,7 +33,7 @@ def _memory_size(ctx, param, value):
     """--memory: auto, none or a size of at least 1M; anything else is a usage error (exit 2)."""
     if value is None or str(value).lower() in ("auto", "none"):
         return value
-    from .partition.partitioner import parse_size
+    from .config import parse_size
     try:
         parse_size(value)
     except GrapheneError:
@@ -266,7 +266,7 @@ def _run(name, mod, kw):
     elif memory is not None:
         from .iterator.memory import CacheBudget
         from . import jit
-        jit.ready(blas=False)      # what a run holds before any graph state, measured here
+        jit.ready_for_run()        # what a run holds before any graph state, measured here
         mem_plan = registry.memory_plan(
             name, graph, memory, runtime, algo_opts, output,
             runtime_bytes=config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN)
@@ -326,9 +326,11 @@ def _run(name, mod, kw):
              f"{setup['small_bytes'] / 1e6:.1f} MB; numpy, no numba): before the first trial",
              quiet_lines)
     else:
-        _say(f"setup {setup['seconds']:.3f} s (numba {setup['numba_seconds']:.3f} s, dataset, "
-             f"offsets and IO engine {setup['open_seconds']:.3f} s{kern}): before the first "
-             f"trial, as the C++ Graphene's setup is", quiet_lines)
+        what = (f"{setup['aot_kernels']} kernels compiled ahead of time, no numba"
+                if setup.get("aot_kernels") else f"numba {setup['numba_seconds']:.3f} s")
+        _say(f"setup {setup['seconds']:.3f} s ({what}, dataset, offsets and IO engine "
+             f"{setup['open_seconds']:.3f} s{kern}): before the first trial, as the C++ "
+             f"Graphene's setup is", quiet_lines)
     from .iterator import memory as _mem
     verification = None
     proc_peak = 0
@@ -427,7 +429,7 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     from . import jit
     if not graph.num_edges or not registry.entry(name).auto_cache:
         return None
-    jit.ready(blas=False)      # what a run holds before any graph state, measured here
+    jit.ready_for_run()        # what a run holds before any graph state, measured here
     share = int(memory_available() * AUTO_MEMORY_SHARE)
     if share < (1 << 20):
         return None
@@ -478,9 +480,9 @@ def _prepare(graph, device, in_memory, runtime, preload_key=None):
     (loaded from numba's cache on a thread while the rest goes on), the offsets of each edge
     direction in RAM, the IO buffer pool and a first engine (`--in-memory`: the partitions
     loaded, as GAPBS loads its graph before timing)."""
-    from . import jit
+    from . import aot, jit
     t0 = time.perf_counter()
-    jit.ready(blas=False)
+    aot_s = jit.ready_for_run()
     numba_s = jit.seconds()        # also when --memory's plan made it ready before
     t1 = time.perf_counter()
     pre = None
@@ -504,6 +506,8 @@ def _prepare(graph, device, in_memory, runtime, preload_key=None):
         pre.wait()
     t2 = time.perf_counter()
     out = {"seconds": t2 - t0, "numba_seconds": numba_s, "open_seconds": t2 - t1}
+    if aot.active() and not jit.materialized():
+        out.update(aot_kernels=aot.count(), aot_seconds=round(aot_s, 4))
     if pre is not None:
         out.update(kernels_loaded=pre.loaded, kernels_skipped=pre.skipped,
                    kernels_seconds=round(pre.seconds, 4))

@@ -4,6 +4,7 @@ Numbers come from Graphene (Liu & Huang, FAST'17; dissertation Chapter 4); see
 shared/design/GRAPHENE_FACTS.md. Every CLI option that tunes the engine defaults to a value here.
 """
 import os
+import re
 
 #: Granularity of IO planning: one bit per block of an adjacency file. 512 B loads ~21% less data
 #: than 4 KB pages on graph workloads (§4.4.1, Fig 4.4); 99% of requests are < 4 KB (Fig 4.3).
@@ -77,3 +78,23 @@ def vm_bytes(field: str) -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
+
+
+def parse_size(text) -> int:
+    """'4G', '512M', '1.5g', '100000' (bytes) -> bytes (powers of 1024)."""
+    import numpy as np
+    from .errors import GrapheneError
+    if isinstance(text, (int, np.integer)):
+        v = int(text)
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise GrapheneError(f"bad memory size {text!r} (use e.g. 4G, 512M, 100000)")
+        mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m[2].lower()]
+        v = int(float(m[1]) * mult)
+    if v < (1 << 20):
+        raise GrapheneError(f"memory limit {text} is too small (at least 1M)")
+    return v

@@ -20,6 +20,8 @@ CPU — and runs it.
 """
 from __future__ import annotations
 
+import sys
+
 import importlib
 from dataclasses import dataclass, field
 
@@ -257,7 +259,8 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
                                 f"resident (--gpu-tier resident)")
         res = mod.run_gpu(graph, progress=progress, **opts)
     else:
-        jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)
+        if "numba" in sys.modules:      # (else materialize() installs it, if numba comes in)
+            jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)
         gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
         opts.pop("gpu_tier", None)
         if where == "hybrid":
@@ -291,7 +294,7 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
     `buffer_mb` (the default, halved down to 16 MiB while short) and `keep_edges` (as many kept
     neighbour IDs as fit, up to the algorithm's default; none below one per 4 vertices):
     the plan's `keep_edges` and `io_buffer_bytes` are then what the run must use."""
-    from ..partition.partitioner import parse_size
+    from ..config import parse_size
     from .. import config as _config
     budget = parse_size(memory)
     n = graph.num_vertices

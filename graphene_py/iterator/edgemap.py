@@ -75,8 +75,11 @@ class Update:
     def __getattribute__(self, name):
         # the kernels as numba made them: an Update built at import holds graphene_py.jit's
         # stand-ins (numba is imported when a kernel is first needed), swapped here on first use
+        # once numba is in (before, the engine takes the stand-ins: kernels compiled ahead of
+        # time run without numba, aot.py)
         v = object.__getattribute__(self, name)
-        if name in ("is_active", "compute") and type(v) is _jit._Lazy:
+        if name in ("is_active", "compute") and type(v) is _jit._Lazy and (
+                v._real is not None or _jit.materialized()):
             v = _jit.real(v)
             object.__setattr__(self, name, v)
         return v

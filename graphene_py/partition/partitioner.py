@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sys
 import time
 from typing import Optional
@@ -388,22 +387,7 @@ def _expected_before_dedupe(m_in, loops, symmetrize, drop_self_loops):
 
 # ----------------------------------------------------------------------------------------------
 # streaming entry point
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
-
-
-def parse_size(text) -> int:
-    """'4G', '512M', '1.5g', '100000' (bytes) -> bytes (powers of 1024)."""
-    if isinstance(text, (int, np.integer)):
-        v = int(text)
-    else:
-        m = _SIZE_RE.match(str(text))
-        if not m:
-            raise GrapheneError(f"bad memory size {text!r} (use e.g. 4G, 512M, 100000)")
-        mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m[2].lower()]
-        v = int(float(m[1]) * mult)
-    if v < (1 << 20):
-        raise GrapheneError(f"memory limit {text} is too small (at least 1M)")
-    return v
+from ..config import parse_size  # noqa: E402,F401 - (it lives where no numba is imported)
 
 
 #: Memory the partitioner's process adds while it runs, beyond what it holds when partition() is
