@@ -133,11 +133,12 @@ def _numba_version() -> str:
         return "none"
 
 
-def build_key() -> str:
+def build_key(root: str = None) -> str:
     """A hash of what a compiled module must match: the package's sources (size and mtime of
-    each .py file), numba's and Python's versions, this CPU."""
+    each .py file under `root`, by default graphene_py's folder), numba's and Python's versions,
+    this CPU."""
     h = hashlib.sha1()
-    root = os.path.dirname(os.path.abspath(__file__))
+    root = root or os.path.dirname(os.path.abspath(__file__))
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
@@ -204,7 +205,8 @@ def _load(key) -> dict:
             mods[part] = mod
         fn = getattr(mods[part], e["symbol"], None)
         if fn is not None:
-            tab.setdefault((e["module"], e["qualname"]), {})[_tuples(e["args"])] = fn
+            rec = (e["module"], e["qualname"], e["sigstr"], e["sig"])
+            tab.setdefault((e["module"], e["qualname"]), {})[_tuples(e["args"])] = (fn, rec)
     _STATE["module"], _STATE["key"] = mods, key
     return tab
 
@@ -225,9 +227,13 @@ def lookup(module: str, qualname: str, args):
     fns = tab.get((module, qualname))
     if not fns:
         return None
-    fn = fns.get(key_of_value(args))
-    if fn is not None:
-        _STATE["hits"] += 1
+    got = fns.get(key_of_value(args))
+    if got is None:
+        return None
+    _STATE["hits"] += 1
+    fn, rec = got
+    if rec[:3] not in jit._USED:       # a kernel this run used, as numba's loads are recorded
+        jit._USED[rec[:3]] = rec[3]      # (the run's preload list keeps it: jit.save_preload)
     return fn
 
 
@@ -325,12 +331,7 @@ def build(entries, jobs: int = 2, say=None) -> dict:
         with open(tmp, "w") as f:
             json.dump({"key": key, "entries": listed}, f)
         os.replace(tmp, manifest)            # the modules first, then the list that names them
-        for old in os.listdir(lib_dir()):    # earlier builds' modules (a process using one keeps
-            if old.startswith("_gp_aot_") and key not in old:     # its mapping of the file)
-                try:
-                    os.unlink(os.path.join(lib_dir(), old))
-                except OSError:
-                    pass
+        _prune(KEEP_BUILDS)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -341,6 +342,30 @@ def build(entries, jobs: int = 2, say=None) -> dict:
     _STATE["table"] = None
     return {"path": manifest, "kernels": len(listed), "skipped": skipped, "failed": failed,
             "seconds": time.perf_counter() - t0}
+
+
+#: builds kept in lib_dir (each checkout or edit of the package has its own key): the newest
+KEEP_BUILDS = 4
+
+
+def _prune(keep: int) -> None:
+    """Delete the modules of all but the `keep` newest builds (a process using one keeps its
+    mapping of the file)."""
+    d = lib_dir()
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    manifests = sorted((n for n in names if n.startswith("_gp_aot_") and n.endswith(".json")),
+                       key=lambda n: os.path.getmtime(os.path.join(d, n)), reverse=True)
+    for m in manifests[keep:]:
+        stem = m[:-len(".json")]
+        for n in names:
+            if n == m or (n.startswith(stem + "_") and not n.endswith(".json")):
+                try:
+                    os.unlink(os.path.join(d, n))
+                except OSError:
+                    pass
 
 
 def _compile_part(entries_path, name, out_dir) -> None:
@@ -371,14 +396,15 @@ def _compile_part(entries_path, name, out_dir) -> None:
     cc.target_cpu = "host"
     cc.verbose = False
     listed = []
-    for i, (mod, qual, sig, argkey) in enumerate(entries):
+    for i, (mod, qual, b64, argkey) in enumerate(entries):
         disp = jit.real(_dispatcher(mod, qual))
-        sig = tuple(pickle.loads(base64.b64decode(sig)))
+        sig = tuple(pickle.loads(base64.b64decode(b64)))
         disp.compile(sig)
         cres = disp.overloads[sig]
         sym = f"k{i}"
         cc.export(sym, cres.signature)(disp.py_func)
-        listed.append({"module": mod, "qualname": qual, "args": argkey, "symbol": sym})
+        listed.append({"module": mod, "qualname": qual, "args": argkey, "symbol": sym,
+                       "sig": b64, "sigstr": str(sig)})
     pcc.compile_extra = compile_one
     try:
         cc.compile()
