@@ -12,7 +12,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python setup.py pyproject.toml $(wildcard csrc/*.c)
 	$(BIN)/pip install -q -e '.[test]'
-	$(BIN)/graphene prepare
+	$(BIN)/graphene prepare --aot builtin
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -108,10 +108,12 @@ def calibrate_cmd(graph, disks, seconds, engine, queue_depth, show, forget, as_j
 @click.command("prepare")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=2, show_default=True,
               help="Processes compiling at once.")
-@click.option("--aot/--no-aot", default=True, show_default=True,
-              help="Also compile the kernels ahead of time into extension modules, so that a "
-                   "run whose kernels are all there never imports numba (0.3-0.9 s of a fresh "
-                   "process). The kernels of your own earlier runs are included.")
+@click.option("--aot", type=click.Choice(["all", "builtin", "none"]), default="all",
+              show_default=True,
+              help="Also compile kernels ahead of time into extension modules, so that a run "
+                   "whose kernels are all there never imports numba (0.3-0.9 s of a fresh "
+                   "process): those of prepare's own runs and of your earlier runs (all), of "
+                   "prepare's runs only (builtin: `make install`), or none.")
 @click.pass_context
 def prepare_cmd(ctx, jobs, aot):
     """Compile and cache the kernels of every built-in command, ahead of the first run (`make

@@ -110,10 +110,11 @@ def _preload_lists() -> list:
     return out
 
 
-def prepare(main, jobs: int = 2, say=print, aot: bool = True) -> float:
+def prepare(main, jobs: int = 2, say=print, aot: str = "all") -> float:
     """Compile and cache every built-in command's kernels (main: the `graphene` click group),
-    then (aot) compile them ahead of time into the extension modules of graphene_py/aot.py, with
-    the kernels of the runs that saved a preload list; returns the seconds it took."""
+    then compile them ahead of time into the extension modules of graphene_py/aot.py: aot
+    "builtin" those of prepare's runs, "all" with the kernels of every run that saved a preload
+    list (jit.save_preload), "none" nothing; returns the seconds it took."""
     from . import jit
     t0 = time.perf_counter()
     entries = []
@@ -152,9 +153,9 @@ def prepare(main, jobs: int = 2, say=print, aot: bool = True) -> float:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-    if aot:
+    if aot in ("all", "builtin"):
         from . import aot as _aot
-        got = _aot.build(entries + _preload_lists(), jobs=jobs, say=say)
+        got = _aot.build(entries + (_preload_lists() if aot == "all" else []), jobs=jobs, say=say)
         say(f"{got['kernels']} kernels compiled ahead of time in {got['seconds']:.1f} s"
             + (f" ({got['failed']} left to numba)" if got["failed"] else ""))
     return time.perf_counter() - t0

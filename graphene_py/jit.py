@@ -282,6 +282,11 @@ def ready_for_run() -> float:
     return ready(blas=False)
 
 
+def import_seconds() -> float:
+    """What importing numba and making the kernels took in this process (materialize())."""
+    return _MAT["seconds"]
+
+
 def seconds() -> float:
     """What ready() took in this process (0.0 before it ran)."""
     return _READY["seconds"] or 0.0

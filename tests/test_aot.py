@@ -160,6 +160,10 @@ def test_a_run_of_compiled_kernels_imports_no_numba_and_answers_the_same(tmp_pat
     assert np.array_equal(a["depth"], b["depth"])
     a, b = np.load(tmp_path / "wcc.numba.npz"), np.load(tmp_path / "wcc.aot.npz")
     assert np.array_equal(a["labels"], b["labels"])
+    # a run that needs kernels not compiled (SpMV's) imports numba for them and says how to
+    # compile them too
+    r, err = _graphene(env, "run", "spmv", "-g", "g")
+    assert r["numba"] and r["hits"] > 0 and "`graphene prepare` compiles" in err
     # another build key (an edited package) finds no module: numba again, the same answer
     env["GRAPHENE_AOT"] = "0"
     r, _ = _graphene(env, *runs["bfs"])
