@@ -15,10 +15,12 @@ datasets live in a temporary GRAPHENE_HOME that is removed at the end.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -154,9 +156,173 @@ def prepare(main, jobs: int = 2, say=print, aot: str = "all") -> float:
                 else:
                     os.environ[k] = v
     if aot in ("all", "builtin"):
-        from . import aot as _aot
-        got = _aot.build(entries + (_preload_lists() if aot == "all" else []), jobs=jobs, say=say)
+        got = build_aot(entries + (_preload_lists() if aot == "all" else []), jobs=jobs, say=say)
         say(f"{got['kernels']} kernels compiled ahead of time in {got['seconds']:.1f} s"
             + (f" ({got['failed']} left to numba)" if got["failed"] else ""))
     return time.perf_counter() - t0
 
+
+# -- kernels compiled ahead of time (aot.py) --------------------------------------------------
+
+#: python -c PART ENTRIES.json NAME FOLDER: one share of the kernels compiled in its own process
+PART = ("import sys; from graphene_py.cli_prepare import _compile_part; "
+        "_compile_part(*sys.argv[1:4])")
+
+
+def build_aot(entries, jobs: int = 2, say=None) -> dict:
+    """Compile the kernels `entries` name ([module, qualname, pickled signature], as jit.used()
+    and the preload lists hold them) into the modules for this process's build_key(), in `jobs`
+    processes at once (one module each). Entries whose kernel or types cannot be compiled ahead
+    are skipped, and so is a share whose compilation fails (its kernels stay numba's). Returns
+    {"path", "kernels", "skipped", "failed", "seconds"}."""
+    import importlib.machinery
+    from .aot import _STATE, _paths, build_key, key_of_type, lib_dir
+    from . import jit
+    t0 = time.perf_counter()
+    jit.ready()
+    from numba.core import types
+    from .iterator.preload import _dispatcher, _import_modules
+
+    key = build_key()
+    os.makedirs(lib_dir(), exist_ok=True)
+    _import_modules(entries)
+    seen, todo, skipped = set(), [], 0
+    for mod, qual, sig in entries:
+        try:
+            argkey = key_of_type(types.Tuple(tuple(pickle.loads(base64.b64decode(sig)))))
+            disp = _dispatcher(mod, qual)
+        except Exception:      # noqa: BLE001 - a stale entry
+            skipped += 1
+            continue
+        if disp is None or argkey is None:
+            skipped += 1
+            continue
+        if (mod, qual, argkey) in seen:
+            continue
+        if getattr(jit.real(disp), "targetoptions", {}).get("parallel"):
+            skipped += 1               # numba.pycc compiles no parallel loops
+            continue
+        seen.add((mod, qual, argkey))
+        todo.append([mod, qual, sig, argkey])
+    jobs = max(1, min(int(jobs), len(todo)))
+    build_dir = tempfile.mkdtemp(prefix=".build-", dir=lib_dir())
+    name, _, manifest = _paths(key)
+    parts, procs = [], []
+    try:
+        if say:
+            say(f"compiling {len(todo)} kernels ahead of time ({jobs} "
+                f"{'processes' if jobs > 1 else 'process'}) ...")
+        for j in range(jobs):
+            share = todo[j::jobs]
+            pj = f"{name}_{j}"
+            with open(os.path.join(build_dir, pj + ".in.json"), "w") as f:
+                json.dump(share, f)
+            parts.append((pj, share))
+            procs.append(subprocess.Popen(
+                [sys.executable, "-c", PART, os.path.join(build_dir, pj + ".in.json"), pj,
+                 build_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+        listed, failed = [], 0
+        for (pj, share), p in zip(parts, procs):
+            out = p.communicate()[0]
+            done = os.path.join(build_dir, pj + ".out.json")
+            if p.returncode != 0 or not os.path.exists(done):
+                failed += len(share)
+                if say:
+                    tail = out.decode(errors="replace").strip().splitlines()[-1:] or [""]
+                    say(f"  {len(share)} kernels left to numba (their compilation failed: "
+                        f"{tail[0][:200]})")
+                continue
+            with open(done) as f:
+                got = json.load(f)
+            suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+            final = os.path.join(lib_dir(), pj + suffix)
+            os.replace(os.path.join(build_dir, pj + suffix), final)
+            for e in got:
+                listed.append(dict(e, part=pj))
+        tmp = os.path.join(build_dir, "manifest.json")
+        with open(tmp, "w") as f:
+            json.dump({"key": key, "entries": listed}, f)
+        os.replace(tmp, manifest)            # the modules first, then the list that names them
+        _prune(KEEP_BUILDS)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        import shutil
+        shutil.rmtree(build_dir, ignore_errors=True)
+    _STATE["table"] = None
+    return {"path": manifest, "kernels": len(listed), "skipped": skipped, "failed": failed,
+            "seconds": time.perf_counter() - t0}
+
+
+#: builds kept in lib_dir (each checkout or edit of the package has its own key): the newest
+KEEP_BUILDS = 4
+
+
+def _prune(keep: int) -> None:
+    """Delete the modules of all but the `keep` newest builds (a process using one keeps its
+    mapping of the file)."""
+    from .aot import lib_dir
+    d = lib_dir()
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    manifests = sorted((n for n in names if n.startswith("_gp_aot_") and n.endswith(".json")),
+                       key=lambda n: os.path.getmtime(os.path.join(d, n)), reverse=True)
+    for m in manifests[keep:]:
+        stem = m[:-len(".json")]
+        for n in names:
+            if n == m or (n.startswith(stem + "_") and not n.endswith(".json")):
+                try:
+                    os.unlink(os.path.join(d, n))
+                except OSError:
+                    pass
+
+
+def _compile_part(entries_path, name, out_dir) -> None:
+    """One share of build_aot(): its kernels into module `name` in out_dir, and name.out.json
+    listing what it exports (module, qualname, argument key, symbol)."""
+    from . import jit
+    jit.ready()
+    from numba.core.registry import cpu_target
+    jit._refresh(cpu_target, True)      # compiling needs every typing and lowering registry
+    import numba.pycc.compiler as pcc
+    from numba.pycc import CC
+    from .iterator.preload import _dispatcher, _import_modules
+    with open(entries_path) as f:
+        entries = json.load(f)
+    _import_modules([e[:3] for e in entries])
+    compile_extra = pcc.compile_extra
+
+    def compile_one(typing, target, fn, args, ret, flags, locals, library=None):
+        # numba.pycc hands every export the same flags, and numba's inliner switches SSA off
+        # in the flags it is given: each export gets its own copy, with SSA on as numba's JIT
+        # compiles, and its call releasing the GIL (numba's nogil=True)
+        f = flags.copy()
+        f.enable_ssa = True
+        f.release_gil = True
+        return compile_extra(typing, target, fn, args, ret, f, locals, library=library)
+
+    cc = CC(name)
+    cc.output_dir = out_dir
+    cc.target_cpu = "host"
+    cc.verbose = False
+    listed = []
+    for i, (mod, qual, b64, argkey) in enumerate(entries):
+        disp = jit.real(_dispatcher(mod, qual))
+        sig = tuple(pickle.loads(base64.b64decode(b64)))
+        disp.compile(sig)
+        cres = disp.overloads[sig]
+        sym = f"k{i}"
+        cc.export(sym, cres.signature)(disp.py_func)
+        listed.append({"module": mod, "qualname": qual, "args": argkey, "symbol": sym,
+                       "sig": b64, "sigstr": str(sig)})
+    pcc.compile_extra = compile_one
+    try:
+        cc.compile()
+    finally:
+        pcc.compile_extra = compile_extra
+    with open(os.path.join(out_dir, name + ".out.json"), "w") as f:
+        json.dump(listed, f)

@@ -47,6 +47,8 @@ import tempfile
 import threading
 import time
 
+from . import aot as _aot
+
 _LOCK = threading.RLock()
 _READY = {"seconds": None}
 _PATCH = {"installed": False, "fallbacks": 0, "saved": False}
@@ -56,7 +58,7 @@ _USED = {}
 #: yet asked for by the dispatcher (kept alive with the dispatcher: module-level kernels)
 _PREPARED = {}
 #: generated kernels' modules (iterator/specialize.py); recorded as GENERATED_PREFIX + template
-GENERATED_PREFIX = "graphene_py._kernels."
+GENERATED_PREFIX = _aot.GENERATED_PREFIX
 #: generated module name -> (template, is_active "module.name", compute "module.name"), filled
 #: by iterator/specialize.py as it loads them
 GENERATED = {}
@@ -90,8 +92,7 @@ class _Lazy:
 
     def __call__(self, *args, **kwargs):
         if self._real is None and not kwargs:       # compiled ahead of time (aot.py), if so
-            from . import aot
-            fn = aot.lookup(self.__module__, self.__qualname__, args)
+            fn = compiled(self.__module__, self.__qualname__, args)
             if fn is not None:
                 return fn(*args)
         return real(self)(*args, **kwargs)
@@ -270,14 +271,19 @@ def ready(blas: bool = True) -> float:
         return _READY["seconds"]
 
 
+def compiled(module: str, qualname: str, args):
+    """The function compiled ahead of time (aot.py) for a call of kernel module.qualname on the
+    tuple `args`, or None (numba's dispatch then)."""
+    return _aot.lookup(module, qualname, args, GENERATED, _USED)
+
+
 def ready_for_run() -> float:
     """Before a run's graph state (the CLI): the module of kernels compiled ahead of time, when
     one fits this process (aot.py: numba is then imported only if a call needs a kernel it
     lacks), else numba made ready (ready(blas=False)). Returns the seconds it took."""
-    from . import aot
     if not _MAT["done"]:
         t0 = time.perf_counter()
-        if aot.active():
+        if _aot.active():
             return time.perf_counter() - t0
     return ready(blas=False)
 
@@ -369,15 +375,7 @@ def used() -> list:
     return [[m, q, p] for (m, q, _), p in _USED.items()]
 
 
-def kernel_cache_dir() -> str:
-    """Where generated kernels live: $GRAPHENE_KERNEL_CACHE, else
-    $XDG_CACHE_HOME/graphene_py/kernels (~/.cache/graphene_py/kernels); the preload lists go to
-    `preload/` beside it."""
-    d = os.environ.get("GRAPHENE_KERNEL_CACHE")
-    if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "graphene_py", "kernels")
-    return d
+kernel_cache_dir = _aot.kernel_cache_dir
 
 
 def preload_path(key: str) -> str:

@@ -144,8 +144,8 @@ def test_a_run_of_compiled_kernels_imports_no_numba_and_answers_the_same(tmp_pat
     for name, args in runs.items():
         r, _ = _graphene(env, *args, "-o", str(tmp_path / f"{name}.numba.npz"))
         assert r["numba"] and r["hits"] == 0
-    code = ("from graphene_py import aot, cli_prepare; import json; "
-            "print(json.dumps(aot.build(cli_prepare._preload_lists(), jobs=2)))")
+    code = ("from graphene_py import cli_prepare; import json; "
+            "print(json.dumps(cli_prepare.build_aot(cli_prepare._preload_lists(), jobs=2)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr

@@ -200,9 +200,8 @@ class Kernel:
         kernels). Returns a callable taking the same arguments that skips numba's dispatch."""
         full = (self.is_active, self.compute) + tuple(args) if self.generic else tuple(args)
         if not self.generic and type(self.disp) is jit._Lazy and self.disp._real is None:
-            from .. import aot            # compiled ahead of time for these types, if so
-            fn = aot.lookup(self.disp.__module__, self.disp.__qualname__, full)
-            if fn is not None:
+            fn = jit.compiled(self.disp.__module__, self.disp.__qualname__, full)
+            if fn is not None:             # compiled ahead of time for these types (aot.py)
                 return fn
         try:
             sig = tuple(self.disp.typeof_pyval(x) for x in full)
