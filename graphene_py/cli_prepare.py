@@ -56,6 +56,16 @@ SHARE = ("import sys; from graphene_py.cli import main; from graphene_py.cli_pre
          "runs(main, int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])")
 
 
+def _child_env(env=None) -> dict:
+    """The environment of a child Python process that imports this graphene_py (the folder it
+    was imported from first on its path, as in a source tree that is not the installed one)."""
+    env = dict(os.environ if env is None else env)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in
+                                                  env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
 def _cli(main, args) -> None:
     """One `graphene` command (main: the click group) in this process, its output swallowed; an
     error raises."""
@@ -131,7 +141,8 @@ def prepare(main, jobs: int = 2, say=print, aot: str = "all") -> float:
             say(f"compiling the algorithms' kernels ({len(RUNS)} runs, {jobs} {procs}) ...")
             used = [os.path.join(root, f"used{k}.json") for k in range(jobs)]
             procs = [subprocess.Popen([sys.executable, "-c", SHARE, str(k), str(jobs), used[k]],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                      env=_child_env(env), stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT)
                      for k in range(1, jobs)]
             try:
                 runs(main, 0, jobs)
@@ -220,7 +231,7 @@ def build_aot(entries, jobs: int = 2, say=None) -> dict:
             parts.append((pj, share))
             procs.append(subprocess.Popen(
                 [sys.executable, "-c", PART, os.path.join(build_dir, pj + ".in.json"), pj,
-                 build_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+                 build_dir], env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
         listed, failed = [], 0
         for (pj, share), p in zip(parts, procs):
             out = p.communicate()[0]
