@@ -181,7 +181,7 @@ PART = ("import sys; from graphene_py.cli_prepare import _compile_part; "
 
 
 def build_aot(entries, jobs: int = 2, say=None) -> dict:
-    """Compile the kernels `entries` name ([module, qualname, pickled signature], as jit.used()
+    """Compile the kernels `entries` name ([module, qualname, pickled signature, ...] as jit.used()
     and the preload lists hold them) into the modules for this process's build_key(), in `jobs`
     processes at once (one module each). Entries whose kernel or types cannot be compiled ahead
     are skipped, and so is a share whose compilation fails (its kernels stay numba's). Returns
@@ -198,7 +198,7 @@ def build_aot(entries, jobs: int = 2, say=None) -> dict:
     os.makedirs(lib_dir(), exist_ok=True)
     _import_modules(entries)
     seen, todo, skipped = set(), [], 0
-    for mod, qual, sig in entries:
+    for mod, qual, sig, *_ in entries:
         try:
             argkey = key_of_type(types.Tuple(tuple(pickle.loads(base64.b64decode(sig)))))
             disp = _dispatcher(mod, qual)

@@ -269,7 +269,7 @@ def _run(name, mod, kw):
         jit.ready_for_run()        # what a run holds before any graph state, measured here
         mem_plan = registry.memory_plan(
             name, graph, memory, runtime, algo_opts, output,
-            runtime_bytes=config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN)
+            runtime_bytes=_runtime_bytes(name, graph, in_memory, algo_opts))
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
         from .iterator.memory import memory_available
         have = memory_available()
@@ -439,7 +439,7 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     try:
         plan = registry.memory_plan(
             name, graph, share, runtime, algo_opts, output,
-            runtime_bytes=config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN)
+            runtime_bytes=_runtime_bytes(name, graph, False, algo_opts))
     except GrapheneError:
         return None
     # the plan's picks (fewer kept lists, smaller IO buffers) are for a budget the user set:
@@ -456,6 +456,15 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     plan.update(auto=True, cache_bytes=cache, io_buffer_bytes=default_io,
                 cache=CacheBudget(cache))
     return plan
+
+
+def _runtime_bytes(name, graph, in_memory, algo_opts) -> int:
+    """What a run holds besides its graph state: this process now, a margin, and numba's import
+    unless the kernels compiled ahead of time hold every kernel this kind of run used last time
+    (jit.numba_margin: a missing one brings numba in mid-run)."""
+    from . import jit
+    keys = [_preload_key(name, graph, in_memory, algo_opts, c) for c in (True, False)]
+    return config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN + jit.numba_margin(keys)
 
 
 def _preload_key(name, graph, in_memory, algo_opts, cache=False):

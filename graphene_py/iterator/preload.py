@@ -39,7 +39,7 @@ def _import_modules(entries):
     imported yet (a run imports some only when a superstep first needs them, e.g. the kept
     lists'), so the preload thread finds every dispatcher without importing anything itself."""
     names = set()
-    for mod, qual, _ in entries:
+    for mod, qual, *_ in entries:
         if mod.startswith(jit.GENERATED_PREFIX):
             names.update(q.rpartition(".")[0] for q in qual.split("|"))
         else:
@@ -68,7 +68,7 @@ class Preload:
 
     def _run(self):
         t0 = time.perf_counter()
-        for mod, qual, sig in self.entries:
+        for mod, qual, sig, *_ in self.entries:
             try:
                 disp = _dispatcher(mod, qual)
                 ok = disp is not None and jit.prepare(disp, pickle.loads(base64.b64decode(sig)))
