@@ -12,6 +12,11 @@ without it), in memory, with verification. The engine path is forced (GRAPHENE_S
 graph this small would otherwise take the small-graph path). The runs are split over `jobs`
 processes; numba's cache takes concurrent writers. Nothing is left behind but the caches: the
 datasets live in a temporary GRAPHENE_HOME that is removed at the end.
+
+Then (build_aot) the kernels those runs used, and with `--aot all` those of every preload list
+(a user's own runs), are compiled ahead of time into extension modules that a process imports
+instead of numba (graphene_py/aot.py): one module per process of `jobs`, each kernel with the
+exact numba signature it was called with, machine code for this CPU.
 """
 from __future__ import annotations
 
