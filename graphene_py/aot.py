@@ -250,11 +250,6 @@ def lookup(module: str, qualname: str, args, generated=None, used=None):
     return fn
 
 
-def compiled_kernels() -> set:
-    """{(module, qualname, signature as text)} of the compiled functions that fit this process."""
-    return {rec[:3] for fns in table().values() for _, rec in fns.values()}
-
-
 def count() -> int:
     """Compiled functions in the module that fits this process."""
     return sum(len(v) for v in table().values())

@@ -269,7 +269,7 @@ def _run(name, mod, kw):
         jit.ready_for_run()        # what a run holds before any graph state, measured here
         mem_plan = registry.memory_plan(
             name, graph, memory, runtime, algo_opts, output,
-            runtime_bytes=_runtime_bytes(name, graph, in_memory, algo_opts))
+            runtime_bytes=_runtime_bytes())
         run_rt["cache"] = mem_plan["cache"] = CacheBudget(mem_plan["cache_bytes"])
         from .iterator.memory import memory_available
         have = memory_available()
@@ -439,7 +439,7 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     try:
         plan = registry.memory_plan(
             name, graph, share, runtime, algo_opts, output,
-            runtime_bytes=_runtime_bytes(name, graph, False, algo_opts))
+            runtime_bytes=_runtime_bytes())
     except GrapheneError:
         return None
     # the plan's picks (fewer kept lists, smaller IO buffers) are for a budget the user set:
@@ -458,13 +458,11 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     return plan
 
 
-def _runtime_bytes(name, graph, in_memory, algo_opts) -> int:
+def _runtime_bytes() -> int:
     """What a run holds besides its graph state: this process now, a margin, and numba's import
-    unless the kernels compiled ahead of time hold every kernel this kind of run used last time
-    (jit.numba_margin: a missing one brings numba in mid-run)."""
+    while it is not in (jit.numba_margin: a kernel not compiled ahead of time brings it in)."""
     from . import jit
-    keys = [_preload_key(name, graph, in_memory, algo_opts, c) for c in (True, False)]
-    return config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN + jit.numba_margin(keys)
+    return config.vm_bytes("VmRSS") + registry.RUNTIME_MARGIN + jit.numba_margin()
 
 
 def _preload_key(name, graph, in_memory, algo_opts, cache=False):

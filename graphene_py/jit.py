@@ -428,19 +428,13 @@ def read_preload(path) -> list:
 NUMBA_IMPORT_BYTES = 112 << 20
 
 
-def numba_margin(keys) -> int:
-    """Memory a run must keep for importing numba later: 0 when numba is in already, or when
-    the modules compiled ahead of time (aot.py) hold every kernel of the preload list of one of
-    `keys` (the run's kernels, as its last run of that kind used them); else
-    NUMBA_IMPORT_BYTES (a kernel might be missing: numba comes in mid-run)."""
-    if _MAT["done"] or not _aot.active():
-        return 0 if _MAT["done"] else NUMBA_IMPORT_BYTES
-    have = _aot.compiled_kernels()
-    for key in keys:
-        entries = read_preload(preload_path(key))
-        if entries and all(len(e) == 4 and (e[0], e[1], e[3]) in have for e in entries):
-            return 0
-    return NUMBA_IMPORT_BYTES
+def numba_margin() -> int:
+    """Memory a run must keep for importing numba later: 0 once numba is in; else
+    NUMBA_IMPORT_BYTES. A run on kernels compiled ahead of time (aot.py) may still meet one they
+    lack (another signature, a path the compiled runs never took) and import numba mid-run, and
+    nothing says beforehand that it will not: its last run of the same kind took other paths
+    at another budget (a read-through cache against the whole graph in RAM)."""
+    return 0 if _MAT["done"] else NUMBA_IMPORT_BYTES
 
 
 @intrinsic

@@ -171,34 +171,20 @@ def test_a_run_of_compiled_kernels_imports_no_numba_and_answers_the_same(tmp_pat
 
 
 MARGIN = r"""
-import json, os, sys
-from graphene_py import aot, jit
-rec = ("graphene_py.io.bitmap", "widen", "(sig)", "b64")
-aot._STATE["table"] = {("graphene_py.io.bitmap", "widen"): {("t",): (print, rec)}}
-path = jit.preload_path("k")
-os.makedirs(os.path.dirname(path), exist_ok=True)
-out = {}
-for name, entries in (("covered", [list(rec[:2]) + ["b64", "(sig)"]]),
-                      ("missing", [list(rec[:2]) + ["b64", "(sig)"],
-                                   ["graphene_py.io.bitmap", "other", "b64", "(s)"]]),
-                      ("old", [list(rec[:2]) + ["b64"]])):
-    with open(path, "w") as f:
-        json.dump(entries, f)
-    out[name] = jit.numba_margin(["nothing-here", "k"])
-out["numba"] = "numba" in sys.modules
-print(json.dumps(out))
+import json, sys
+from graphene_py import jit
+before = jit.numba_margin()
+jit.materialize()
+print(json.dumps({"before": before, "after": jit.numba_margin()}))
 """
 
 
-def test_a_run_keeps_room_for_numba_unless_its_kernels_are_all_compiled(tmp_path):
-    """--memory's plan (cli_run._runtime_bytes): while numba is not imported, a run keeps room
-    for importing it, unless the last run of its kind used only kernels the compiled modules
-    hold (a list of the old three-field form cannot say, so it keeps the room)."""
-    env = dict(os.environ, GRAPHENE_KERNEL_CACHE=str(tmp_path / "kernels"), GRAPHENE_AOT="1")
+def test_a_run_keeps_room_for_numba_until_it_is_in():
+    """--memory's plan (cli_run._runtime_bytes): while numba is not imported (kernels compiled
+    ahead of time), a run keeps room for importing it; once it is in, none."""
     out = subprocess.run([sys.executable, "-c", MARGIN], cwd=ROOT, capture_output=True,
-                         text=True, env=env, timeout=300)
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     from graphene_py.jit import NUMBA_IMPORT_BYTES
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    assert r == {"covered": 0, "missing": NUMBA_IMPORT_BYTES, "old": NUMBA_IMPORT_BYTES,
-                 "numba": False}
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"before": NUMBA_IMPORT_BYTES,
+                                                               "after": 0}
