@@ -217,17 +217,17 @@ def test_save_preload_keeps_the_last_runs_kernels_once_per_process(tmp_path, mon
     monkeypatch.setenv("GRAPHENE_KERNEL_CACHE", str(tmp_path / "kernels"))
     monkeypatch.setattr(jit, "_PATCH", dict(jit._PATCH, saved=False))
     monkeypatch.setattr(jit, "_USED", {("graphene_py.a", "f", "S1"): "s1"})
-    jit.save_preload("k")
-    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
+    jit.save_preload("k")          # module, name, pickled signature, the signature as text
+    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1", "S1"]]
     monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "S2"): "s2"})
     jit.save_preload("k")                                   # the same process: not again
-    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1"]]
+    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.a", "f", "s1", "S1"]]
     monkeypatch.setattr(jit, "_PATCH", dict(jit._PATCH, saved=False))   # as a new process
     monkeypatch.setattr(jit, "PRELOAD_MAX", 1)
     monkeypatch.setattr(jit, "_USED", {("graphene_py.b", "g", "S2"): "s2",
                                        ("graphene_py.c", "h", "S3"): "s3"})
     jit.save_preload("k")
-    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.b", "g", "s2"]]
+    assert json.load(open(jit.preload_path("k"))) == [["graphene_py.b", "g", "s2", "S2"]]
     assert not [x for x in os.listdir(os.path.dirname(jit.preload_path("k")))
                 if x.startswith(".tmp-")]
 
