@@ -57,9 +57,7 @@ def key_of_value(v):
     if t is tuple:
         ks = tuple(key_of_value(x) for x in v)
         return None if None in ks else ("t",) + ks
-    if isinstance(v, np.ndarray):
-        if isinstance(v, np.ma.MaskedArray):
-            return None
+    if t is np.ndarray or t is np.memmap:      # (no subclass numba types otherwise: np.matrix...)
         dt = v.dtype
         if dt.fields is not None or dt.kind not in _KINDS or not dt.isnative:
             return None
@@ -68,6 +66,8 @@ def key_of_value(v):
         return ("a", dt.name, v.ndim, layout, not f.writeable, bool(f.aligned))
     if v is None:
         return ("n",)
+    if isinstance(v, np.ndarray):
+        return None
     if isinstance(v, np.generic):
         dt = v.dtype
         if dt.kind in _KINDS and dt.isnative and dt.fields is None:

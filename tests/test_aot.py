@@ -30,11 +30,16 @@ def _values():
     return out
 
 
-def test_argument_keys_are_numbas_types():
+class _Sub(np.ndarray):
+    """An ndarray subclass of a user's: numba's type for it is not assumed."""
+
+
+def test_argument_keys_are_numbas_types(tmp_path):
     """key_of_value(v) is key_of_type(numba.typeof(v)) for every value it gives a key; values it
     cannot key (so no compiled function is ever called with them) are None."""
     import numba
-    for v in _values():
+    mm = np.memmap(tmp_path / "m", dtype=np.uint32, mode="w+", shape=(6,))
+    for v in _values() + [mm, mm[1:4], (mm, 2)]:
         k = aot.key_of_value(v)
         assert k is not None, v
         assert k == aot.key_of_type(numba.typeof(v)), (v, k, numba.typeof(v))
@@ -47,7 +52,7 @@ def test_argument_keys_are_numbas_types():
     rec = np.zeros(3, dtype=[("a", np.int32), ("b", np.float64)])
     swapped = np.zeros(3, dtype=">i4")
     for v in (rec, swapped, [1, 2], {"a": 1}, "s", object(), 1 << 64, -(1 << 63),
-              np.ma.masked_array([1, 2]), (a, [1])):
+              np.ma.masked_array([1, 2]), np.zeros(2).view(_Sub), (a, [1])):
         assert aot.key_of_value(v) is None, v
 
 
