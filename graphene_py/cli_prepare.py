@@ -26,6 +26,7 @@ import io
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,18 @@ def _preload_lists() -> list:
     return out
 
 
+def _device_profiles(home: str) -> None:
+    """The user's stored device profiles (`graphene calibrate`) copied into prepare's own home:
+    runs on a calibrated device plan their requests by its model, and those kernels are compiled
+    too (the datasets here sit in a temporary folder, mostly on the same device)."""
+    from . import config
+    from .io.calibrate import STORE
+    src = os.path.join(config.home_dir(), STORE)
+    if os.path.exists(src):
+        os.makedirs(home, exist_ok=True)
+        shutil.copyfile(src, os.path.join(home, STORE))
+
+
 def prepare(main, jobs: int = 2, say=print, aot: str = "all") -> float:
     """Compile and cache every built-in command's kernels (main: the `graphene` click group),
     then compile them ahead of time into the extension modules of graphene_py/aot.py: aot
@@ -137,6 +150,7 @@ def prepare(main, jobs: int = 2, say=print, aot: str = "all") -> float:
     entries = []
     with tempfile.TemporaryDirectory(prefix="graphene-prepare-") as root:
         env = dict(os.environ, GRAPHENE_HOME=os.path.join(root, "home"), GRAPHENE_SMALL_EDGES="0")
+        _device_profiles(env["GRAPHENE_HOME"])
         old = {k: os.environ.get(k) for k in ("GRAPHENE_HOME", "GRAPHENE_SMALL_EDGES")}
         os.environ.update({k: env[k] for k in old})
         try:
