@@ -167,9 +167,9 @@ def lib_dir() -> str:
 
 
 def _paths(key):
-    """(the modules' name stem, None, the manifest's path) of the build for key."""
+    """(the modules' name stem, the manifest's path) of the build for key."""
     name = f"_gp_aot_{key}"
-    return name, None, os.path.join(lib_dir(), name + ".json")
+    return name, os.path.join(lib_dir(), name + ".json")
 
 
 def enabled() -> bool:
@@ -186,7 +186,7 @@ def table() -> dict:
         if _STATE["table"] is not None:
             return _STATE["table"]
         tab = {}
-        if enabled():
+        if enabled() and os.path.isdir(lib_dir()):    # (no build: no hash of the sources)
             try:
                 tab = _load(build_key())
             except Exception:      # noqa: BLE001 - a damaged module: numba's path, as without
@@ -196,7 +196,7 @@ def table() -> dict:
 
 
 def _load(key) -> dict:
-    _, _, manifest = _paths(key)
+    _, manifest = _paths(key)
     if not os.path.exists(manifest):
         return {}
     with open(manifest) as f:

@@ -236,7 +236,7 @@ def build_aot(entries, jobs: int = 2, say=None) -> dict:
         todo.append([mod, qual, sig, argkey])
     jobs = max(1, min(int(jobs), len(todo)))
     build_dir = tempfile.mkdtemp(prefix=".build-", dir=lib_dir())
-    name, _, manifest = _paths(key)
+    name, manifest = _paths(key)
     parts, procs = [], []
     try:
         if say:

@@ -20,9 +20,8 @@ CPU — and runs it.
 """
 from __future__ import annotations
 
-import sys
-
 import importlib
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
