@@ -251,7 +251,7 @@ def build_aot(entries, jobs: int = 2, say=None) -> dict:
             procs.append(subprocess.Popen(
                 [sys.executable, "-c", PART, os.path.join(build_dir, pj + ".in.json"), pj,
                  build_dir], env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-        listed, failed = [], 0
+        listed, failed, stale = [], 0, 0
         for (pj, share), p in zip(parts, procs):
             out = p.communicate()[0]
             done = os.path.join(build_dir, pj + ".out.json")
@@ -264,6 +264,11 @@ def build_aot(entries, jobs: int = 2, say=None) -> dict:
                 continue
             with open(done) as f:
                 got = json.load(f)
+            stale += len(got["stale"])
+            if say and got["stale"]:
+                say(f"  {len(got['stale'])} kernels left to numba (their types no longer fit "
+                    f"the kernel, e.g. {got['stale'][0]})")
+            got = got["listed"]
             suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
             final = os.path.join(lib_dir(), pj + suffix)
             os.replace(os.path.join(build_dir, pj + suffix), final)
@@ -282,8 +287,8 @@ def build_aot(entries, jobs: int = 2, say=None) -> dict:
         import shutil
         shutil.rmtree(build_dir, ignore_errors=True)
     _STATE["table"] = None
-    return {"path": manifest, "kernels": len(listed), "skipped": skipped, "failed": failed,
-            "seconds": time.perf_counter() - t0}
+    return {"path": manifest, "kernels": len(listed), "skipped": skipped + stale,
+            "failed": failed, "seconds": time.perf_counter() - t0}
 
 
 #: builds kept in lib_dir (each checkout or edit of the package has its own key): the newest
@@ -339,11 +344,15 @@ def _compile_part(entries_path, name, out_dir) -> None:
     cc.output_dir = out_dir
     cc.target_cpu = "host"
     cc.verbose = False
-    listed = []
+    listed, stale = [], []
     for i, (mod, qual, b64, argkey) in enumerate(entries):
         disp = jit.real(_dispatcher(mod, qual))
         sig = tuple(pickle.loads(base64.b64decode(b64)))
-        disp.compile(sig)
+        try:                # a list saved by an older version of the kernel: left to numba
+            disp.compile(sig)
+        except Exception as e:      # noqa: BLE001 - numba's typing errors have many classes
+            stale.append(f"{mod}.{qual}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            continue
         cres = disp.overloads[sig]
         sym = f"k{i}"
         cc.export(sym, cres.signature)(disp.py_func)
@@ -355,4 +364,4 @@ def _compile_part(entries_path, name, out_dir) -> None:
     finally:
         pcc.compile_extra = compile_extra
     with open(os.path.join(out_dir, name + ".out.json"), "w") as f:
-        json.dump(listed, f)
+        json.dump({"listed": listed, "stale": stale}, f)
