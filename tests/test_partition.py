@@ -376,16 +376,28 @@ def _files_equal(a: Graph, b: Graph):
         assert filecmp.cmp(x, y, shallow=False), x
 
 
+@pytest.mark.parametrize("grid", [(3, 2, 2), (1, 1, 1)])
 @pytest.mark.parametrize("sym", [False, True])
-def test_external_sort_identical(tmp_path, sym):
+def test_external_sort_identical(tmp_path, sym, grid, monkeypatch):
+    """Spilled runs merged give the files of the in-memory sort; on one partition (1x1, and
+    undirected with its in-edges) the merge is written as it goes (extsort.MergingCSR)."""
+    from graphene_py.partition import extsort
     g = graphs.powerlaw(scale=14, edge_factor=8)
     path, _ = write_input(tmp_path, g, "wel")
-    a = partition(path, make_disks(tmp_path, 2, "a"), name="a", rows=3, cols=2, symmetrize=sym,
+    R, C, k = grid
+    merged = []
+    merge = extsort.ExternalSorter.merge
+    monkeypatch.setattr(extsort.ExternalSorter, "merge",
+                        lambda self, *a, **kw: merged.append(1) or merge(self, *a, **kw))
+    a = partition(path, make_disks(tmp_path, k, "a"), name="a", rows=R, cols=C, symmetrize=sym,
                   in_edges=True, quiet=True)
-    b = partition(path, make_disks(tmp_path, 2, "b"), name="b", rows=3, cols=2, symmetrize=sym,
+    b = partition(path, make_disks(tmp_path, k, "b"), name="b", rows=R, cols=C, symmetrize=sym,
                   in_edges=True, quiet=True, work_memory="1M")
     assert a.manifest["options"]["spilled_runs"] == 0
     assert b.manifest["options"]["spilled_runs"] >= 4
+    # a merged file is written for a grid (per direction), and on 1x1 only for the out-edges
+    # of a directed graph (its in-edges are their transposition)
+    assert len(merged) == (1 if sym else 2) - ((R, C) == (1, 1))
     _files_equal(a, b)
     check_graph(b, g.src, g.dst, g.weights, g.n, symmetrize=sym)
     # no spill files left behind
@@ -625,15 +637,32 @@ def test_runs_with_hubs_merge_equals_in_memory(tmp_path):
     ref = extsort.sort_to_csr(src, dst, None, n, symmetrize=True)
     spill = tmp_path / "spill"
     spill.mkdir()
-    b = extsort.Batcher(4000, False, lambda: [str(spill)], symmetrize=True, drop_self_loops=True,
-                        dedupe=True, merge_budget=900)
-    for i in range(0, len(src), 500):
-        b.add(src[i:i + 500], dst[i:i + 500], None)
+
+    def batcher():
+        b = extsort.Batcher(4000, False, lambda: [str(spill)], symmetrize=True,
+                            drop_self_loops=True, dedupe=True, merge_budget=900)
+        for i in range(0, len(src), 500):
+            b.add(src[i:i + 500], dst[i:i + 500], None)
+        return b
+    b = batcher()
     store = b.finish(n)
     assert b.spilled_runs >= 3
     np.testing.assert_array_equal(store.indptr, ref[0])
     np.testing.assert_array_equal(store.get(0, n)[0], ref[1])
     assert int(np.diff(ref[0]).max()) > 2 * extsort.RADIX_MIN
+    store.close()
+    # merged as a stream: the same lists, block by block, and the runs deleted at its end
+    s = batcher().finish(n, stream=True)
+    assert isinstance(s, extsort.MergingCSR) and s.m is None and s.m_upper >= len(ref[1])
+    got = [(v0, v1, lptr.copy(), idx.copy()) for v0, v1, lptr, idx, _ in s.blocks()]
+    assert len(got) >= 3 and s.m == len(ref[1])
+    assert [v0 for v0, *_ in got] == sorted(v0 for v0, *_ in got)
+    np.testing.assert_array_equal(np.concatenate([g[3] for g in got]), ref[1])
+    deg = np.zeros(n, dtype=np.int64)
+    for v0, v1, lptr, _ in got:
+        deg[v0:v1] = np.diff(lptr)
+    np.testing.assert_array_equal(deg, np.diff(ref[0]))
+    assert os.listdir(spill) == []
 
 
 def test_edge_pieces_cover_and_balance():

@@ -17,6 +17,7 @@ vertex blocks by the partition writer.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numba
@@ -24,6 +25,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..jit import prefetch
+from .scratch import read_into, scratch_array
 
 # Bytes of memory one edge costs while a batch is being sorted: input src+dst int64 (16) + weight (4)
 # + output indices int64 (8) + weight (4) + slack for compaction.
@@ -402,13 +404,14 @@ _EMPTY_W = np.zeros(0, dtype=np.float32)
 
 
 def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True, dedupe=True,
-                base=0, sort_lists=True):
+                base=0, sort_lists=True, scratch=None):
     """Edges (src, dst int64 in [base, base+n); arrays, or lists of chunk arrays, so a batch needs
     no concatenation copy) -> (indptr int64[n+1] local to base, indices (uint32, or int64 past 2^32
     vertices: `idx_dtype`), weights float32|None, self_loops_seen). Lists sorted by (dst, weight);
     duplicates removed when `dedupe` (smallest weight kept). `sort_lists=False`: grouped by source
     only, each list in input order and nothing deduplicated (a spilled run: the merge sorts and
-    deduplicates every list anyway)."""
+    deduplicates every list anyway). scratch: a dict whose arrays are reused across calls
+    (scratch_array); the returned arrays are then views of them, valid until the next call."""
     if not isinstance(src, (list, tuple)):
         src, dst = [src], [dst]
         weights = None if weights is None else [weights]
@@ -428,15 +431,16 @@ def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True,
     # 4-byte counters (then positions) while the batch's slots fit: half the cache footprint of
     # the random increments and scatters (n+1 per part)
     m_max = sum(len(c[0]) for c in chunks) * (2 if symmetrize else 1)
-    counts = np.zeros((parts, n + 1), dtype=np.int32 if m_max < (1 << 31) - 1 else np.int64)
+    counts = scratch_array(scratch, "counts", (parts, n + 1),
+                           np.int32 if m_max < (1 << 31) - 1 else np.int64, zero=True)
     loops = 0
     for s, d, _ in chunks:
         loops += _count(s, d, symmetrize, drop_self_loops, counts)
-    indptr = np.empty(n + 1, dtype=np.int64)
+    indptr = scratch_array(scratch, "indptr", n + 1, np.int64)
     _sum_counts(counts, indptr)
     m = int(indptr[-1])
-    idx = np.empty(m, dtype=idx_dtype(base + n))
-    ow = np.empty(m, dtype=np.float32) if has_w else _EMPTY_W
+    idx = scratch_array(scratch, "idx", m, idx_dtype(base + n))
+    ow = scratch_array(scratch, "w", m, np.float32) if has_w else _EMPTY_W
     _positions(indptr, counts)
     for s, d, w in chunks:
         _scatter(s, d, w, has_w, symmetrize, drop_self_loops, counts, idx, ow)
@@ -465,7 +469,7 @@ class MemoryCSR:
         self.n = len(indptr) - 1
         self.m = int(indptr[-1])
 
-    def get(self, v0: int, v1: int):
+    def get(self, v0: int, v1: int, scratch=None):
         a, b = int(self.indptr[v0]), int(self.indptr[v1])
         w = self.weights[a:b] if self.weights is not None else None
         return self.indices[a:b], w
@@ -483,16 +487,26 @@ class SpilledCSR:
         self.n = len(indptr) - 1
         self.m = int(indptr[-1])
         self.weights = w_path is not None
+        self._files = None      # the two files, opened by the first get()
 
-    def get(self, v0: int, v1: int):
+    def get(self, v0: int, v1: int, scratch=None):
+        """The indices and weights (None when unweighted) of vertices [v0, v1); with a scratch
+        dict, views of its arrays (scratch_array), valid until the next call with it."""
         a, b = int(self.indptr[v0]), int(self.indptr[v1])
-        isz = self.dtype.itemsize
-        idx = np.fromfile(self.idx_path, dtype=self.dtype, count=b - a, offset=a * isz)
-        w = (np.fromfile(self.w_path, dtype=np.float32, count=b - a, offset=a * 4)
-             if self.w_path else None)
+        if self._files is None:
+            self._files = [open(p, "rb") if p else None for p in (self.idx_path, self.w_path)]
+        fi, fw = self._files
+        idx = read_into(fi, scratch_array(scratch, "get_idx", b - a, self.dtype),
+                        a * self.dtype.itemsize)
+        w = (read_into(fw, scratch_array(scratch, "get_w", b - a, np.float32), a * 4)
+             if fw is not None else None)
         return idx, w
 
     def close(self):
+        for f in self._files or ():
+            if f is not None:
+                f.close()
+        self._files = None
         for p in (self.idx_path, self.w_path):
             if p:
                 try:
@@ -556,70 +570,84 @@ class ExternalSorter:
                           idx.dtype))
 
     @staticmethod
-    def _run_slice(ptr_p, pdt, n_run, v0, v1):
-        """Local indptr of run vertices [v0, v1) (vertices past the run's end are empty)."""
+    def _run_slice(fptr, pdt, n_run, v0, v1, scratch=None):
+        """Local indptr of run vertices [v0, v1) (vertices past the run's end are empty), read
+        from the run's open offsets file fptr."""
         a0, a1 = min(v0, n_run), min(v1, n_run)
         pdt = np.dtype(pdt)
-        lp = np.fromfile(ptr_p, dtype=pdt, count=a1 - a0 + 1,
-                         offset=a0 * pdt.itemsize).astype(np.int64)
-        if a1 - a0 < v1 - v0:
-            lp = np.concatenate([lp, np.full(v1 - v0 - (a1 - a0), lp[-1], dtype=np.int64)])
+        raw = read_into(fptr, scratch_array(scratch, "raw_ptr", a1 - a0 + 1, pdt),
+                        a0 * pdt.itemsize)
+        lp = scratch_array(scratch, "run_ptr", v1 - v0 + 1, np.int64)
+        lp[:a1 - a0 + 1] = raw
+        lp[a1 - a0 + 1:] = lp[a1 - a0]
         return lp
 
-    def merge(self, n, out_dir, progress=None):
-        """Merge all runs into one deduplicated SpilledCSR over n vertices in `out_dir`; deletes
-        the runs."""
+    def merge_blocks(self, n, progress=None):
+        """Merge all runs, one vertex block at a time: yields (v0, v1, local indptr, indices,
+        weights (None when unweighted)) of each block of [0, n) with edges, sorted and
+        deduplicated, as views valid until the next block; deletes the runs when done (or
+        closed)."""
         deg = np.zeros(n, dtype=np.int64)
         deg[:len(self.total_deg)] = self.total_deg
         cum = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(deg, out=cum[1:])
         del deg
         self.total_deg = None
-        idx_path = os.path.join(out_dir, f"{self.tag}_merged.idx")
-        w_path = os.path.join(out_dir, f"{self.tag}_merged.w") if self.weighted else None
-        final_deg = np.zeros(n, dtype=np.int64)
         blocks = list(vertex_blocks(cum, 0, n, self.budget))
         # one buffer for every block (the largest block's edges): the same pages each time
         biggest = max([int(cum[v1] - cum[v0]) for v0, v1 in blocks] or [0])
         buf_i = np.empty(biggest, dtype=idx_dtype(n))
-        buf_w = np.empty(biggest if w_path else 0, dtype=np.float32)
-        has_w = w_path is not None
-        with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
-            for v0, v1 in blocks:
-                m = int(cum[v1] - cum[v0])
-                if m == 0:
-                    continue
-                # every run's lists of [v0, v1) gathered straight into the block's CSR slots
-                # block arrays: indptr and pos (later the new indptr), the degrees written
-                # straight into final_deg: 16 B per vertex of the block beside cum and final_deg
-                indptr = cum[v0:v1 + 1] - cum[v0]
-                idx, ow = buf_i[:m], (buf_w[:m] if has_w else _EMPTY_W)
-                pos = indptr.copy()
-                for ptr_p, pdt, idx_p, w_p, n_run, rdt in self.runs:
-                    if v0 >= n_run:
+        buf_w = np.empty(biggest if self.weighted else 0, dtype=np.float32)
+        has_w = bool(self.weighted)
+        scratch = {}            # per-block temporaries: the same pages for every block
+        try:
+            with contextlib.ExitStack() as stack:
+                runs = [(stack.enter_context(open(ptr_p, "rb")), pdt,
+                         stack.enter_context(open(idx_p, "rb")),
+                         stack.enter_context(open(w_p, "rb")) if w_p else None, n_run,
+                         np.dtype(rdt))
+                        for ptr_p, pdt, idx_p, w_p, n_run, rdt in self.runs]
+                for v0, v1 in blocks:
+                    m = int(cum[v1] - cum[v0])
+                    if m == 0:
                         continue
-                    lp = self._run_slice(ptr_p, pdt, n_run, v0, v1)
-                    a, b = int(lp[0]), int(lp[-1])
-                    if b == a:
-                        continue
-                    ridx = np.fromfile(idx_p, dtype=rdt, count=b - a, offset=a * rdt.itemsize)
-                    rw = (np.fromfile(w_p, dtype=np.float32, count=b - a, offset=a * 4) if w_p
-                          else _EMPTY_W)
-                    _scatter_run(lp, ridx, rw, has_w, pos[:-1], idx, ow, _pieces())
-                    del lp, ridx, rw
-                newdeg = final_deg[v0:v1]
-                _sort_lists(indptr, idx, ow, has_w, self.dedupe, newdeg)
-                m2 = int(newdeg.sum())
-                if m2 != m:
+                    # every run's lists of [v0, v1) gathered straight into the block's CSR
+                    # slots; block arrays: indptr and pos (later the new indptr), 16 B per vertex
+                    # of the block beside cum
+                    indptr = scratch_array(scratch, "indptr", v1 - v0 + 1, np.int64)
+                    np.subtract(cum[v0:v1 + 1], cum[v0], out=indptr)
+                    idx, ow = buf_i[:m], (buf_w[:m] if has_w else _EMPTY_W)
+                    pos = scratch_array(scratch, "pos", v1 - v0 + 1, np.int64)
+                    pos[:] = indptr
+                    for fptr, pdt, fidx, fwt, n_run, rdt in runs:
+                        if v0 >= n_run:
+                            continue
+                        lp = self._run_slice(fptr, pdt, n_run, v0, v1, scratch)
+                        a, b = int(lp[0]), int(lp[-1])
+                        if b == a:
+                            continue
+                        ridx = read_into(fidx, scratch_array(scratch, "ridx", b - a, rdt),
+                                         a * rdt.itemsize)
+                        rw = (read_into(fwt, scratch_array(scratch, "rw", b - a, np.float32),
+                                        a * 4) if fwt is not None else _EMPTY_W)
+                        _scatter_run(lp, ridx, rw, has_w, pos[:-1], idx, ow, _pieces())
+                    newdeg = scratch_array(scratch, "newdeg", v1 - v0, np.int64)
+                    _sort_lists(indptr, idx, ow, has_w, self.dedupe, newdeg)
                     newptr = pos
                     newptr[0] = 0
                     np.cumsum(newdeg, out=newptr[1:])
-                    _compact(indptr, newptr, idx, ow, has_w)
-                idx[:m2].tofile(fi)
-                if w_path:
-                    ow[:m2].tofile(fw)
-                if progress:
-                    progress("merge", int(cum[v1]), int(cum[-1]))
+                    m2 = int(newptr[-1])
+                    if m2 != m:
+                        _compact(indptr, newptr, idx, ow, has_w)
+                    yield v0, v1, newptr, idx[:m2], (ow[:m2] if has_w else None)
+                    if progress:
+                        progress("merge", int(cum[v1]), int(cum[-1]))
+        finally:
+            scratch.clear()
+            self.discard()
+
+    def discard(self):
+        """Delete the runs' files."""
         for r in self.runs:
             for p in (r[0], r[2], r[3]):
                 if p:
@@ -628,13 +656,50 @@ class ExternalSorter:
                     except OSError:
                         pass
         self.runs = []
+
+    def merge(self, n, out_dir, progress=None):
+        """Merge all runs into one deduplicated SpilledCSR over n vertices in `out_dir`; deletes
+        the runs."""
+        idx_path = os.path.join(out_dir, f"{self.tag}_merged.idx")
+        w_path = os.path.join(out_dir, f"{self.tag}_merged.w") if self.weighted else None
+        final_deg = np.zeros(n, dtype=np.int64)
+        with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
+            for v0, v1, lptr, idx, w in self.merge_blocks(n, progress):
+                np.subtract(lptr[1:], lptr[:-1], out=final_deg[v0:v1])
+                idx.tofile(fi)
+                if w_path:
+                    w.tofile(fw)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(final_deg, out=indptr[1:])
         return SpilledCSR(indptr, idx_path, w_path, idx_dtype(n))
 
 
+class MergingCSR:
+    """The runs' merge read once, block by block, as it is written (ExternalSorter.merge_blocks):
+    no merged file written and read back. `m` (the edges after deduplication) is known once
+    blocks() has run to its end; m_upper (the edges before) from the start."""
+    streamed = True
+
+    def __init__(self, sorter, n):
+        self.sorter, self.n = sorter, n
+        self.weights = bool(sorter.weighted)
+        self.m_upper = int(sorter.total_deg.sum())
+        self.m = None
+
+    def blocks(self, progress=None):
+        m = 0
+        for blk in self.sorter.merge_blocks(self.n, progress):
+            m += len(blk[3])
+            yield blk
+        self.m = m
+
+    def close(self):
+        self.sorter.discard()
+
+
 class Batcher:
-    """Collects edge chunks (kept as they come: no copy) up to `budget` edges; a full batch is
+    """Collects edge chunks (copied into the batch's arrays, the same for every batch) up to
+    `budget` edges; a full batch is
     grouped by source into a run and spilled. `finish(n)` returns a MemoryCSR when everything fit
     in one batch, else the merged SpilledCSR. Counts self-loops seen (for the stats)."""
 
@@ -646,13 +711,16 @@ class Batcher:
         self.sym, self.drop_self, self.dedupe = symmetrize, drop_self_loops, dedupe
         self.merge_budget = merge_budget or self.cap
         self.progress = progress
-        self.parts = []                     # (src, dst, w|None) chunks of the current batch
+        # the current batch: its edges copied in as they come, into the same arrays for every
+        # batch (the reader's chunks may be reused: open_edges(reuse=True))
+        self.bsrc = self.bdst = self.bw = np.zeros(0, np.int64)
         self.fill = 0
         self.maxid = -1
         self.loops = 0
         self.sorter = None
         self.input_edges = 0
         self.spilled_runs = 0
+        self.scratch = {}       # the runs' sort arrays, reused by every spilled batch
 
     def add(self, src, dst, w=None, maxid=None):
         self.cap = min(self.cap, MAX_BATCH_EDGES)
@@ -665,19 +733,43 @@ class Batcher:
         pos = 0
         while pos < m:
             k = min(self.cap - self.fill, m - pos)
-            self.parts.append((src[pos:pos + k], dst[pos:pos + k],
-                               w[pos:pos + k] if self.weighted else None))
+            f = self.fill
+            self._room(f + k)
+            self.bsrc[f:f + k] = src[pos:pos + k]
+            self.bdst[f:f + k] = dst[pos:pos + k]
+            if self.weighted:
+                self.bw[f:f + k] = w[pos:pos + k]
             self.fill += k
             pos += k
             if self.fill == self.cap:
                 self._spill()
 
-    def _sort_batch(self, n, sort_lists=True):
-        parts, self.parts, self.fill = self.parts, [], 0
-        ptr, idx, w, loops = sort_to_csr([p[0] for p in parts], [p[1] for p in parts],
-                                         [p[2] for p in parts] if self.weighted else None, n,
+    def _release(self):
+        """The batch's and the runs' arrays let go (the merge needs the memory)."""
+        self.bsrc = self.bdst = self.bw = np.zeros(0, np.int64)
+        self.scratch.clear()
+
+    def _room(self, need):
+        """The batch's arrays hold at least `need` edges (grown, what they hold kept)."""
+        if need <= len(self.bsrc):
+            return
+        size = max(need, min(self.cap, MAX_BATCH_EDGES))
+        for name, dt in (("bsrc", np.int64), ("bdst", np.int64), ("bw", np.float32)):
+            if name == "bw" and not self.weighted:
+                continue
+            old = getattr(self, name)
+            new = np.empty(size, dt)
+            new[:self.fill] = old[:self.fill]
+            setattr(self, name, new)
+            del old
+
+    def _sort_batch(self, n, sort_lists=True, scratch=None):
+        f, self.fill = self.fill, 0
+        ptr, idx, w, loops = sort_to_csr([self.bsrc[:f]], [self.bdst[:f]],
+                                         [self.bw[:f]] if self.weighted else None, n,
                                          symmetrize=self.sym, drop_self_loops=self.drop_self,
-                                         dedupe=self.dedupe, sort_lists=sort_lists)
+                                         dedupe=self.dedupe, sort_lists=sort_lists,
+                                         scratch=scratch)
         self.loops += loops
         return ptr, idx, w
 
@@ -687,22 +779,27 @@ class Batcher:
                                          self.dedupe)
         # a run is grouped by source only: the merge sorts and deduplicates each list whole
         # (sorting here too did the work twice; kron22 -s: 8.3 s of list sorting in all)
-        ptr, idx, w = self._sort_batch(self.maxid + 1, sort_lists=False)
-        self.sorter.add_run(ptr, idx, w)
+        ptr, idx, w = self._sort_batch(self.maxid + 1, sort_lists=False, scratch=self.scratch)
+        self.sorter.add_run(ptr, idx, w)        # written out: the scratch arrays are free again
         self.spilled_runs += 1
         if self.progress:
             self.progress("spill", len(self.sorter.runs), None)
 
-    def finish(self, n, merge_budget=None):
+    def finish(self, n, merge_budget=None, stream=False):
         """merge_budget: edges per merge block, when the caller knows better now (|V| is known only
-        at the end: the merge's O(|V|) arrays come out of the same memory)."""
+        at the end: the merge's O(|V|) arrays come out of the same memory). stream: when runs were
+        spilled, a MergingCSR (merged as its reader goes) instead of the merged SpilledCSR."""
         if self.sorter is None:
             ptr, idx, w = self._sort_batch(n)
+            self._release()
             return MemoryCSR(ptr, idx, w)
         if self.fill:
             self._spill()
+        self._release()
         if merge_budget is not None:
             self.sorter.budget = max(1, int(merge_budget))
+        if stream:
+            return MergingCSR(self.sorter, n)
         return self.sorter.merge(n, self.sorter.dirs[0], self.progress)
 
 

@@ -33,7 +33,7 @@ from .. import config
 from ..errors import GrapheneError, InputFormatError
 from ..graph import LABELS_FILE, Graph, id_dtype
 from . import extsort
-from .extsort import MemoryCSR, sort_to_csr, vertex_blocks
+from .extsort import MemoryCSR, scratch_array, sort_to_csr, vertex_blocks
 from .writer import DatasetWriter, check_disks, check_name
 
 TOOL = "graphene_py 0.1.0"
@@ -144,8 +144,9 @@ def _plan_direction(store, R, C, budget):
             counts[(r, 0)] = int(store.indptr[hi] - store.indptr[lo])
         else:
             hist = np.zeros(n, dtype=np.int64)
+            scratch = {}
             for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
-                idx, _ = store.get(v0, v1)
+                idx, _ = store.get(v0, v1, scratch)
                 if len(idx):
                     _count_ids(hist, idx)          # no n-sized bincount per block
             cum = np.zeros(n + 1, dtype=np.int64)
@@ -158,10 +159,28 @@ def _plan_direction(store, R, C, budget):
     return [int(x) for x in rows], cols, counts
 
 
+def _blocks(store, lo, hi, budget, scratch):
+    """(v0, v1, local indptr, indices, weights) of the vertex blocks of [lo, hi) in `store`."""
+    if getattr(store, "streamed", False):
+        yield from store.blocks()
+        return
+    for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
+        idx, w = store.get(v0, v1, scratch)
+        lptr = scratch_array(scratch, "lptr", v1 - v0 + 1, np.int64)
+        np.subtract(store.indptr[v0:v1 + 1], store.indptr[v0], out=lptr)
+        yield v0, v1, lptr, idx, w
+
+
 def _write_direction(writer, store, direction, R, C, id_width, weighted, budget, loads,
                      progress=None, wstats=None):
-    """One direction's partitions; wstats (a dict) gets the weights' min, max and sum."""
-    rows, cols, counts = _plan_direction(store, R, C, budget)
+    """One direction's partitions; wstats (a dict) gets the weights' min, max and sum. A streamed
+    store (extsort.MergingCSR: 1x1 only) is merged as it is written."""
+    streamed = getattr(store, "streamed", False)
+    if streamed:
+        assert R == 1 and C == 1, (R, C)
+        rows, cols, counts = [0, store.n], [[0, store.n]], {(0, 0): store.m_upper}
+    else:
+        rows, cols, counts = _plan_direction(store, R, C, budget)
     sizes = {}
     for (r, c), m in counts.items():
         sizes[(r, c)] = (_padded(m * id_width) + (rows[r + 1] - rows[r] + 1) * 8 +
@@ -169,6 +188,7 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
     disk_of = assign_disks(sizes, loads)
     dt = id_dtype(id_width)
     parts = []
+    scratch = {}        # the blocks' arrays: the same pages for every block (scratch_array)
     for r in range(R):
         lo, hi = rows[r], rows[r + 1]
         colb = np.asarray(cols[r], dtype=np.int64)
@@ -181,18 +201,24 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
             fw = writer.open(d, base + ".wgt", pages=True) if weighted else None
             fo.write(np.zeros(1, dtype="<u8"))
             files.append([fa, fo, fw, 0])
-        for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
-            idx, w = store.get(v0, v1)
-            lptr = (store.indptr[v0:v1 + 1] - store.indptr[v0]).astype(np.int64)
-            lens = np.zeros((C, v1 - v0), dtype=np.int64)
-            _col_lens(lptr, idx, colb, lens)
-            tot = lens.sum(axis=1)
-            starts = np.zeros(C + 1, dtype=np.int64)
-            np.cumsum(tot, out=starts[1:])
-            out_idx = np.empty(int(starts[-1]), dtype=dt)
-            out_w = np.empty(int(starts[-1]), dtype="<f4") if weighted else extsort._EMPTY_W
-            _gather(lptr, idx, w if weighted else extsort._EMPTY_W, weighted, lens, starts, out_idx,
-                    out_w)
+        done = 0
+        for v0, v1, lptr, idx, w in _blocks(store, lo, hi, budget, scratch):
+            lens = scratch_array(scratch, "lens", (C, v1 - v0), np.int64, zero=C > 1)
+            if C == 1 and idx.dtype == dt and (not weighted or w.dtype == np.dtype("<f4")):
+                # one column: the block's lists are the partition's, as they are
+                np.subtract(lptr[1:], lptr[:-1], out=lens[0])
+                starts = np.array([0, len(idx)], dtype=np.int64)
+                out_idx, out_w = idx, (w if weighted else extsort._EMPTY_W)
+            else:
+                _col_lens(lptr, idx, colb, lens)
+                tot = lens.sum(axis=1)
+                starts = np.zeros(C + 1, dtype=np.int64)
+                np.cumsum(tot, out=starts[1:])
+                out_idx = scratch_array(scratch, "out_idx", int(starts[-1]), dt)
+                out_w = (scratch_array(scratch, "out_w", int(starts[-1]), "<f4") if weighted
+                         else extsort._EMPTY_W)
+                _gather(lptr, idx, w if weighted else extsort._EMPTY_W, weighted, lens, starts,
+                        out_idx, out_w)
             if wstats is not None and len(out_w):
                 wstats["min"] = min(wstats.get("min", np.inf), float(out_w.min()))
                 wstats["max"] = max(wstats.get("max", -np.inf), float(out_w.max()))
@@ -206,8 +232,11 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
                 off = np.cumsum(lens[c]) + base_e
                 fo.write(off.astype("<u8"))
                 files[c][3] = base_e + (b - a)
+            done += len(idx)
             if progress:
-                progress(direction, int(store.indptr[v1]))
+                progress(direction, done)
+        if streamed:
+            counts[(0, 0)] = store.m
         for c in range(C):
             fa, fo, fw, m = files[c]
             assert m == counts[(r, c)], (m, counts[(r, c)])
@@ -294,6 +323,8 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
     wstats = {} if weighted else None
     out_sec = _write_direction(writer, out_store, "out", R, C, id_width, weighted, budget, loads,
                                progress, wstats)
+    if callable(stats):         # made of the edge count, known once a streamed store is written
+        stats = stats(int(out_store.m))
     if wstats:      # what SSSP's default bucket width is made from (algos/sssp.py default_delta)
         stats = dict(stats, weight_min=wstats["min"], weight_max=wstats["max"],
                      weight_mean=wstats["sum"] / max(1, int(out_store.m)))
@@ -602,7 +633,7 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                                       chunk_bytes=chunk_bytes)
             else:
                 reader = open_edges(input, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes,
-                                    max_id=max_id)
+                                    max_id=max_id, reuse=True)     # the batch copies its edges
         except ValueError as e:
             raise GrapheneError(f"{input}: {e}") from None
         w_on = bool(reader.weighted)
@@ -670,12 +701,17 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
         if width == 4 and n > (1 << 32):  # only reachable with --relabel off via header_vertices
             raise GrapheneError(f"{input}: {n} vertices do not fit --id-width 4 (use 8)")
         # the merge holds O(|V|) arrays (cumulative and final degrees) beside its edge blocks
-        store = batch.finish(n, merge_budget=max(1 << 14, (free - BYTES_PER_VERTEX * n) // 64))
+        # one partition (and no transposition): merged as it is written, no merged file between
+        stream = R == 1 and C == 1 and (not in_edges or sym)
+        store = batch.finish(n, merge_budget=max(1 << 14, (free - BYTES_PER_VERTEX * n) // 64),
+                             stream=stream)
         kept = _expected_before_dedupe(batch.input_edges, batch.loops, sym, drop_self_loops)
-        stats = {"input_edges": int(batch.input_edges),
-                 "self_loops_dropped": int(batch.loops) if drop_self_loops else 0,
-                 "duplicates_dropped": int(kept - store.m) if drop_duplicates else 0,
-                 "edges": int(store.m)}
+
+        def stats(m):
+            return {"input_edges": int(batch.input_edges),
+                    "self_loops_dropped": int(batch.loops) if drop_self_loops else 0,
+                    "duplicates_dropped": int(kept - m) if drop_duplicates else 0,
+                    "edges": int(m)}
         wbudget = max(1 << 14, (limit - BYTES_PER_VERTEX * n) // 48) \
             if isinstance(store, extsort.SpilledCSR) else None
 
@@ -692,7 +728,8 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                                  np.diff(store.indptr[v0:v1 + 1]))
                 tb.add(idx, srcs, w)
             tb.maxid = n - 1
-            return tb.finish(n, merge_budget=max(1 << 14, (free - held - BYTES_PER_VERTEX * n) // 64))
+            return tb.finish(n, merge_budget=max(1 << 14, (free - held - BYTES_PER_VERTEX * n) // 64),
+                             stream=R == 1 and C == 1)
 
         options = {"symmetrize": bool(symmetrize), "drop_self_loops": bool(drop_self_loops),
                    "drop_duplicates": bool(drop_duplicates), "in_edges": bool(in_edges),
@@ -705,7 +742,8 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
 
         def prog(direction, done):
             if progress:
-                progress(f"write {direction}", done, store.m)
+                total = store.m if store.m is not None else store.m_upper
+                progress(f"write {direction}", done, total)
         path = write_dataset(writer, store, num_vertices=n, id_width=width, weighted=w_on,
                              directed=not sym, R=R, C=C, in_edges=in_edges, budget=wbudget,
                              stats=stats, options=options, input_info=input_info,

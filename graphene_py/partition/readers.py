@@ -61,6 +61,7 @@ import numpy as np
 
 from .. import config
 from ..errors import InputFormatError
+from .scratch import scratch_array
 
 MAX_ID = (1 << 63) - 1
 #: Chunks at least this large are parsed by all numba threads at once (runs of whole lines).
@@ -599,8 +600,9 @@ class EdgeReader:
     header_cols, header_entries (MTX), symmetric (MTX 'symmetric': caller must symmetrize)."""
 
     def __init__(self, path, fmt=None, weighted=None, chunk_bytes=config.READ_CHUNK_BYTES,
-                 max_id=None, prefetch=None, threads=None):
+                 max_id=None, prefetch=None, threads=None, reuse=False):
         self.path = os.fspath(path)
+        self._scratch = {} if reuse else None   # open_edges(reuse=True): the parse arrays
         self.fmt, gz_name = detect_format(self.path, fmt)
         spec = FORMATS[self.fmt]
         self.kind = spec.kind
@@ -901,9 +903,9 @@ class EdgeReader:
             caps = np.diff(starts) // 4 + 1
             offs = np.zeros(nseg + 1, np.int64)
             np.cumsum(caps, out=offs[1:])
-            src = np.empty(offs[-1], np.int64)
-            dst = np.empty(offs[-1], np.int64)
-            w = np.empty(offs[-1] if self._ncols == 3 else 0, np.float32)
+            src = scratch_array(self._scratch, "src", offs[-1], np.int64)
+            dst = scratch_array(self._scratch, "dst", offs[-1], np.int64)
+            w = scratch_array(self._scratch, "w", offs[-1] if self._ncols == 3 else 0, np.float32)
             resm = np.zeros((nseg, 9), np.int64)
             _parse_text_par(buf, starts, offs, self._ncols, base, max_src, max_dst, src, dst, w,
                             resm)
@@ -921,9 +923,10 @@ class EdgeReader:
         else:
             if mtx:
                 ecap = min(ecap, remaining + 1)
-            src = np.empty(ecap, np.int64)
-            dst = np.empty(ecap, np.int64)
-            w = np.empty(ecap if self._ncols != 2 else 0, np.float32)  # virtual until touched
+            src = scratch_array(self._scratch, "src", ecap, np.int64)
+            dst = scratch_array(self._scratch, "dst", ecap, np.int64)
+            # virtual until touched
+            w = scratch_array(self._scratch, "w", ecap if self._ncols != 2 else 0, np.float32)
             _parse_text(buf, limit, self._ncols, base, max_src, max_dst, remaining, src, dst, w,
                         res)
             k, nl, ncols, err = int(res[0]), int(res[1]), int(res[2]), int(res[3])
@@ -1076,14 +1079,16 @@ class EdgeReader:
 
 
 def open_edges(path, fmt=None, weighted=None, chunk_bytes=config.READ_CHUNK_BYTES, max_id=None,
-               prefetch=None, threads=None) -> EdgeReader:
+               prefetch=None, threads=None, reuse=False) -> EdgeReader:
     """Open an edge-list file for streaming; see the module docstring for formats and errors.
 
     prefetch: read/inflate the next chunk in a background thread (default: only for gzip input).
     threads: numba threads parsing one text chunk (default numba.get_num_threads(); chunks of at
-    least PARALLEL_MIN_BYTES are split into runs of whole lines)."""
+    least PARALLEL_MIN_BYTES are split into runs of whole lines). reuse: a text chunk's arrays
+    are valid only until the next chunk is asked for (the parser writes every chunk into the same
+    arrays: no fresh pages to fault in and zero); for a caller that copies what it keeps."""
     return EdgeReader(path, fmt=fmt, weighted=weighted, chunk_bytes=chunk_bytes, max_id=max_id,
-                      prefetch=prefetch, threads=threads)
+                      prefetch=prefetch, threads=threads, reuse=reuse)
 
 
 def read_edges(path, **kw):
