@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import pickle
 import sys
 import time
 
@@ -607,13 +608,20 @@ class ClusterEdgeMap(EdgeMap):
                 h = heads_of[b] = cloudpickle.dumps((self.sender.session, b, self.sender.version,
                                                      direction, self.weights, update, qdt,
                                                      vb if cut else None, pieces), protocol=5)
+            args = (g._specs[i], h, r, frontiers[i], *parts)
+            step = self.nodes[i].step
+            if not any(isinstance(a, ray.ObjectRef) for a in (r, *parts)):
+                # nothing for Ray to resolve: one byte string instead of five arguments, while
+                # it stays under Ray's inline size (a larger one would go through the store)
+                packed = pickle.dumps(args, protocol=5)
+                if len(packed) <= INLINE:
+                    args = (packed,)
+                    step = self.nodes[i].step_packed
             if not cut and pieces > 1:
-                return self.nodes[i].step.options(num_returns=1 + pieces).remote(
-                    g._specs[i], h, r, frontiers[i], *parts)
+                return step.options(num_returns=1 + pieces).remote(*args)
             if not cut:
-                return [self.nodes[i].step.remote(g._specs[i], h, r, frontiers[i], *parts)]
-            return self.nodes[i].step.options(num_returns=1 + k).remote(
-                g._specs[i], h, r, frontiers[i], *parts)
+                return [step.remote(*args)]
+            return step.options(num_returns=1 + k).remote(*args)
         t1 = time.perf_counter()
         refs = [call(i, ref, base, relayed) for i in range(k)]
         heads = g.gather([r[0] for r in refs], f"a superstep ({direction}-lists)")
