@@ -124,7 +124,8 @@ def _slot_index(x) -> bool:
 
 def _name_of(fn):
     """("import", module, name) of a module-level function importable by that name, else fn."""
-    py = getattr(fn, "py_func", None)
+    # a kernel's stand-in (jit._Lazy) names its function without importing numba
+    py = fn.__wrapped__ if isinstance(fn, _jit._Lazy) else getattr(fn, "py_func", None)
     mod = sys.modules.get(getattr(py, "__module__", None) or "")
     name = getattr(py, "__qualname__", "")
     if mod is not None and getattr(mod, name, None) is fn:
