@@ -52,9 +52,11 @@ RUNS = [
     ("dir", "bfs -v"), ("dir", "pagerank -v"), ("dir", "pagerank-pull -v"), ("dir", "wcc -v"),
     ("dir", "kcore -v"), ("dir", "apsp"), ("dir", "spmv"),
     ("w", "sssp -v"), ("w", "sssp --in-memory"), ("w", "sssp --memory none"), ("w", "spmv -v"),
+    ("sparse", "kcore --k 16 --membership-only"), ("sparse", "wcc"),
 ]
 
 SCALE, EDGE_FACTOR = 11, 8          # 2,048 vertices, 16,384 edges: a hub and several levels
+SPARSE_PATHS = 1000                 # paths of 4 vertices beside it in the "sparse" dataset
 
 
 #: a share of the runs in another process: python -c SHARE K N
@@ -100,6 +102,15 @@ def _datasets(main, root: str) -> None:
     _cli(main, ["partition", el, "--disks", *disks, "--name", "sym2", "-s", "-q"])
     _cli(main, ["partition", el, "--disks", *disks, "--name", "dir", "--in-edges", "-q"])
     _cli(main, ["partition", wel, "--disks", disks[0], "--name", "w", "-s", "-q"])
+    # the same graph and SPARSE_PATHS short paths beside it: most vertices below K, as in a large
+    # graph's tail, so k-core membership keeps lists in RAM and WCC labels many small
+    # components by propagation (paths these small graphs do not take otherwise)
+    sp = os.path.join(root, "sparse.el")
+    base = (1 << SCALE) + np.arange(SPARSE_PATHS, dtype=np.int64)[:, None] * 4
+    path = np.concatenate([np.stack([base + j, base + j + 1], -1).reshape(-1, 2)
+                           for j in range(3)])
+    np.savetxt(sp, np.concatenate([np.stack([src, dst], 1), path]), fmt="%d")
+    _cli(main, ["partition", sp, "--disks", disks[0], "--name", "sparse", "-s", "-q"])
 
 
 def runs(main, part: int, parts: int, used: str = None) -> None:
