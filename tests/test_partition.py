@@ -680,3 +680,16 @@ def test_edge_pieces_cover_and_balance():
         assert edges.sum() == indptr[-1]
         assert edges.max() <= indptr[-1] / k + deg.max()
     assert np.array_equal(extsort._edge_pieces(np.zeros(1, dtype=np.int64), 4), np.zeros(5))
+
+
+def test_the_writer_imports_no_numba():
+    """A cluster node writes the partitions it is sent through partition/writer.py: importing it
+    (and the package) leaves numba out; the partitioner's names still resolve, bringing it in."""
+    code = ("import sys; from graphene_py.partition.writer import DatasetWriter; "
+            "a = 'numba' in sys.modules; import graphene_py.partition as P; "
+            "b = 'numba' in sys.modules; f = P.partition_arrays; "
+            "print(a, b, 'numba' in sys.modules, callable(f), 'partition' in dir(P))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "True", "True", "True"]
