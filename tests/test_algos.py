@@ -609,7 +609,11 @@ def test_delta_pagerank_sweeps_are_gauss_seidel(tmp_root, in_memory):
     jac = pagerank.run(g, variant="pull", **kw)
     ref = naive.pagerank(n, src, dst, ALPHA)
     assert jac.iterations > 60
-    assert gs.iterations <= 5, (gs.iterations, jac.iterations)
+    # from SSD a sweep takes the lists as their reads complete: in vertex order on an idle
+    # machine (<= 5 sweeps), in another order under load (8 seen in a full parallel suite run),
+    # still far from a Jacobi iteration's count
+    assert gs.iterations <= (5 if in_memory else jac.iterations // 4), \
+        (gs.iterations, jac.iterations)
     for r in (gs, jac):
         assert np.abs(r.scores - ref).sum() <= ALPHA / (1 - ALPHA) * r.error * 1.001 + 1e-12
         assert pagerank.verify(g, r) == []
