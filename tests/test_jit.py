@@ -331,13 +331,14 @@ def test_prepare_leaves_nothing_to_compile_for_a_first_run(tmp_path, monkeypatch
     """`graphene prepare` (make install runs it) covers every built-in algorithm, and after it a
     fresh process partitions another graph and runs the algorithms on it, from disk and in
     memory, without compiling a single graphene_py kernel. (Cold, prepare takes about a minute;
-    after make install it finds everything cached.)"""
+    after make install it finds everything cached. The ahead-of-time build, which a first run
+    would not need either, is tests/test_aot.py's: here it would only add a minute.)"""
     from graphene_py.algos import registry
     from graphene_py.cli_prepare import RUNS, prepare
     assert {a.split()[0] for _, a in RUNS} >= set(registry.names()) - {"msbfs"}
     monkeypatch.delenv("GRAPHENE_KERNEL_CACHE", raising=False)     # the user's caches
     from graphene_py.cli import main
-    prepare(main, jobs=2, say=lambda m: None)
+    prepare(main, jobs=2, say=lambda m: None, aot="none")
     g = tg.powerlaw()
     el = tmp_path / "g.el"
     el.write_text("".join(f"{a} {b}\n" for a, b in zip(g.src, g.dst)))
