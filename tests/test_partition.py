@@ -665,6 +665,31 @@ def test_runs_with_hubs_merge_equals_in_memory(tmp_path):
     assert os.listdir(spill) == []
 
 
+def test_a_batch_cut_down_lets_its_pages_go(tmp_path):
+    """The batch's arrays serve every batch; when the partitioner cuts the batch down (more IDs
+    seen: their per-vertex arrays take the memory), the next spill lets the larger arrays go, and
+    the runs still merge into the in-memory result."""
+    from graphene_py.partition import extsort
+    rng = np.random.default_rng(9)
+    n = 500
+    src, dst = rng.integers(0, n, 6000), rng.integers(0, n, 6000)
+    ref = extsort.sort_to_csr(src, dst, None, n, symmetrize=True)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    b = extsort.Batcher(4000, False, lambda: [str(spill)], symmetrize=True, drop_self_loops=True,
+                        dedupe=True)
+    b.add(src[:4000], dst[:4000], None)
+    assert b.spilled_runs == 1 and len(b.bsrc) == 4000 and b.scratch
+    b.cap = 1000
+    b.add(src[4000:5000], dst[4000:5000], None)
+    assert b.spilled_runs == 2 and len(b.bsrc) == 0 and not b.scratch
+    b.add(src[5000:], dst[5000:], None)
+    assert b.spilled_runs == 3 and len(b.bsrc) == 1000
+    store = b.finish(n)
+    np.testing.assert_array_equal(store.indptr, ref[0])
+    np.testing.assert_array_equal(store.get(0, n)[0], ref[1])
+
+
 def test_edge_pieces_cover_and_balance():
     """The parallel list loops' pieces: every vertex in exactly one piece, in order, and each
     piece within one list of the average edge count (hubs first, as in unpermuted graphs)."""

@@ -781,6 +781,11 @@ class Batcher:
         # (sorting here too did the work twice; kron22 -s: 8.3 s of list sorting in all)
         ptr, idx, w = self._sort_batch(self.maxid + 1, sort_lists=False, scratch=self.scratch)
         self.sorter.add_run(ptr, idx, w)        # written out: the scratch arrays are free again
+        del ptr, idx, w
+        if len(self.bsrc) > self.cap:
+            # the batch was cut down (the IDs seen grew, and their per-vertex arrays with them):
+            # the pages beyond the new size go, as the memory limit counts on
+            self._release()
         self.spilled_runs += 1
         if self.progress:
             self.progress("spill", len(self.sorter.runs), None)
