@@ -610,9 +610,11 @@ class ClusterEdgeMap(EdgeMap):
                                                      vb if cut else None, pieces), protocol=5)
             args = (g._specs[i], h, r, frontiers[i], *parts)
             step = self.nodes[i].step
-            if not any(isinstance(a, ray.ObjectRef) for a in (r, *parts)):
-                # nothing for Ray to resolve: one byte string instead of five arguments, while
-                # it stays under Ray's inline size (a larger one would go through the store)
+            fb = sum(x.nbytes for x in frontiers[i] if isinstance(x, np.ndarray))
+            if r is msg and not parts and nb + fb + len(h) <= INLINE:
+                # a small superstep, nothing for Ray to resolve: one byte string instead of five
+                # arguments (a larger one would go through the store; its size is checked before
+                # anything is pickled for it)
                 packed = pickle.dumps(args, protocol=5)
                 if len(packed) <= INLINE:
                     args = (packed,)
