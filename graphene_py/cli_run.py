@@ -259,8 +259,16 @@ def _run(name, mod, kw):
     auto = memory is None or str(memory).lower() == "auto"
     if memory is not None and str(memory).lower() in ("auto", "none"):
         memory = None
+    fitted = None
     if auto and not in_memory and cluster is None and device == "cpu" and not small_run:
-        mem_plan = _auto_memory(name, graph, runtime, algo_opts, output)
+        fitted = _fit_defaults(name, graph, runtime, algo_opts, output)
+        if fitted is not None:          # the defaults do not fit: the picks, and no cache
+            if "buffer_mb" in fitted:
+                run_rt["buffer_mb"] = fitted["buffer_mb"]
+            if "keep_edges" in fitted:
+                algo_opts["keep_edges"] = fitted["keep_edges"]
+        else:
+            mem_plan = _auto_memory(name, graph, runtime, algo_opts, output)
         if mem_plan is not None:
             run_rt["cache"] = mem_plan["cache"]
     elif memory is not None:
@@ -290,6 +298,8 @@ def _run(name, mod, kw):
              f"on {len(graph.disks)} disk(s)")
     _say(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
          f"{graph.num_rows}x{graph.num_cols} partitions {where}", quiet_lines)
+    if fitted is not None and (fitted["short"] or not quiet):
+        click.echo(f"{'warning' if fitted['short'] else 'note'}: {fitted['why']}", err=True)
     if mem_plan is not None and mem_plan.get("auto"):
         _say(f"--memory auto ({mem_plan['memory_bytes'] / 2**30:.1f} GiB, half the memory "
              f"available): adjacency cache {mem_plan['cache_bytes'] / 2**20:,.0f} MiB, read "
@@ -456,6 +466,51 @@ def _auto_memory(name, graph, runtime, algo_opts, output):
     plan.update(auto=True, cache_bytes=cache, io_buffer_bytes=default_io,
                 cache=CacheBudget(cache))
     return plan
+
+
+def _fit_defaults(name, graph, runtime, algo_opts, output):
+    """`--memory auto` where the memory available (RAM, or a memory cgroup's room) cannot hold
+    the run's defaults (the algorithm's kept lists, the 64 MiB IO buffers): the options the user
+    left out are picked to fit it, as `--memory` picks them, instead of a run the kernel kills
+    half-way. None when the defaults fit; else {"buffer_mb", "keep_edges" (the picks), "why",
+    "short": True when not even the smallest picks fit the estimate (the run tries them)}."""
+    from .iterator.memory import memory_available
+    from . import jit
+    e = registry.entry(name)
+    keeps = e.keep is not None and not (name == "kcore" and algo_opts.get("membership_only")) \
+        and algo_opts.get("keep_edges") is None
+    if not graph.num_edges or (not keeps and runtime.get("buffer_mb")):
+        return None
+    jit.ready_for_run()
+    have = memory_available()
+    mib = (lambda b: f"{b / 2**20:,.0f} MiB")
+    where = f"the {mib(have)} of memory available (RAM, or a memory cgroup's limit)"
+    try:
+        plan = registry.memory_plan(name, graph, have, runtime, algo_opts, output,
+                                    runtime_bytes=_runtime_bytes())
+    except GrapheneError as err:
+        out = {"short": True}
+        if not runtime.get("buffer_mb"):
+            out["buffer_mb"] = 16
+        if keeps:
+            out["keep_edges"] = 0
+        picked = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in out.items() if k != "short")
+        need = str(err).split("needs before any adjacency is cached: ", 1)[-1]
+        out["why"] = (f"{where} are less than this run is estimated to need ({need}); trying "
+                      f"with {picked}")
+        return out
+    default_io = int(config.BUFFER_MB) << 20
+    default_keep = e.keep[1] * graph.num_vertices if keeps else None
+    out = {"short": False}
+    if not runtime.get("buffer_mb") and plan["io_buffer_bytes"] < default_io:
+        out["buffer_mb"] = plan["io_buffer_bytes"] / (1 << 20)
+    if keeps and plan.get("keep_edges", default_keep) < default_keep:
+        out["keep_edges"] = int(plan["keep_edges"])
+    if len(out) == 1:
+        return None
+    picked = ", ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in out.items() if k != "short")
+    out["why"] = f"{where} do not hold this run's defaults: running with {picked}"
+    return out
 
 
 def _runtime_bytes() -> int:

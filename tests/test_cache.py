@@ -430,3 +430,45 @@ def test_cli_memory_auto_and_none(mid):
     b = json.loads(_cli("run", "bfs", "-g", mid.path, "--json", "--src", "0", "--memory",
                         "4G").stdout)
     assert b["memory"]["plan"]["cache_bytes"] > 0
+
+
+def _cli_room(room, *args):
+    """`graphene run` in a process whose memory available (RAM, or a memory cgroup's room) is
+    `room` bytes and whose runtime counts 300 MiB: the plan's numbers are then exact."""
+    code = ("import sys; import graphene_py.iterator.memory as m, graphene_py.cli_run as c; "
+            f"m.memory_available = lambda: {int(room)}; c._runtime_bytes = lambda: 300 << 20; "
+            "from graphene_py.cli import main; main()")
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_auto_memory_fits_the_defaults_to_the_room(mid):
+    """`--memory auto` (the default) where the memory available cannot hold the run's defaults
+    (a container's memory cgroup): the k-core decomposition keeps fewer lists, as `--memory`
+    would pick them, says so, and gives the same answer; where not even the least fits the
+    estimate, it warns and tries with no kept lists and 16 MiB buffers; with room, defaults."""
+    from graphene_py.algos import registry
+    rt = 300 << 20
+    full = registry.memory_plan("kcore", mid, 1 << 40, {}, {}, None, runtime_bytes=rt)
+    assert full["keep_edges"] == 4 * mid.num_vertices
+    need = rt + full["io_buffer_bytes"] + full["state_bytes_estimate"]
+    room = need - 2 * mid.num_vertices * mid.id_width
+    want = registry.memory_plan("kcore", mid, room, {}, {}, None, runtime_bytes=rt)["keep_edges"]
+    assert mid.num_vertices // 4 < want < 4 * mid.num_vertices
+    ref = json.loads(_cli("run", "kcore", "-g", mid.path, "--json").stdout)
+    assert ref["result"]["keep_edges"] == 4 * mid.num_vertices
+    p = _cli_room(room, "run", "kcore", "-g", mid.path, "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["result"]["keep_edges"] == want
+    assert f"do not hold this run's defaults: running with --keep-edges {want}" in p.stderr
+    assert d["result"]["max_core"] == ref["result"]["max_core"]
+    p = _cli_room(rt, "run", "kcore", "-g", mid.path, "--json", "-o", mid.path + "/../kc.npz")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert "warning:" in p.stderr and "--buffer-mb 16, --keep-edges 0" in p.stderr
+    assert d["result"]["keep_edges"] == 0 and d["memory"]["io_buffer_bytes"] == 16 << 20
+    assert d["result"]["max_core"] == ref["result"]["max_core"]
+    p = _cli_room(need + (64 << 20), "run", "kcore", "-g", mid.path, "--json")
+    assert "defaults" not in p.stderr and "warning" not in p.stderr
+    assert json.loads(p.stdout)["result"]["keep_edges"] == 4 * mid.num_vertices

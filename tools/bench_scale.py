@@ -59,6 +59,60 @@ def timed(cmd, cgroup=None, timeout=7200):
             "device_bytes": (ab_runs.sectors_read(dev) - s0) * 512}
 
 
+#: fio's block sizes when supersteps are set against it (--steps)
+FIO_STEP_SIZES = ("4k", "16k", "64k", "128k", "512k", "1m")
+
+
+def step_row(st: dict) -> dict:
+    """What --steps keeps of one superstep (`graphene run --nl`'s line)."""
+    keep = ("superstep", "frontier", "bytes_read", "requests", "seconds", "io_seconds",
+            "compute_seconds", "wait_seconds", "mode", "io_plan")
+    return {k: st[k] for k in keep if k in st}
+
+
+def _bytes(size: str) -> int:
+    return int(size[:-1]) << (10 if size[-1] == "k" else 20)
+
+
+def fio_at(fio: dict, req_bytes: float) -> float:
+    """fio's MB/s at a request size, interpolated in log(size) between the sizes measured (the
+    ends held flat)."""
+    pts = sorted((_bytes(k), v["MBps"]) for k, v in fio.items())
+    if req_bytes <= pts[0][0]:
+        return pts[0][1]
+    for (s0, b0), (s1, b1) in zip(pts, pts[1:]):
+        if req_bytes <= s1:
+            t = (np.log(req_bytes) - np.log(s0)) / (np.log(s1) - np.log(s0))
+            return float(b0 + t * (b1 - b0))
+    return pts[-1][1]
+
+
+def steps_vs_fio(steps, fio_start, fio_end, min_bytes=32 << 20):
+    """The IO-bound supersteps (compute threads waited longer than they computed, at least
+    min_bytes read): each one's device MB/s over its seconds against fio's ceiling at its mean
+    request size (the lower and the higher of fio's two measurements), and the byte-weighted
+    share of the run's IO-bound reading."""
+    rows, got, ceil_lo, ceil_hi = [], 0.0, 0.0, 0.0
+    for st in steps:
+        b, rq, sec = st.get("bytes_read", 0), st.get("requests", 0), st.get("seconds", 0.0)
+        if b < min_bytes or not rq or sec <= 0:
+            continue
+        if st.get("wait_seconds", 0.0) < st.get("compute_seconds", 0.0):
+            continue
+        req = b / rq
+        lo, hi = sorted((fio_at(fio_start, req), fio_at(fio_end, req)))
+        mbps = b / sec / 1e6
+        rows.append({"superstep": st["superstep"], "MB": round(b / 1e6, 1),
+                     "request_KiB": round(req / 1024, 1), "MBps": round(mbps, 1),
+                     "fio_MBps": [round(lo, 1), round(hi, 1)]})
+        got += b
+        ceil_lo += b * mbps / lo
+        ceil_hi += b * mbps / hi
+    share = ({"of_fio_low": round(ceil_lo / got, 3), "of_fio_high": round(ceil_hi / got, 3)}
+             if got else {})
+    return {"io_bound_steps": rows, "io_bound_MB": round(got / 1e6, 1), **share}
+
+
 def compare(kind, a, b):
     if a.shape != b.shape:
         return f"shapes differ: {a.shape} vs {b.shape}"
@@ -95,14 +149,18 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="reuse the edge list and the dataset")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--fio", default=None)
+    ap.add_argument("--steps", action="store_true",
+                    help="also record every superstep (--nl) and set the IO-bound ones' device "
+                         "MB/s against fio's at their mean request size (fio at more sizes)")
     ap.add_argument("--json", required=True)
     a = ap.parse_args(argv)
     os.makedirs(a.work, exist_ok=True)
     name = f"kron{a.scale}ef{a.edge_factor}"
     el = os.path.join(a.work, f"{name}.bin32")
     out = {"graph": name, "machine": " ".join(os.uname()), "cpus": os.cpu_count(), "runs": []}
+    sizes = FIO_STEP_SIZES if a.steps else ("4k", "16k", "128k")
     if a.fio:
-        out["fio_start"] = ab_runs.fio_ceiling(a.fio)
+        out["fio_start"] = ab_runs.fio_ceiling(a.fio, sizes=sizes)
         print("fio start", out["fio_start"], flush=True)
     have = subprocess.run([EXE, "list"], capture_output=True, text=True).stdout
     if not (a.keep and (os.path.exists(el) or f" {name} " in have)):
@@ -141,11 +199,15 @@ def main(argv=None):
             res = os.path.join(a.work, f"{args[0]}_{label.split()[0]}{ext}")
             ref = os.path.join(a.work, f"{args[0]}_{label.split()[0]}_ref{ext}")
             _cgroup_report(cg, kind)        # resets the v1 high-water mark
-            r = timed([EXE, "run", *args, "--graph", name, "--json", "-q", "-o", res], cgroup=cg)
+            r = timed([EXE, "run", *args, "--graph", name, "--json", "-q", "-o", res]
+                      + (["--nl"] if a.steps else []), cgroup=cg)
             row = {"label": label, "args": args, "rc": r["rc"], "wall": r["wall"],
                    "device_bytes": r["device_bytes"], "cgroup": _cgroup_report(cg, kind)}
             if r["rc"] == 0:
-                d = json.loads(r["stdout"])
+                lines = r["stdout"].strip().splitlines()
+                d = json.loads(lines[-1])
+                if a.steps:
+                    row["steps"] = [step_row(json.loads(ln)) for ln in lines[:-1]]
                 row.update(seconds=d["trials"][0]["seconds"], peak_rss_mb=d["peak_rss_mb"],
                            setup=d["setup"], totals=d["result"]["totals"],
                            memory={k: v for k, v in d["memory"].items() if k != "arrays"},
@@ -179,7 +241,13 @@ def main(argv=None):
         except OSError:
             pass
     if a.fio:
-        out["fio_end"] = ab_runs.fio_ceiling(a.fio)
+        out["fio_end"] = ab_runs.fio_ceiling(a.fio, sizes=sizes)
+        if a.steps:
+            for row in out["runs"]:
+                if row.get("steps"):
+                    row["steps_vs_fio"] = steps_vs_fio(row["steps"], out["fio_start"],
+                                                       out["fio_end"])
+                    print(row["label"], json.dumps(row["steps_vs_fio"]), flush=True)
         print("fio end", out["fio_end"], flush=True)
     with open(a.json, "w") as f:
         json.dump(out, f, indent=1)

@@ -8,7 +8,7 @@ result does not depend on how the input was split into runs, and symmetric for -
 
 `ExternalSorter` is used when the edges do not fit in the memory limit: each batch is grouped by
 source into a CSR *run* (its lists unsorted: the merge sorts them whole) spilled to disk (indptr,
-indices, weights files). Because a run is CSR, the edges of a vertex block [v0, v1) are one
+list lengths in a byte per vertex, indices, weights files). Because a run is CSR, the edges of a vertex block [v0, v1) are one
 contiguous range in every run; the merge reads that range from every run, gathers it into the
 block's CSR slots and sorts/dedups it per vertex (the same kernel), one vertex block at a time,
 with block sizes chosen so the block's edges over all runs fit the budget.
@@ -105,11 +105,43 @@ def _sum_counts(counts, indptr):
         indptr[v] = acc
 
 
+#: a spilled run's list length of RUN_ESCAPE or more is kept in its escape arrays (in memory)
+RUN_ESCAPE = 255
+
+
 @njit(cache=True, nogil=True)
-def _add_degrees(deg, indptr):
-    """deg[v] += the length of v's list in a CSR (no n-sized temporary)."""
+def _run_degrees(indptr, total, deg, esc_v, esc_d):
+    """One pass over a run's indptr: total[v] += v's list length, deg[v] = that length in a byte
+    (RUN_ESCAPE and the length in (esc_v, esc_d) when it does not fit). Returns the escapes."""
+    k = 0
     for v in range(indptr.shape[0] - 1):
-        deg[v] += indptr[v + 1] - indptr[v]
+        d = indptr[v + 1] - indptr[v]
+        total[v] += d
+        if d < RUN_ESCAPE:
+            deg[v] = d
+        else:
+            deg[v] = RUN_ESCAPE
+            esc_v[k] = v
+            esc_d[k] = d
+            k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _run_offsets(deg, esc_v, esc_d, e, v0, start, lp):
+    """lp[0] = start, lp[i + 1] = lp[i] + the length of run vertex v0 + i (deg, or the escape
+    arrays from index e on: esc_v is sorted)."""
+    acc = start
+    lp[0] = acc
+    for i in range(deg.shape[0]):
+        d = deg[i]
+        if d == RUN_ESCAPE:
+            while esc_v[e] < v0 + i:
+                e += 1
+            acc += esc_d[e]
+        else:
+            acc += d
+        lp[i + 1] = acc
 
 
 @njit(cache=True, nogil=True)
@@ -548,37 +580,38 @@ class ExternalSorter:
         _SORTERS[0] += 1
         self.tag = f"s{os.getpid()}_{_SORTERS[0]}"
         self.total_deg = np.zeros(0, dtype=np.int64)   # edges per source over all runs (pre-merge)
+        self.scratch = {}       # add_run's lengths row, the same pages for every run
 
     def add_run(self, indptr, idx, w):
         k = len(self.runs)
         d = self.dirs[k % len(self.dirs)]
         p = os.path.join(d, f"{self.tag}_run{k:05d}")
         n_run = len(indptr) - 1
-        # the run's offsets in 4 bytes while its edges fit (a batch stays below 2^31 slots:
-        # MAX_BATCH_EDGES): written once per run and read back by every merge block, they are
-        # as many bytes as the run's neighbour IDs at edge factor ~1 per vertex per run
-        pdt = np.uint32 if int(indptr[-1]) < (1 << 32) else np.int64
-        np.asarray(indptr).astype(pdt, copy=False).tofile(p + ".ptr")
-        idx.tofile(p + ".idx")
-        if w is not None:
-            w.tofile(p + ".w")
         if len(self.total_deg) < n_run:
             self.total_deg = np.concatenate(
                 [self.total_deg, np.zeros(n_run - len(self.total_deg), dtype=np.int64)])
-        _add_degrees(self.total_deg, indptr)
-        self.runs.append((p + ".ptr", pdt, p + ".idx", (p + ".w") if w is not None else None, n_run,
-                          idx.dtype))
+        # a run's list lengths in one byte per vertex (RUN_ESCAPE: the length is in the escape
+        # arrays, held in memory): a run past the memory limit has ~1 edge per vertex, so 4- or
+        # 8-byte offsets were as many bytes as its neighbour IDs (kron24 ef64 at 1G: 8.6 GB)
+        deg = scratch_array(self.scratch, "deg8", n_run, np.uint8)
+        esc_v = np.empty(int(indptr[-1]) // RUN_ESCAPE + 1, dtype=np.int64)
+        esc_d = np.empty(len(esc_v), dtype=np.int64)
+        k_esc = _run_degrees(indptr, self.total_deg, deg, esc_v, esc_d)
+        deg.tofile(p + ".deg")
+        idx.tofile(p + ".idx")
+        if w is not None:
+            w.tofile(p + ".w")
+        self.runs.append((p + ".deg", esc_v[:k_esc].copy(), esc_d[:k_esc].copy(), p + ".idx",
+                          (p + ".w") if w is not None else None, n_run, idx.dtype))
 
-    @staticmethod
-    def _run_slice(fptr, pdt, n_run, v0, v1, scratch=None):
-        """Local indptr of run vertices [v0, v1) (vertices past the run's end are empty), read
-        from the run's open offsets file fptr."""
+    def _run_ptr(self, fdeg, esc_v, esc_d, n_run, v0, v1, start, scratch):
+        """Local indptr of run vertices [v0, v1), starting at edge `start` (vertices past the
+        run's end are empty), from the run's open lengths file fdeg."""
         a0, a1 = min(v0, n_run), min(v1, n_run)
-        pdt = np.dtype(pdt)
-        raw = read_into(fptr, scratch_array(scratch, "raw_ptr", a1 - a0 + 1, pdt),
-                        a0 * pdt.itemsize)
+        deg = read_into(fdeg, scratch_array(scratch, "run_deg", a1 - a0, np.uint8), a0)
         lp = scratch_array(scratch, "run_ptr", v1 - v0 + 1, np.int64)
-        lp[:a1 - a0 + 1] = raw
+        e0 = int(np.searchsorted(esc_v, a0))
+        _run_offsets(deg, esc_v, esc_d, e0, a0, start, lp)
         lp[a1 - a0 + 1:] = lp[a1 - a0]
         return lp
 
@@ -602,11 +635,13 @@ class ExternalSorter:
         scratch = {}            # per-block temporaries: the same pages for every block
         try:
             with contextlib.ExitStack() as stack:
-                runs = [(stack.enter_context(open(ptr_p, "rb")), pdt,
+                self.scratch.clear()
+                runs = [(stack.enter_context(open(deg_p, "rb")), esc_v, esc_d,
                          stack.enter_context(open(idx_p, "rb")),
                          stack.enter_context(open(w_p, "rb")) if w_p else None, n_run,
                          np.dtype(rdt))
-                        for ptr_p, pdt, idx_p, w_p, n_run, rdt in self.runs]
+                        for deg_p, esc_v, esc_d, idx_p, w_p, n_run, rdt in self.runs]
+                at = [0] * len(runs)     # each run's next edge: the blocks come in vertex order
                 for v0, v1 in blocks:
                     m = int(cum[v1] - cum[v0])
                     if m == 0:
@@ -619,11 +654,12 @@ class ExternalSorter:
                     idx, ow = buf_i[:m], (buf_w[:m] if has_w else _EMPTY_W)
                     pos = scratch_array(scratch, "pos", v1 - v0 + 1, np.int64)
                     pos[:] = indptr
-                    for fptr, pdt, fidx, fwt, n_run, rdt in runs:
+                    for j, (fdeg, esc_v, esc_d, fidx, fwt, n_run, rdt) in enumerate(runs):
                         if v0 >= n_run:
                             continue
-                        lp = self._run_slice(fptr, pdt, n_run, v0, v1, scratch)
+                        lp = self._run_ptr(fdeg, esc_v, esc_d, n_run, v0, v1, at[j], scratch)
                         a, b = int(lp[0]), int(lp[-1])
+                        at[j] = b
                         if b == a:
                             continue
                         ridx = read_into(fidx, scratch_array(scratch, "ridx", b - a, rdt),
@@ -649,7 +685,7 @@ class ExternalSorter:
     def discard(self):
         """Delete the runs' files."""
         for r in self.runs:
-            for p in (r[0], r[2], r[3]):
+            for p in (r[0], r[3], r[4]):
                 if p:
                     try:
                         os.unlink(p)
