@@ -501,14 +501,17 @@ def _fit_defaults(name, graph, runtime, algo_opts, output):
         return out
     default_io = int(config.BUFFER_MB) << 20
     default_keep = e.keep[1] * graph.num_vertices if keeps else None
+    if keeps and name == "kcore" and graph.directed and graph.in_partitions is None:
+        default_keep = graph.num_vertices       # the scan's own default (algos/kcore)
     out = {"short": False}
     if not runtime.get("buffer_mb") and plan["io_buffer_bytes"] < default_io:
         out["buffer_mb"] = plan["io_buffer_bytes"] / (1 << 20)
     if keeps and plan.get("keep_edges", default_keep) < default_keep:
-        out["keep_edges"] = int(plan["keep_edges"])
+        out["keep_edges"] = int(plan["keep_edges"])        # never more than the default
     if len(out) == 1:
         return None
-    picked = ", ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in out.items() if k != "short")
+    picked = ", ".join(f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else
+                       f"--{k.replace('_', '-')} {v}" for k, v in out.items() if k != "short")
     out["why"] = f"{where} do not hold this run's defaults: running with {picked}"
     return out
 

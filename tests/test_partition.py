@@ -379,16 +379,17 @@ def _files_equal(a: Graph, b: Graph):
 @pytest.mark.parametrize("grid", [(3, 2, 2), (1, 1, 1)])
 @pytest.mark.parametrize("sym", [False, True])
 def test_external_sort_identical(tmp_path, sym, grid, monkeypatch):
-    """Spilled runs merged give the files of the in-memory sort; on one partition (1x1, and
-    undirected with its in-edges) the merge is written as it goes (extsort.MergingCSR)."""
+    """Edges spilled to bucket files and sorted bucket by bucket give the files of the in-memory
+    sort; on one partition (1x1, and undirected with its in-edges) the sorted buckets are written
+    as they go (extsort.BucketStore), a grid writes them to one merged file first."""
     from graphene_py.partition import extsort
     g = graphs.powerlaw(scale=14, edge_factor=8)
     path, _ = write_input(tmp_path, g, "wel")
     R, C, k = grid
     merged = []
-    merge = extsort.ExternalSorter.merge
-    monkeypatch.setattr(extsort.ExternalSorter, "merge",
-                        lambda self, *a, **kw: merged.append(1) or merge(self, *a, **kw))
+    spill = extsort.spill_blocks
+    monkeypatch.setattr(extsort, "spill_blocks",
+                        lambda *a, **kw: merged.append(1) or spill(*a, **kw))
     a = partition(path, make_disks(tmp_path, k, "a"), name="a", rows=R, cols=C, symmetrize=sym,
                   in_edges=True, quiet=True)
     b = partition(path, make_disks(tmp_path, k, "b"), name="b", rows=R, cols=C, symmetrize=sym,
@@ -517,6 +518,75 @@ def test_batcher_runs_merge_equals_in_memory(tmp_path, seed, weighted):
     np.testing.assert_array_equal(ref[1], rd)
     if weighted:
         np.testing.assert_array_equal(ref[2], rw)
+    store.close()
+    assert os.listdir(spill) == []
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_batcher_buckets_equal_in_memory(tmp_path, seed, weighted, stream, monkeypatch):
+    """Past one batch, edges go to bucket files by source range and are sorted bucket by bucket
+    (extsort.BucketSorter): exactly the in-memory CSR, with weights, symmetrize, loops and
+    duplicates, whether read as blocks (a 1x1 dataset) or as one merged file (a grid); a hub's
+    bucket larger than a bucket's sort may hold goes through runs of its own; every vertex is
+    in one block, in order, and no file is left."""
+    from graphene_py.partition import extsort
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(3000, 9000))
+    n = int(rng.integers(300, 3000))
+    hub = int(rng.integers(0, n))
+    big = 20_000                        # the hub's edges: more than one bucket's sort holds
+    src = np.concatenate([rng.integers(0, n, m), np.full(big, hub)])
+    dst = np.concatenate([rng.integers(0, n, m), rng.integers(0, n, big)])
+    dup = rng.integers(0, len(src), len(src) // 5)
+    src = np.concatenate([src, src[dup]])
+    dst = np.concatenate([dst, dst[dup]])
+    order = rng.permutation(len(src))
+    src, dst = src[order], dst[order]
+    w = rng.integers(1, 9, len(src)).astype(np.float32) if weighted else None
+    sym, loops, dedupe = bool(seed % 2), seed % 3 == 0, seed != 2
+    ref = extsort.sort_to_csr(src, dst, w, n, symmetrize=sym, drop_self_loops=not loops,
+                              dedupe=dedupe)
+    large = []
+    sort_large = extsort.BucketSorter._sort_large
+    monkeypatch.setattr(extsort.BucketSorter, "_sort_large",
+                        lambda self, *a: large.append(1) or sort_large(self, *a))
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    cap = 1 << 14                       # edges one bucket's sort may hold (the least)
+    b = extsort.Batcher(1024, weighted, lambda: [str(spill)], symmetrize=sym,
+                        drop_self_loops=not loops, dedupe=dedupe, merge_budget=700,
+                        sort_bytes=16 * n + extsort.BYTES_PER_EDGE_SORT * cap)
+    b.expected_input = len(src) if seed < 2 else None
+    for i in range(0, len(src), 2000):
+        b.add(src[i:i + 2000], dst[i:i + 2000], w[i:i + 2000] if weighted else None)
+    store = b.finish(n, stream=stream)
+    assert b.buckets is not None and b.spilled_runs >= 1
+    if stream:
+        assert isinstance(store, extsort.BucketStore)
+        ptr, idx, ww, at = [np.zeros(1, np.int64)], [], [], 0
+        for v0, v1, lp, i_, w_ in store.blocks():
+            assert v0 == at and v1 > v0 and len(lp) == v1 - v0 + 1 and lp[0] == 0
+            at = v1
+            ptr.append(ptr[-1][-1] + lp[1:])
+            idx.append(np.array(i_))
+            ww.append(None if w_ is None else np.array(w_))
+        assert at == n and store.m == ref[1].size
+        indptr, idx = np.concatenate(ptr), np.concatenate(idx)
+        ww = np.concatenate(ww) if weighted else None
+    else:
+        assert isinstance(store, extsort.SpilledCSR)
+        indptr = store.indptr
+        idx, ww = store.get(0, n)
+    np.testing.assert_array_equal(indptr, ref[0])
+    np.testing.assert_array_equal(idx, ref[1])
+    assert idx.dtype == ref[1].dtype
+    if weighted:
+        np.testing.assert_array_equal(ww, ref[2])
+    else:
+        assert ww is None and ref[2] is None
+    assert b.loops == ref[3] and large
     store.close()
     assert os.listdir(spill) == []
 

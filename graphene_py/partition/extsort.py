@@ -436,14 +436,16 @@ _EMPTY_W = np.zeros(0, dtype=np.float32)
 
 
 def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True, dedupe=True,
-                base=0, sort_lists=True, scratch=None):
+                base=0, sort_lists=True, scratch=None, idx_n=None):
     """Edges (src, dst int64 in [base, base+n); arrays, or lists of chunk arrays, so a batch needs
     no concatenation copy) -> (indptr int64[n+1] local to base, indices (uint32, or int64 past 2^32
     vertices: `idx_dtype`), weights float32|None, self_loops_seen). Lists sorted by (dst, weight);
     duplicates removed when `dedupe` (smallest weight kept). `sort_lists=False`: grouped by source
     only, each list in input order and nothing deduplicated (a spilled run: the merge sorts and
     deduplicates every list anyway). scratch: a dict whose arrays are reused across calls
-    (scratch_array); the returned arrays are then views of them, valid until the next call."""
+    (scratch_array); the returned arrays are then views of them, valid until the next call.
+    idx_n: the vertex count the indices' dtype must hold (default base + n; a bucket's sources
+    are local, its destinations global)."""
     if not isinstance(src, (list, tuple)):
         src, dst = [src], [dst]
         weights = None if weights is None else [weights]
@@ -471,7 +473,7 @@ def sort_to_csr(src, dst, weights, n, *, symmetrize=False, drop_self_loops=True,
     indptr = scratch_array(scratch, "indptr", n + 1, np.int64)
     _sum_counts(counts, indptr)
     m = int(indptr[-1])
-    idx = scratch_array(scratch, "idx", m, idx_dtype(base + n))
+    idx = scratch_array(scratch, "idx", m, idx_dtype(idx_n or base + n))
     ow = scratch_array(scratch, "w", m, np.float32) if has_w else _EMPTY_W
     _positions(indptr, counts)
     for s, d, w in chunks:
@@ -576,11 +578,13 @@ class ExternalSorter:
         self.weighted = weighted
         self.budget = max(1, int(budget_edges))
         self.dedupe = dedupe
-        self.runs = []          # (indptr_path, its dtype, idx_path, w_path, n_run, idx dtype)
+        # (lengths path, escape vertices, escape lengths, idx path, w path, n_run, idx dtype)
+        self.runs = []
         _SORTERS[0] += 1
         self.tag = f"s{os.getpid()}_{_SORTERS[0]}"
         self.total_deg = np.zeros(0, dtype=np.int64)   # edges per source over all runs (pre-merge)
         self.scratch = {}       # add_run's lengths row, the same pages for every run
+        self.idx_n = None       # the indices' vertex count when the runs' sources are local
 
     def add_run(self, indptr, idx, w):
         k = len(self.runs)
@@ -629,7 +633,7 @@ class ExternalSorter:
         blocks = list(vertex_blocks(cum, 0, n, self.budget))
         # one buffer for every block (the largest block's edges): the same pages each time
         biggest = max([int(cum[v1] - cum[v0]) for v0, v1 in blocks] or [0])
-        buf_i = np.empty(biggest, dtype=idx_dtype(n))
+        buf_i = np.empty(biggest, dtype=idx_dtype(self.idx_n or n))
         buf_w = np.empty(biggest if self.weighted else 0, dtype=np.float32)
         has_w = bool(self.weighted)
         scratch = {}            # per-block temporaries: the same pages for every block
@@ -696,18 +700,25 @@ class ExternalSorter:
     def merge(self, n, out_dir, progress=None):
         """Merge all runs into one deduplicated SpilledCSR over n vertices in `out_dir`; deletes
         the runs."""
-        idx_path = os.path.join(out_dir, f"{self.tag}_merged.idx")
-        w_path = os.path.join(out_dir, f"{self.tag}_merged.w") if self.weighted else None
-        final_deg = np.zeros(n, dtype=np.int64)
-        with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
-            for v0, v1, lptr, idx, w in self.merge_blocks(n, progress):
-                np.subtract(lptr[1:], lptr[:-1], out=final_deg[v0:v1])
-                idx.tofile(fi)
-                if w_path:
-                    w.tofile(fw)
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(final_deg, out=indptr[1:])
-        return SpilledCSR(indptr, idx_path, w_path, idx_dtype(n))
+        return spill_blocks(self.merge_blocks(n, progress), n, out_dir, self.tag, self.weighted,
+                            idx_dtype(self.idx_n or n))
+
+
+def spill_blocks(blocks, n, out_dir, tag, weighted, dtype):
+    """A SpilledCSR in `out_dir` of the sorted blocks (v0, v1, local indptr, indices, weights)
+    of [0, n) (vertices in no block have no edges)."""
+    idx_path = os.path.join(out_dir, f"{tag}_merged.idx")
+    w_path = os.path.join(out_dir, f"{tag}_merged.w") if weighted else None
+    final_deg = np.zeros(n, dtype=np.int64)
+    with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
+        for v0, v1, lptr, idx, w in blocks:
+            np.subtract(lptr[1:], lptr[:-1], out=final_deg[v0:v1])
+            idx.tofile(fi)
+            if w_path:
+                w.tofile(fw)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(final_deg, out=indptr[1:])
+    return SpilledCSR(indptr, idx_path, w_path, dtype)
 
 
 class MergingCSR:
@@ -733,14 +744,286 @@ class MergingCSR:
         self.sorter.discard()
 
 
+# ----------------------------------------------------------------------------------------------
+# distribution by source range: a batch past the memory limit goes to bucket files
+@njit(cache=True, nogil=True)
+def _bucket_count(src, dst, sym, drop_self, shift, cnt):
+    """cnt[b] += the edges (and reversed edges when sym) whose source lies in bucket b (source >>
+    shift), self-loops as the counting sort takes them; returns the self-loops seen."""
+    loops = 0
+    for i in range(src.shape[0]):
+        s = src[i]
+        d = dst[i]
+        if s == d:
+            loops += 1
+            if drop_self:
+                continue
+            cnt[s >> shift] += 1
+            continue
+        cnt[s >> shift] += 1
+        if sym:
+            cnt[d >> shift] += 1
+    return loops
+
+
+@njit(cache=True, nogil=True)
+def _bucket_scatter(src, dst, w, has_w, sym, drop_self, shift, pos, out_s, out_d, out_w):
+    """Each edge (and its reverse when sym) to its bucket's slots from pos[b] on: the source
+    local to the bucket (source & (2^shift - 1)), the destination as it is."""
+    mask = (np.int64(1) << shift) - 1
+    for i in range(src.shape[0]):
+        s = src[i]
+        d = dst[i]
+        if s == d and drop_self:
+            continue
+        b = s >> shift
+        p = pos[b]
+        out_s[p] = s & mask
+        out_d[p] = d
+        if has_w:
+            out_w[p] = w[i]
+        pos[b] = p + 1
+        if sym and s != d:
+            b = d >> shift
+            p = pos[b]
+            out_s[p] = d & mask
+            out_d[p] = s
+            if has_w:
+                out_w[p] = w[i]
+            pos[b] = p + 1
+
+
+#: at most this many buckets (files per direction): past it, buckets are wider than planned and
+#: the larger ones are sorted through runs of their own (BucketSorter.blocks)
+MAX_BUCKETS = 4096
+
+
+class BucketSorter:
+    """Edges past the memory limit, distributed by source range into bucket files (bucket b holds
+    the sources [b * 2^shift, (b + 1) * 2^shift), reversed edges added for --symmetrize, self-loops
+    dropped as the counting sort drops them), then sorted one bucket at a time in memory: the
+    buckets' blocks come out in vertex order, each list sorted and deduplicated, as the runs'
+    merge gives them. Nothing per batch is as large as |V| (the runs' counting sort was: at
+    kron24 ef64 under 1 GiB a run had ~1 edge per vertex). A bucket larger than the memory
+    allows is sorted through runs of its own (ExternalSorter over its vertex range).
+    Files per bucket: sources (uint32, local), destinations (uint32, or int64 once an ID needs
+    it: one segment per dtype), weights (float32)."""
+
+    def __init__(self, spill_dirs, weighted, shift, bucket_edges, sym, drop_self, dedupe):
+        self.dirs = spill_dirs
+        self.weighted = bool(weighted)
+        self.shift = int(shift)
+        self.cap = max(1, int(bucket_edges))
+        self.sym, self.drop_self, self.dedupe = sym, drop_self, dedupe
+        _SORTERS[0] += 1
+        self.tag = f"b{os.getpid()}_{_SORTERS[0]}"
+        self.segs = {}          # (bucket, dst dtype str) -> [paths (s, d, w), edges]
+        self.m_upper = 0
+        self.loops = 0
+        self.scratch = {}
+
+    def add(self, src, dst, w=None, maxid=None):
+        """One chunk of input edges (int64 arrays) into the buckets; returns the self-loops."""
+        m = len(src)
+        if m == 0:
+            return 0
+        if maxid is None:
+            maxid = max(int(src.max()), int(dst.max()))
+        nb = (int(maxid) >> self.shift) + 1
+        cnt = np.zeros(nb, dtype=np.int64)
+        s = np.ascontiguousarray(src, dtype=np.int64)
+        d = np.ascontiguousarray(dst, dtype=np.int64)
+        has_w = w is not None and self.weighted
+        ww = np.ascontiguousarray(w, dtype=np.float32) if has_w else _EMPTY_W
+        loops = _bucket_count(s, d, self.sym, self.drop_self, self.shift, cnt)
+        k = int(cnt.sum())
+        ddt = np.dtype(np.uint32) if maxid < (1 << 32) else np.dtype(np.int64)
+        out_s = scratch_array(self.scratch, "s", k, np.uint32)
+        out_d = scratch_array(self.scratch, "d", k, ddt)
+        out_w = scratch_array(self.scratch, "w", k, np.float32) if has_w else _EMPTY_W
+        pos = np.zeros(nb + 1, dtype=np.int64)
+        np.cumsum(cnt, out=pos[1:])
+        starts = pos.copy()
+        _bucket_scatter(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos[:-1], out_s,
+                        out_d, out_w)
+        for b in np.flatnonzero(cnt):
+            a, e = int(starts[b]), int(starts[b + 1])
+            key = (int(b), ddt.str)
+            seg = self.segs.get(key)
+            if seg is None:
+                d0 = self.dirs[int(b) % len(self.dirs)]
+                base = os.path.join(d0, f"{self.tag}_{int(b):05d}_{ddt.char}")
+                seg = self.segs[key] = [(base + ".s", base + ".d",
+                                         base + ".w" if self.weighted else None), 0]
+            ps, pd, pw = seg[0]
+            with open(ps, "ab") as f:
+                out_s[a:e].tofile(f)
+            with open(pd, "ab") as f:
+                out_d[a:e].tofile(f)
+            if pw:
+                with open(pw, "ab") as f:
+                    (out_w[a:e] if has_w else np.zeros(e - a, np.float32)).tofile(f)
+            seg[1] += e - a
+        self.m_upper += k
+        self.loops += int(loops)
+        return int(loops)
+
+    def release(self):
+        """The chunks' arrays let go (the sort of each bucket needs the memory)."""
+        self.scratch.clear()
+
+    def _segments(self, b):
+        return [(paths, np.dtype(dt), m) for (bb, dt), (paths, m) in sorted(self.segs.items())
+                if bb == b]
+
+    def _read(self, b):
+        """Bucket b's edges: lists of (local sources, destinations, weights or None) arrays."""
+        out = []
+        for (ps, pd, pw), dt, m in self._segments(b):
+            out.append((np.fromfile(ps, dtype=np.uint32, count=m),
+                        np.fromfile(pd, dtype=dt, count=m),
+                        np.fromfile(pw, dtype=np.float32, count=m) if pw else None))
+        return out
+
+    def _pieces(self, b, k):
+        """Bucket b's edges in pieces of at most k: (local sources, destinations, weights)."""
+        for (ps, pd, pw), dt, m in self._segments(b):
+            with open(ps, "rb") as fs, open(pd, "rb") as fd, \
+                    (open(pw, "rb") if pw else _Null()) as fw:
+                for a in range(0, m, k):
+                    c = min(k, m - a)
+                    yield (np.fromfile(fs, dtype=np.uint32, count=c),
+                           np.fromfile(fd, dtype=dt, count=c),
+                           np.fromfile(fw, dtype=np.float32, count=c) if pw else None)
+
+    def blocks(self, n, progress=None):
+        """(v0, v1, local indptr, indices, weights or None) covering [0, n) in vertex order,
+        every list sorted (by destination, then weight) and deduplicated (smallest weight kept);
+        deletes each bucket's files once it is sorted."""
+        width = 1 << self.shift
+        done = 0
+        scratch = {}
+        try:
+            for b in range((n + width - 1) // width if n else 0):
+                v0, v1 = b * width, min(n, (b + 1) * width)
+                m = sum(seg[2] for seg in self._segments(b))
+                if m == 0:
+                    lp = scratch_array(scratch, "empty_ptr", v1 - v0 + 1, np.int64, zero=True)
+                    yield v0, v1, lp, np.zeros(0, idx_dtype(n)), (_EMPTY_W if self.weighted
+                                                                  else None)
+                    continue
+                if m <= self.cap:
+                    got = self._read(b)
+                    ptr, idx, w, _ = sort_to_csr(
+                        [g[0] for g in got], [g[1] for g in got],
+                        [g[2] for g in got] if self.weighted else None, v1 - v0,
+                        symmetrize=False, drop_self_loops=False, dedupe=self.dedupe,
+                        scratch=scratch, idx_n=n)
+                    del got
+                    yield v0, v1, ptr, idx, w
+                else:
+                    yield from self._sort_large(b, v0, v1, n, scratch)
+                self._drop(b)
+                done += m
+                if progress:
+                    progress("merge", done, self.m_upper)
+        finally:
+            scratch.clear()
+            self.discard()
+
+    def _sort_large(self, b, v0, v1, n, scratch):
+        """A bucket larger than memory allows: runs of its own, merged (vertices local)."""
+        es = ExternalSorter(self.dirs, self.weighted, self.cap, self.dedupe)
+        es.idx_n = n
+        try:
+            for ls, ld, lw in self._pieces(b, self.cap):
+                ptr, idx, w, _ = sort_to_csr(ls, ld, lw if self.weighted else None, v1 - v0,
+                                             symmetrize=False, drop_self_loops=False,
+                                             dedupe=self.dedupe, sort_lists=False,
+                                             scratch=scratch, idx_n=n)
+                es.add_run(ptr, idx, w)
+            nxt = 0
+            for a, e, lp, idx, w in es.merge_blocks(v1 - v0):
+                if a > nxt:     # vertices with no edges between the merge's blocks
+                    z = scratch_array(scratch, "gap_ptr", a - nxt + 1, np.int64, zero=True)
+                    yield v0 + nxt, v0 + a, z, idx[:0], (w[:0] if w is not None else None)
+                yield v0 + a, v0 + e, lp, idx, w
+                nxt = e
+            if nxt < v1 - v0:
+                z = scratch_array(scratch, "gap_ptr", v1 - v0 - nxt + 1, np.int64, zero=True)
+                yield v0 + nxt, v1, z, np.zeros(0, idx_dtype(n)), (_EMPTY_W if self.weighted
+                                                                   else None)
+        finally:
+            es.discard()
+
+    def _drop(self, b):
+        for key in [k for k in self.segs if k[0] == b]:
+            for p in self.segs.pop(key)[0]:
+                if p:
+                    try:
+                        os.unlink(p)
+                    except OSError:
+                        pass
+
+    def discard(self):
+        """Delete every bucket's files."""
+        for b in {k[0] for k in self.segs}:
+            self._drop(b)
+
+
+class BucketStore:
+    """The buckets sorted as the writer reads them (MergingCSR's interface): `m` (the edges
+    after deduplication) is known once blocks() has run to its end, m_upper from the start."""
+    streamed = True
+
+    def __init__(self, sorter, n):
+        self.sorter, self.n = sorter, n
+        self.weights = sorter.weighted
+        self.m_upper = sorter.m_upper
+        self.m = None
+
+    def blocks(self, progress=None):
+        m = 0
+        for blk in self.sorter.blocks(self.n, progress):
+            m += len(blk[3])
+            yield blk
+        self.m = m
+
+    def spilled(self, out_dir):
+        """The sorted buckets written as one SpilledCSR (a grid's bounds need a pass first)."""
+        return spill_blocks(self.sorter.blocks(self.n), self.n, out_dir, self.sorter.tag,
+                            self.weights, idx_dtype(self.n))
+
+    def close(self):
+        self.sorter.discard()
+
+
+def bucket_shift(n_est, edges_est, bucket_edges):
+    """log2 of the vertices per bucket: the buckets average at most half of `bucket_edges` (room
+    for skew) if `edges_est` directed edges spread over `n_est` vertices as they do on average;
+    no more than MAX_BUCKETS buckets."""
+    n_est = max(1, int(n_est))
+    per_vertex = max(1e-9, edges_est / n_est)
+    width = max(1, int(bucket_edges / 2 / per_vertex))
+    shift = max(0, width.bit_length() - 1)
+    while (n_est >> shift) >= MAX_BUCKETS:
+        shift += 1
+    return shift
+
+
+
 class Batcher:
     """Collects edge chunks (copied into the batch's arrays, the same for every batch) up to
-    `budget` edges; a full batch is
-    grouped by source into a run and spilled. `finish(n)` returns a MemoryCSR when everything fit
-    in one batch, else the merged SpilledCSR. Counts self-loops seen (for the stats)."""
+    `budget` edges. When everything fits in one batch, `finish(n)` returns a MemoryCSR. When a
+    batch fills, its edges and every later chunk go to bucket files by source range
+    (BucketSorter; `sort_bytes`: the memory one bucket's sort may use, with 16 B per vertex of
+    the graph held beside it), and finish(n) returns the sorted buckets as the writer reads them
+    (stream) or as a SpilledCSR. `expected_input`: the input edges the caller expects in all (the
+    buckets' width is planned from it; None: four times those seen when the first batch fills).
+    Counts self-loops seen (for the stats)."""
 
     def __init__(self, budget_edges, weighted, spill_dirs_fn, *, symmetrize, drop_self_loops,
-                 dedupe, merge_budget=None, progress=None):
+                 dedupe, merge_budget=None, progress=None, sort_bytes=None):
         self.cap = min(MAX_BATCH_EDGES, max(1024, int(budget_edges)))
         self.weighted = weighted
         self.spill_dirs_fn = spill_dirs_fn
@@ -757,6 +1040,9 @@ class Batcher:
         self.input_edges = 0
         self.spilled_runs = 0
         self.scratch = {}       # the runs' sort arrays, reused by every spilled batch
+        self.buckets = None     # a BucketSorter once a batch has filled
+        self.expected_input = None
+        self.sort_bytes = sort_bytes
 
     def add(self, src, dst, w=None, maxid=None):
         self.cap = min(self.cap, MAX_BATCH_EDGES)
@@ -766,6 +1052,9 @@ class Batcher:
             if maxid is None:
                 maxid = max(int(src.max()), int(dst.max()))
             self.maxid = max(self.maxid, maxid)
+        if self.buckets is not None:
+            self.loops += self.buckets.add(src, dst, w if self.weighted else None, maxid)
+            return
         pos = 0
         while pos < m:
             k = min(self.cap - self.fill, m - pos)
@@ -779,6 +1068,10 @@ class Batcher:
             pos += k
             if self.fill == self.cap:
                 self._spill()
+                if self.buckets is not None and pos < m:      # the rest of the chunk too
+                    self.loops += self.buckets.add(src[pos:], dst[pos:],
+                                                   w[pos:] if self.weighted else None, maxid)
+                    return
 
     def _release(self):
         """The batch's and the runs' arrays let go (the merge needs the memory)."""
@@ -809,7 +1102,34 @@ class Batcher:
         self.loops += loops
         return ptr, idx, w
 
+    def _bucket_edges(self, n):
+        """Edges one bucket's sort may hold (BYTES_PER_EDGE_SORT each) beside 16 B per vertex."""
+        have = self.sort_bytes if self.sort_bytes is not None else \
+            self.merge_budget * BYTES_PER_EDGE_SORT
+        return max(1 << 14, (int(have) - 16 * int(n)) // BYTES_PER_EDGE_SORT)
+
+    def _to_buckets(self):
+        """The full batch and every later chunk go to bucket files (BucketSorter)."""
+        n_est = self.maxid + 1
+        seen = max(1, self.input_edges)
+        expect = self.expected_input if self.expected_input else 4 * seen
+        edges = max(expect, seen) * (2 if self.sym else 1)
+        cap = self._bucket_edges(n_est)
+        self.buckets = BucketSorter(self.spill_dirs_fn(), self.weighted,
+                                    bucket_shift(n_est, edges, cap), cap, self.sym,
+                                    self.drop_self, self.dedupe)
+        f, self.fill = self.fill, 0
+        self.loops += self.buckets.add(self.bsrc[:f], self.bdst[:f],
+                                       self.bw[:f] if self.weighted else None, self.maxid)
+        self._release()
+        self.spilled_runs = 1
+        if self.progress:
+            self.progress("spill", 1, None)
+
     def _spill(self):
+        if self.sort_bytes is not None or self.buckets is not None:
+            self._to_buckets()
+            return
         if self.sorter is None:
             self.sorter = ExternalSorter(self.spill_dirs_fn(), self.weighted, self.merge_budget,
                                          self.dedupe)
@@ -830,6 +1150,13 @@ class Batcher:
         """merge_budget: edges per merge block, when the caller knows better now (|V| is known only
         at the end: the merge's O(|V|) arrays come out of the same memory). stream: when runs were
         spilled, a MergingCSR (merged as its reader goes) instead of the merged SpilledCSR."""
+        if self.buckets is not None:
+            self._release()
+            self.buckets.release()
+            self.buckets.cap = self._bucket_edges(n)     # |V| is known now
+            self.spilled_runs = len({k[0] for k in self.buckets.segs})
+            store = BucketStore(self.buckets, n)
+            return store if stream else store.spilled(self.buckets.dirs[0])
         if self.sorter is None:
             ptr, idx, w = self._sort_batch(n)
             self._release()

@@ -648,7 +648,7 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
         spill = lambda: [writer.spill_dir(i) for i in range(len(writer.disks))]  # noqa: E731
         batch = extsort.Batcher(budget, w_on, spill, symmetrize=sym, drop_self_loops=drop_self_loops,
                                 dedupe=drop_duplicates, merge_budget=max(1 << 14, free // 64),
-                                progress=progress)
+                                progress=progress, sort_bytes=limit - 4 * chunk_bytes)
         for ch in reader:
             s, d = ch.src, ch.dst
             if table is not None:
@@ -672,6 +672,9 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
             held = reader.table_bytes() if labels else 0      # the name table, while it reads
             batch.cap = max(1 << 14, nv // 2,
                             (free - held - BYTES_PER_VERTEX * (nv - n_known)) // per_edge)
+            total, got = getattr(reader, "total_bytes", 0), getattr(reader, "bytes_read", 0)
+            if total and got:       # what the buckets are planned for, should a batch fill
+                batch.expected_input = int((batch.input_edges + len(s)) * total / got)
             batch.add(s, d, ch.weight if w_on else None, maxid=mx)
             if progress:
                 progress("read", reader.bytes_read, reader.total_bytes)
@@ -720,7 +723,9 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
             held = store.m * (12 if isinstance(store, MemoryCSR) else 0)
             tb = extsort.Batcher(max(1 << 14, (free - held) // extsort.BYTES_PER_EDGE_SORT), w_on,
                                  spill, symmetrize=False, drop_self_loops=False, dedupe=False,
-                                 merge_budget=max(1 << 14, (free - held) // 64))
+                                 merge_budget=max(1 << 14, (free - held) // 64),
+                                 sort_bytes=limit - held - 8 * n)
+            tb.expected_input = store.m
             step = wbudget or max(1 << 14, (free - held) // 40)
             for v0, v1 in vertex_blocks(store.indptr, 0, n, step):
                 idx, w = store.get(v0, v1)
