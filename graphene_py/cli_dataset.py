@@ -52,6 +52,11 @@ GRID_MAX = 256
 PARTITIONS_MAX = 4096
 
 
+def _rate(g, key, t0):
+    """Millions of the manifest's stats[key] per second since t0, one decimal."""
+    return f"{(g.manifest.get('stats') or {}).get(key, 0) / max(time.time() - t0, 1e-9) / 1e6:.1f}"
+
+
 def _human(b: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if abs(b) < 1000 or unit == "TB":
@@ -161,8 +166,9 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
             f"imbalance {s['imbalance']:.3f} (max partition / ideal)",
             "  bytes per disk: " + ", ".join(f"{d}: {_human(b)}" for d, b in
                                              zip(s["disks"], s["bytes_per_disk"])),
-            f"  {time.time() - t0:.2f} s ({s['num_edges'] / max(time.time() - t0, 1e-9) / 1e6:.1f} M edges/s)"
-            + (f", {g.manifest['options'].get('spilled_runs')} sorted runs spilled"
+            f"  {time.time() - t0:.2f} s ({_rate(g, 'input_edges', t0)} M input edges/s, "
+            f"{_rate(g, 'edges', t0)} M edges written/s)"
+            + (f", spilled to {g.manifest['options'].get('spilled_runs')} bucket files"
                if g.manifest["options"].get("spilled_runs") else ""),
         ]
         if g.manifest.get("labels"):

@@ -767,29 +767,27 @@ def _bucket_count(src, dst, sym, drop_self, shift, cnt):
 
 
 @njit(cache=True, nogil=True)
-def _bucket_scatter(src, dst, w, has_w, sym, drop_self, shift, pos, out_s, out_d, out_w):
-    """Each edge (and its reverse when sym) to its bucket's slots from pos[b] on: the source
-    local to the bucket (source & (2^shift - 1)), the destination as it is."""
+def _bucket_scatter(src, dst, w, has_w, sym, drop_self, shift, pos, out, wide):
+    """Each edge (and its reverse when sym) to its bucket's records from pos[b] on: a record is
+    one row of `out` (uint32): the source local to the bucket (source & (2^shift - 1)), the
+    destination's low 32 bits, its high 32 bits when `wide`, the weight's bits when has_w."""
     mask = (np.int64(1) << shift) - 1
+    wc = 3 if wide else 2
     for i in range(src.shape[0]):
         s = src[i]
         d = dst[i]
         if s == d and drop_self:
             continue
-        b = s >> shift
-        p = pos[b]
-        out_s[p] = s & mask
-        out_d[p] = d
-        if has_w:
-            out_w[p] = w[i]
-        pos[b] = p + 1
-        if sym and s != d:
-            b = d >> shift
+        for k in range(2 if (sym and s != d) else 1):
+            a, c = (s, d) if k == 0 else (d, s)
+            b = a >> shift
             p = pos[b]
-            out_s[p] = d & mask
-            out_d[p] = s
+            out[p, 0] = np.uint32(a & mask)
+            out[p, 1] = np.uint32(c & 0xFFFFFFFF)
+            if wide:
+                out[p, 2] = np.uint32(c >> 32)
             if has_w:
-                out_w[p] = w[i]
+                out[p, wc] = w[i]
             pos[b] = p + 1
 
 
@@ -806,8 +804,9 @@ class BucketSorter:
     merge gives them. Nothing per batch is as large as |V| (the runs' counting sort was: at
     kron24 ef64 under 1 GiB a run had ~1 edge per vertex). A bucket larger than the memory
     allows is sorted through runs of its own (ExternalSorter over its vertex range).
-    Files per bucket: sources (uint32, local), destinations (uint32, or int64 once an ID needs
-    it: one segment per dtype), weights (float32)."""
+    A bucket's file holds records of uint32 columns: the source (local), the destination (low
+    32 bits, and high 32 bits once an ID needs them: a segment file of its own), the weight's
+    bits."""
 
     def __init__(self, spill_dirs, weighted, shift, bucket_edges, sym, drop_self, dedupe):
         self.dirs = spill_dirs
@@ -817,13 +816,13 @@ class BucketSorter:
         self.sym, self.drop_self, self.dedupe = sym, drop_self, dedupe
         _SORTERS[0] += 1
         self.tag = f"b{os.getpid()}_{_SORTERS[0]}"
-        self.segs = {}          # (bucket, dst dtype str) -> [paths (s, d, w), edges]
+        self.segs = {}          # (bucket, wide) -> [path, records]
         self.m_upper = 0
         self.loops = 0
         self.scratch = {}
 
     def add(self, src, dst, w=None, maxid=None):
-        """One chunk of input edges (int64 arrays) into the buckets; returns the self-loops."""
+        """A batch of input edges (int64 arrays) into the buckets; returns the self-loops."""
         m = len(src)
         if m == 0:
             return 0
@@ -834,67 +833,71 @@ class BucketSorter:
         s = np.ascontiguousarray(src, dtype=np.int64)
         d = np.ascontiguousarray(dst, dtype=np.int64)
         has_w = w is not None and self.weighted
-        ww = np.ascontiguousarray(w, dtype=np.float32) if has_w else _EMPTY_W
+        ww = (np.ascontiguousarray(w, dtype=np.float32).view(np.uint32) if has_w
+              else np.zeros(0, np.uint32))
         loops = _bucket_count(s, d, self.sym, self.drop_self, self.shift, cnt)
         k = int(cnt.sum())
-        ddt = np.dtype(np.uint32) if maxid < (1 << 32) else np.dtype(np.int64)
-        out_s = scratch_array(self.scratch, "s", k, np.uint32)
-        out_d = scratch_array(self.scratch, "d", k, ddt)
-        out_w = scratch_array(self.scratch, "w", k, np.float32) if has_w else _EMPTY_W
+        wide = maxid >= (1 << 32)
+        cols = self._cols(wide)
+        out = scratch_array(self.scratch, "out", (k, cols), np.uint32)
+        if self.weighted and not has_w:
+            out[:, cols - 1] = np.float32(1.0).view(np.uint32)
         pos = np.zeros(nb + 1, dtype=np.int64)
         np.cumsum(cnt, out=pos[1:])
         starts = pos.copy()
-        _bucket_scatter(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos[:-1], out_s,
-                        out_d, out_w)
+        _bucket_scatter(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos[:-1], out,
+                        wide)
         for b in np.flatnonzero(cnt):
             a, e = int(starts[b]), int(starts[b + 1])
-            key = (int(b), ddt.str)
+            key = (int(b), bool(wide))
             seg = self.segs.get(key)
             if seg is None:
                 d0 = self.dirs[int(b) % len(self.dirs)]
-                base = os.path.join(d0, f"{self.tag}_{int(b):05d}_{ddt.char}")
-                seg = self.segs[key] = [(base + ".s", base + ".d",
-                                         base + ".w" if self.weighted else None), 0]
-            ps, pd, pw = seg[0]
-            with open(ps, "ab") as f:
-                out_s[a:e].tofile(f)
-            with open(pd, "ab") as f:
-                out_d[a:e].tofile(f)
-            if pw:
-                with open(pw, "ab") as f:
-                    (out_w[a:e] if has_w else np.zeros(e - a, np.float32)).tofile(f)
+                seg = self.segs[key] = [os.path.join(
+                    d0, f"{self.tag}_{int(b):05d}{'_wide' if wide else ''}.bkt"), 0]
+            with open(seg[0], "ab") as f:
+                out[a:e].tofile(f)
             seg[1] += e - a
         self.m_upper += k
         self.loops += int(loops)
         return int(loops)
 
+    def _cols(self, wide):
+        return 2 + bool(wide) + self.weighted
+
     def release(self):
-        """The chunks' arrays let go (the sort of each bucket needs the memory)."""
+        """The batches' records let go (the sort of each bucket needs the memory)."""
         self.scratch.clear()
 
     def _segments(self, b):
-        return [(paths, np.dtype(dt), m) for (bb, dt), (paths, m) in sorted(self.segs.items())
+        return [(path, wide, m) for (bb, wide), (path, m) in sorted(self.segs.items())
                 if bb == b]
 
+    def _columns(self, rec, wide):
+        """(local sources, destinations, weights or None) of records `rec` (uint32 rows)."""
+        d = rec[:, 1].astype(np.int64)
+        if wide:
+            d |= rec[:, 2].astype(np.int64) << 32
+        w = rec[:, -1].view(np.float32) if self.weighted else None
+        return rec[:, 0], d, w
+
     def _read(self, b):
-        """Bucket b's edges: lists of (local sources, destinations, weights or None) arrays."""
+        """Bucket b's edges: a list of (local sources, destinations, weights or None)."""
         out = []
-        for (ps, pd, pw), dt, m in self._segments(b):
-            out.append((np.fromfile(ps, dtype=np.uint32, count=m),
-                        np.fromfile(pd, dtype=dt, count=m),
-                        np.fromfile(pw, dtype=np.float32, count=m) if pw else None))
+        for path, wide, m in self._segments(b):
+            rec = np.fromfile(path, dtype=np.uint32, count=m * self._cols(wide))
+            out.append(self._columns(rec.reshape(m, self._cols(wide)), wide))
         return out
 
     def _pieces(self, b, k):
         """Bucket b's edges in pieces of at most k: (local sources, destinations, weights)."""
-        for (ps, pd, pw), dt, m in self._segments(b):
-            with open(ps, "rb") as fs, open(pd, "rb") as fd, \
-                    (open(pw, "rb") if pw else _Null()) as fw:
+        for path, wide, m in self._segments(b):
+            cols = self._cols(wide)
+            with open(path, "rb") as f:
                 for a in range(0, m, k):
                     c = min(k, m - a)
-                    yield (np.fromfile(fs, dtype=np.uint32, count=c),
-                           np.fromfile(fd, dtype=dt, count=c),
-                           np.fromfile(fw, dtype=np.float32, count=c) if pw else None)
+                    rec = np.fromfile(f, dtype=np.uint32, count=c * cols).reshape(c, cols)
+                    yield self._columns(rec, wide)
 
     def blocks(self, n, progress=None):
         """(v0, v1, local indptr, indices, weights or None) covering [0, n) in vertex order,
@@ -958,12 +961,10 @@ class BucketSorter:
 
     def _drop(self, b):
         for key in [k for k in self.segs if k[0] == b]:
-            for p in self.segs.pop(key)[0]:
-                if p:
-                    try:
-                        os.unlink(p)
-                    except OSError:
-                        pass
+            try:
+                os.unlink(self.segs.pop(key)[0])
+            except OSError:
+                pass
 
     def discard(self):
         """Delete every bucket's files."""
@@ -1052,9 +1053,6 @@ class Batcher:
             if maxid is None:
                 maxid = max(int(src.max()), int(dst.max()))
             self.maxid = max(self.maxid, maxid)
-        if self.buckets is not None:
-            self.loops += self.buckets.add(src, dst, w if self.weighted else None, maxid)
-            return
         pos = 0
         while pos < m:
             k = min(self.cap - self.fill, m - pos)
@@ -1068,10 +1066,6 @@ class Batcher:
             pos += k
             if self.fill == self.cap:
                 self._spill()
-                if self.buckets is not None and pos < m:      # the rest of the chunk too
-                    self.loops += self.buckets.add(src[pos:], dst[pos:],
-                                                   w[pos:] if self.weighted else None, maxid)
-                    return
 
     def _release(self):
         """The batch's and the runs' arrays let go (the merge needs the memory)."""
@@ -1109,22 +1103,25 @@ class Batcher:
         return max(1 << 14, (int(have) - 16 * int(n)) // BYTES_PER_EDGE_SORT)
 
     def _to_buckets(self):
-        """The full batch and every later chunk go to bucket files (BucketSorter)."""
-        n_est = self.maxid + 1
-        seen = max(1, self.input_edges)
-        expect = self.expected_input if self.expected_input else 4 * seen
-        edges = max(expect, seen) * (2 if self.sym else 1)
-        cap = self._bucket_edges(n_est)
-        self.buckets = BucketSorter(self.spill_dirs_fn(), self.weighted,
-                                    bucket_shift(n_est, edges, cap), cap, self.sym,
-                                    self.drop_self, self.dedupe)
+        """The full batch goes to bucket files (BucketSorter; made at the first), and so will
+        every later one: in records of each bucket written together."""
+        if self.buckets is None:
+            n_est = self.maxid + 1
+            seen = max(1, self.input_edges)
+            expect = self.expected_input if self.expected_input else 4 * seen
+            edges = max(expect, seen) * (2 if self.sym else 1)
+            cap = self._bucket_edges(n_est)
+            self.buckets = BucketSorter(self.spill_dirs_fn(), self.weighted,
+                                        bucket_shift(n_est, edges, cap), cap, self.sym,
+                                        self.drop_self, self.dedupe)
         f, self.fill = self.fill, 0
         self.loops += self.buckets.add(self.bsrc[:f], self.bdst[:f],
                                        self.bw[:f] if self.weighted else None, self.maxid)
-        self._release()
-        self.spilled_runs = 1
+        if len(self.bsrc) > self.cap:       # the batch was cut down: its pages beyond go
+            self._release()
+        self.spilled_runs += 1
         if self.progress:
-            self.progress("spill", 1, None)
+            self.progress("spill", self.spilled_runs, None)
 
     def _spill(self):
         if self.sort_bytes is not None or self.buckets is not None:
@@ -1151,6 +1148,8 @@ class Batcher:
         at the end: the merge's O(|V|) arrays come out of the same memory). stream: when runs were
         spilled, a MergingCSR (merged as its reader goes) instead of the merged SpilledCSR."""
         if self.buckets is not None:
+            if self.fill:
+                self._to_buckets()
             self._release()
             self.buckets.release()
             self.buckets.cap = self._bucket_edges(n)     # |V| is known now

@@ -1043,8 +1043,14 @@ class EdgeReader:
                                            f"src={int(s[i])} dst={int(d[i])} weight={wa[i]}")
                 if self._keep_w:
                     wt = wa.astype(np.float32)
-            src = s.astype(np.int64)
-            dst = d.astype(np.int64)
+            if self._scratch is not None:     # reuse=True: the same pages for every chunk
+                src = scratch_array(self._scratch, "src", nrec, np.int64)
+                dst = scratch_array(self._scratch, "dst", nrec, np.int64)
+                np.copyto(src, s)
+                np.copyto(dst, d)
+            else:
+                src = s.astype(np.int64)
+                dst = d.astype(np.int64)
             rec0 += nrec
             self.edges_read += nrec
             self.bytes_read = pos
