@@ -18,6 +18,8 @@ vertex blocks by the partition writer.
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import os
 
 import numba
@@ -791,6 +793,35 @@ def _bucket_scatter(src, dst, w, has_w, sym, drop_self, shift, pos, out, wide):
             pos[b] = p + 1
 
 
+#: bucket files are written and read in whole 4 KiB pages (O_DIRECT)
+ALIGN = 4096
+
+
+def aligned_array(scratch, name, nbytes):
+    """uint8[nbytes] at an ALIGN-aligned address, kept in dict `scratch` (scratch_array)."""
+    raw = scratch_array(scratch, name, int(nbytes) + ALIGN, np.uint8)
+    off = (-raw.ctypes.data) % ALIGN
+    return raw[off:off + int(nbytes)]
+
+
+def _pwrite_all(fd, mv, offset):
+    got = 0
+    while got < len(mv):
+        k = os.pwrite(fd, mv[got:], offset + got)
+        if k <= 0:
+            raise OSError(errno.EIO, f"short write at offset {offset + got}")
+        got += k
+
+
+def _pread_all(fd, mv, offset):
+    got = 0
+    while got < len(mv):
+        k = os.preadv(fd, [mv[got:]], offset + got)
+        if k <= 0:
+            raise OSError(errno.EIO, f"{len(mv) - got} bytes missing at offset {offset + got}")
+        got += k
+
+
 #: at most this many buckets (files per direction): past it, buckets are wider than planned and
 #: the larger ones are sorted through runs of their own (BucketSorter.blocks)
 MAX_BUCKETS = 4096
@@ -806,7 +837,10 @@ class BucketSorter:
     allows is sorted through runs of its own (ExternalSorter over its vertex range).
     A bucket's file holds records of uint32 columns: the source (local), the destination (low
     32 bits, and high 32 bits once an ID needs them: a segment file of its own), the weight's
-    bits."""
+    bits. Each batch appends one piece per bucket, padded to 4 KiB and written with O_DIRECT
+    where the folder allows it: on the 2-vCPU KVM machine a page-cache write cost ~2 s of
+    kernel time per GB (dd: 492 MB/s buffered, 1.7 GB/s direct) and a cold buffered read ~1 s
+    per GB, and the bucket files are twice the graph's adjacency."""
 
     def __init__(self, spill_dirs, weighted, shift, bucket_edges, sym, drop_self, dedupe):
         self.dirs = spill_dirs
@@ -816,7 +850,9 @@ class BucketSorter:
         self.sym, self.drop_self, self.dedupe = sym, drop_self, dedupe
         _SORTERS[0] += 1
         self.tag = f"b{os.getpid()}_{_SORTERS[0]}"
-        self.segs = {}          # (bucket, wide) -> [path, records]
+        # (bucket, wide) -> [path, records, file bytes, [(byte offset, records) per piece]]
+        self.segs = {}
+        self.direct = True      # O_DIRECT until a folder refuses it
         self.m_upper = 0
         self.loops = 0
         self.scratch = {}
@@ -839,25 +875,33 @@ class BucketSorter:
         k = int(cnt.sum())
         wide = maxid >= (1 << 32)
         cols = self._cols(wide)
-        out = scratch_array(self.scratch, "out", (k, cols), np.uint32)
+        rb = 4 * cols
+        ra = ALIGN // math.gcd(ALIGN, rb)        # records in a whole number of 4 KiB pages
+        padded = (cnt + ra - 1) // ra * ra
+        starts = np.zeros(nb + 1, dtype=np.int64)
+        np.cumsum(padded, out=starts[1:])
+        out = aligned_array(self.scratch, "out", int(starts[-1]) * rb).view(np.uint32)
+        out = out.reshape(int(starts[-1]), cols)
         if self.weighted and not has_w:
             out[:, cols - 1] = np.float32(1.0).view(np.uint32)
-        pos = np.zeros(nb + 1, dtype=np.int64)
-        np.cumsum(cnt, out=pos[1:])
-        starts = pos.copy()
-        _bucket_scatter(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos[:-1], out,
-                        wide)
+        pos = starts[:-1].copy()
+        _bucket_scatter(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos, out, wide)
         for b in np.flatnonzero(cnt):
-            a, e = int(starts[b]), int(starts[b + 1])
+            a, c, e = int(starts[b]), int(cnt[b]), int(starts[b] + padded[b])
             key = (int(b), bool(wide))
             seg = self.segs.get(key)
             if seg is None:
                 d0 = self.dirs[int(b) % len(self.dirs)]
                 seg = self.segs[key] = [os.path.join(
-                    d0, f"{self.tag}_{int(b):05d}{'_wide' if wide else ''}.bkt"), 0]
-            with open(seg[0], "ab") as f:
-                out[a:e].tofile(f)
-            seg[1] += e - a
+                    d0, f"{self.tag}_{int(b):05d}{'_wide' if wide else ''}.bkt"), 0, 0, []]
+            fd = self._open(seg[0], os.O_WRONLY | os.O_CREAT)
+            try:
+                _pwrite_all(fd, memoryview(out[a:e]).cast("B"), seg[2])
+            finally:
+                os.close(fd)
+            seg[3].append((seg[2], c))
+            seg[1] += c
+            seg[2] += (e - a) * rb
         self.m_upper += k
         self.loops += int(loops)
         return int(loops)
@@ -869,35 +913,85 @@ class BucketSorter:
         """The batches' records let go (the sort of each bucket needs the memory)."""
         self.scratch.clear()
 
-    def _segments(self, b):
-        return [(path, wide, m) for (bb, wide), (path, m) in sorted(self.segs.items())
-                if bb == b]
+    def _open(self, path, flags):
+        """An fd of `path`, O_DIRECT while the folders allow it."""
+        if self.direct and hasattr(os, "O_DIRECT"):
+            try:
+                return os.open(path, flags | os.O_DIRECT, 0o644)
+            except OSError as e:
+                if e.errno != errno.EINVAL:
+                    raise
+                self.direct = False         # e.g. tmpfs: the same layout, through the cache
+        return os.open(path, flags, 0o644)
 
-    def _columns(self, rec, wide):
-        """(local sources, destinations, weights or None) of records `rec` (uint32 rows)."""
-        d = rec[:, 1].astype(np.int64)
-        if wide:
-            d |= rec[:, 2].astype(np.int64) << 32
-        w = rec[:, -1].view(np.float32) if self.weighted else None
-        return rec[:, 0], d, w
+    def _segments(self, b):
+        return [(seg, wide) for (bb, wide), seg in sorted(self.segs.items()) if bb == b]
+
+    def _gather(self, rows, wide, pieces, at, name):
+        """The records `pieces` [(first row, count)] of `rows` into the reused int64 sources and
+        destinations (and float32 weights) from index `at` on; returns the next index."""
+        s64, d64 = self.scratch[name + "s"], self.scratch[name + "d"]
+        w32 = self.scratch[name + "w"] if self.weighted else None
+        for r0, c in pieces:
+            rec = rows[r0:r0 + c]
+            s64[at:at + c] = rec[:, 0]
+            d64[at:at + c] = rec[:, 1]
+            if wide:
+                d64[at:at + c] |= rec[:, 2].astype(np.int64) << 32
+            if w32 is not None:
+                w32[at:at + c] = rec[:, -1].view(np.float32)
+            at += c
+        return at
+
+    def _alloc(self, name, m):
+        """Room for m gathered records under `name` (_gather, _columns)."""
+        scratch_array(self.scratch, name + "s", m, np.int64)
+        scratch_array(self.scratch, name + "d", m, np.int64)
+        if self.weighted:
+            scratch_array(self.scratch, name + "w", m, np.float32)
+
+    def _columns(self, name, m):
+        return (self.scratch[name + "s"][:m], self.scratch[name + "d"][:m],
+                self.scratch[name + "w"][:m] if self.weighted else None)
+
+    def _read_rows(self, path, offset, nbytes, cols):
+        """Rows (uint32, `cols` wide) of file bytes [offset, offset + nbytes) (both aligned)."""
+        buf = aligned_array(self.scratch, "read", nbytes)
+        fd = self._open(path, os.O_RDONLY)
+        try:
+            _pread_all(fd, memoryview(buf), offset)
+        finally:
+            os.close(fd)
+        return buf.view(np.uint32).reshape(-1, cols)
 
     def _read(self, b):
-        """Bucket b's edges: a list of (local sources, destinations, weights or None)."""
-        out = []
-        for path, wide, m in self._segments(b):
-            rec = np.fromfile(path, dtype=np.uint32, count=m * self._cols(wide))
-            out.append(self._columns(rec.reshape(m, self._cols(wide)), wide))
-        return out
+        """Bucket b's edges: ([local sources], [destinations], [weights] or None), one array
+        each (views of reused arrays, valid until the next read)."""
+        at = 0
+        self._alloc("g", sum(seg[1] for seg, _ in self._segments(b)))
+        for (path, m, nbytes, parts), wide in self._segments(b):
+            rb = 4 * self._cols(wide)
+            rows = self._read_rows(path, 0, nbytes, self._cols(wide))
+            at = self._gather(rows, wide, [(off // rb, c) for off, c in parts], at, "g")
+        s_, d_, w_ = self._columns("g", at)
+        return [s_], [d_], ([w_] if self.weighted else None)
 
     def _pieces(self, b, k):
         """Bucket b's edges in pieces of at most k: (local sources, destinations, weights)."""
-        for path, wide, m in self._segments(b):
+        for (path, m, nbytes, parts), wide in self._segments(b):
             cols = self._cols(wide)
-            with open(path, "rb") as f:
-                for a in range(0, m, k):
-                    c = min(k, m - a)
-                    rec = np.fromfile(f, dtype=np.uint32, count=c * cols).reshape(c, cols)
-                    yield self._columns(rec, wide)
+            rb = 4 * cols
+            for off, c in parts:
+                for a in range(0, c, k):
+                    n_ = min(k, c - a)
+                    # whole pages of whole records: the piece starts at a multiple of L
+                    L = ALIGN * rb // math.gcd(ALIGN, rb)
+                    lo = (off + a * rb) // L * L
+                    hi = -(-(off + (a + n_) * rb) // L) * L
+                    rows = self._read_rows(path, lo, hi - lo, cols)
+                    self._alloc("p", n_)
+                    got = self._gather(rows, wide, [((off + a * rb - lo) // rb, n_)], 0, "p")
+                    yield self._columns("p", got)
 
     def blocks(self, n, progress=None):
         """(v0, v1, local indptr, indices, weights or None) covering [0, n) in vertex order,
@@ -909,20 +1003,18 @@ class BucketSorter:
         try:
             for b in range((n + width - 1) // width if n else 0):
                 v0, v1 = b * width, min(n, (b + 1) * width)
-                m = sum(seg[2] for seg in self._segments(b))
+                m = sum(seg[1] for seg, _ in self._segments(b))
                 if m == 0:
                     lp = scratch_array(scratch, "empty_ptr", v1 - v0 + 1, np.int64, zero=True)
                     yield v0, v1, lp, np.zeros(0, idx_dtype(n)), (_EMPTY_W if self.weighted
                                                                   else None)
                     continue
                 if m <= self.cap:
-                    got = self._read(b)
+                    ls, ld, lw = self._read(b)
                     ptr, idx, w, _ = sort_to_csr(
-                        [g[0] for g in got], [g[1] for g in got],
-                        [g[2] for g in got] if self.weighted else None, v1 - v0,
-                        symmetrize=False, drop_self_loops=False, dedupe=self.dedupe,
-                        scratch=scratch, idx_n=n)
-                    del got
+                        ls, ld, lw, v1 - v0, symmetrize=False, drop_self_loops=False,
+                        dedupe=self.dedupe, scratch=scratch, idx_n=n)
+                    del ls, ld, lw
                     yield v0, v1, ptr, idx, w
                 else:
                     yield from self._sort_large(b, v0, v1, n, scratch)
