@@ -18,7 +18,6 @@ vertex blocks by the partition writer.
 from __future__ import annotations
 
 import contextlib
-import errno
 import math
 import os
 
@@ -27,6 +26,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..jit import prefetch
+from .direct import (ALIGN, DirectAppender, aligned_array, open_direct, pread_all, pwrite_all,
+                     read_range)
 from .scratch import read_into, scratch_array
 
 # Bytes of memory one edge costs while a batch is being sorted: input src+dst int64 (16) + weight (4)
@@ -529,19 +530,20 @@ class SpilledCSR:
         """The indices and weights (None when unweighted) of vertices [v0, v1); with a scratch
         dict, views of its arrays (scratch_array), valid until the next call with it."""
         a, b = int(self.indptr[v0]), int(self.indptr[v1])
-        if self._files is None:
-            self._files = [open(p, "rb") if p else None for p in (self.idx_path, self.w_path)]
+        if self._files is None:     # (fd, O_DIRECT) of each (read_range: whole pages)
+            self._files = [open_direct(p, os.O_RDONLY) if p else None
+                           for p in (self.idx_path, self.w_path)]
         fi, fw = self._files
-        idx = read_into(fi, scratch_array(scratch, "get_idx", b - a, self.dtype),
-                        a * self.dtype.itemsize)
-        w = (read_into(fw, scratch_array(scratch, "get_w", b - a, np.float32), a * 4)
+        isz = self.dtype.itemsize
+        idx = read_range(*fi, scratch, "get_idx", a * isz, (b - a) * isz).view(self.dtype)
+        w = (read_range(*fw, scratch, "get_w", a * 4, (b - a) * 4).view(np.float32)
              if fw is not None else None)
         return idx, w
 
     def close(self):
         for f in self._files or ():
             if f is not None:
-                f.close()
+                os.close(f[0])
         self._files = None
         for p in (self.idx_path, self.w_path):
             if p:
@@ -712,12 +714,21 @@ def spill_blocks(blocks, n, out_dir, tag, weighted, dtype):
     idx_path = os.path.join(out_dir, f"{tag}_merged.idx")
     w_path = os.path.join(out_dir, f"{tag}_merged.w") if weighted else None
     final_deg = np.zeros(n, dtype=np.int64)
-    with open(idx_path, "wb") as fi, (open(w_path, "wb") if w_path else _Null()) as fw:
+    fi = DirectAppender(idx_path)
+    fw = DirectAppender(w_path) if w_path else None
+    try:
         for v0, v1, lptr, idx, w in blocks:
             np.subtract(lptr[1:], lptr[:-1], out=final_deg[v0:v1])
-            idx.tofile(fi)
-            if w_path:
-                w.tofile(fw)
+            fi.write(np.ascontiguousarray(idx))
+            if fw is not None:
+                fw.write(np.ascontiguousarray(w))
+        fi.close()
+        if fw is not None:
+            fw.close()
+    finally:
+        fi.abort()
+        if fw is not None:
+            fw.abort()
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(final_deg, out=indptr[1:])
     return SpilledCSR(indptr, idx_path, w_path, dtype)
@@ -791,35 +802,6 @@ def _bucket_scatter(src, dst, w, has_w, sym, drop_self, shift, pos, out, wide):
             if has_w:
                 out[p, wc] = w[i]
             pos[b] = p + 1
-
-
-#: bucket files are written and read in whole 4 KiB pages (O_DIRECT)
-ALIGN = 4096
-
-
-def aligned_array(scratch, name, nbytes):
-    """uint8[nbytes] at an ALIGN-aligned address, kept in dict `scratch` (scratch_array)."""
-    raw = scratch_array(scratch, name, int(nbytes) + ALIGN, np.uint8)
-    off = (-raw.ctypes.data) % ALIGN
-    return raw[off:off + int(nbytes)]
-
-
-def _pwrite_all(fd, mv, offset):
-    got = 0
-    while got < len(mv):
-        k = os.pwrite(fd, mv[got:], offset + got)
-        if k <= 0:
-            raise OSError(errno.EIO, f"short write at offset {offset + got}")
-        got += k
-
-
-def _pread_all(fd, mv, offset):
-    got = 0
-    while got < len(mv):
-        k = os.preadv(fd, [mv[got:]], offset + got)
-        if k <= 0:
-            raise OSError(errno.EIO, f"{len(mv) - got} bytes missing at offset {offset + got}")
-        got += k
 
 
 #: at most this many buckets (files per direction): past it, buckets are wider than planned and
@@ -896,7 +878,7 @@ class BucketSorter:
                     d0, f"{self.tag}_{int(b):05d}{'_wide' if wide else ''}.bkt"), 0, 0, []]
             fd = self._open(seg[0], os.O_WRONLY | os.O_CREAT)
             try:
-                _pwrite_all(fd, memoryview(out[a:e]).cast("B"), seg[2])
+                pwrite_all(fd, memoryview(out[a:e]).cast("B"), seg[2])
             finally:
                 os.close(fd)
             seg[3].append((seg[2], c))
@@ -915,14 +897,10 @@ class BucketSorter:
 
     def _open(self, path, flags):
         """An fd of `path`, O_DIRECT while the folders allow it."""
-        if self.direct and hasattr(os, "O_DIRECT"):
-            try:
-                return os.open(path, flags | os.O_DIRECT, 0o644)
-            except OSError as e:
-                if e.errno != errno.EINVAL:
-                    raise
-                self.direct = False         # e.g. tmpfs: the same layout, through the cache
-        return os.open(path, flags, 0o644)
+        if not self.direct:
+            return os.open(path, flags, 0o644)
+        fd, self.direct = open_direct(path, flags)  # refused (tmpfs): the same layout, cached
+        return fd
 
     def _segments(self, b):
         return [(seg, wide) for (bb, wide), seg in sorted(self.segs.items()) if bb == b]
@@ -959,7 +937,7 @@ class BucketSorter:
         buf = aligned_array(self.scratch, "read", nbytes)
         fd = self._open(path, os.O_RDONLY)
         try:
-            _pread_all(fd, memoryview(buf), offset)
+            pread_all(fd, memoryview(buf), offset)
         finally:
             os.close(fd)
         return buf.view(np.uint32).reshape(-1, cols)
@@ -1260,14 +1238,6 @@ class Batcher:
         if stream:
             return MergingCSR(self.sorter, n)
         return self.sorter.merge(n, self.sorter.dirs[0], self.progress)
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def set_threads(threads):

@@ -25,6 +25,7 @@ import numpy as np
 from .. import registry, store
 from ..errors import GrapheneError
 from ..graph import FORMAT, FORMAT_VERSION, MANIFEST_NAME, dataset_dir
+from .direct import DirectAppender
 
 ALIGN = 512
 #: Bytes covered by one CRC32C of a data file's page table (`<file>.pcrc`).
@@ -52,7 +53,7 @@ class PartFile:
     def __init__(self, path: str, disk: str, pad: bool = True, pages: bool = False,
                  durable: bool = True):
         self.path, self.disk, self.pad, self.durable = path, disk, pad, durable
-        self.f = open(path, "wb", buffering=0)
+        self.f = DirectAppender(path)     # whole pages O_DIRECT: no page-cache copy
         self.crc = 0
         self.size = 0
         self.pages = [] if pages else None
@@ -84,10 +85,8 @@ class PartFile:
         self.crc = zlib.crc32(b, self.crc)
         if self.pages is not None:
             self._page_sums(b)
-        n = 0
         try:
-            while n < len(b):
-                n += self.f.write(b[n:])
+            self.f.write(b)
         except OSError as e:
             raise OSError(e.errno, e.strerror, self.path) from None
         self.size += len(b)
@@ -96,9 +95,7 @@ class PartFile:
         if self.pad and self.size % ALIGN:
             self.write(np.zeros(ALIGN - self.size % ALIGN, dtype=np.uint8))
         try:
-            if self.durable:
-                os.fsync(self.f.fileno())
-            self.f.close()
+            self.f.close(fsync=self.durable)
             if self.pages is not None:
                 if self.size % PAGE:
                     self.pages.append(np.frombuffer(self._pcrc.to_bytes(4, "little"), "<u4"))
@@ -121,7 +118,7 @@ class PartFile:
 
     def abort(self) -> None:
         try:
-            self.f.close()
+            self.f.abort()
         except OSError:
             pass
 
