@@ -6,14 +6,20 @@ source (O(m), no comparison sort of the whole batch) followed by a sort of each 
 lists are compacted; of duplicate edges the smallest weight is kept (order-independent, so the
 result does not depend on how the input was split into runs, and symmetric for --symmetrize).
 
-`ExternalSorter` is used when the edges do not fit in the memory limit: each batch is grouped by
-source into a CSR *run* (its lists unsorted: the merge sorts them whole) spilled to disk (indptr,
-list lengths in a byte per vertex, indices, weights files). Because a run is CSR, the edges of a vertex block [v0, v1) are one
-contiguous range in every run; the merge reads that range from every run, gathers it into the
-block's CSR slots and sorts/dedups it per vertex (the same kernel), one vertex block at a time,
-with block sizes chosen so the block's edges over all runs fit the budget.
-The merged result is a `SpilledCSR` (indices/weights files + an in-memory indptr), read back in
-vertex blocks by the partition writer.
+`BucketSorter` is used when the edges do not fit in the memory limit (`Batcher`): each full
+batch is distributed by source range into bucket files (reversed edges added, self-loops
+dropped), written and read in whole pages with O_DIRECT; then the buckets are sorted one at a
+time in memory (`sort_to_csr`: sorted, deduplicated lists) and come out in vertex order, to be
+written as they come (a 1x1 dataset: `BucketStore`) or into one merged `SpilledCSR` (a grid,
+whose bounds need a pass over every list first). No step costs O(|V|) per batch.
+
+`ExternalSorter` sorts a bucket that alone exceeds the memory: the bucket read in pieces, each
+grouped by source into a CSR *run* (its lists unsorted: the merge sorts them whole) spilled to
+disk (list lengths in a byte per vertex, indices, weights). Because a run is CSR, the edges of a
+vertex block [v0, v1) are one contiguous range in every run; the merge reads that range from
+every run, gathers it into the block's CSR slots and sorts/dedups it per vertex (the same
+kernel), one vertex block at a time, with block sizes chosen so the block's edges over all runs
+fit the budget.
 """
 from __future__ import annotations
 

@@ -560,7 +560,8 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     RSS); default config.MEMORY_LIMIT_FRACTION of RAM. What the process already holds (interpreter,
     numpy, numba; measured at the call) plus KERNEL_MARGIN for kernels loaded during the run is
     taken off it; the rest is the working memory for per-vertex arrays and edge buffers, and edges
-    beyond it are sorted in runs spilled to the target disks and merged. A limit that cannot hold
+    beyond it go to bucket files by source range on the target disks, each bucket then sorted in
+    memory (extsort.BucketSorter). A limit that cannot hold
     the per-vertex arrays (BYTES_PER_VERTEX per vertex) fails with the size it needs.
     work_memory: set the working memory directly instead (tests use a tiny one to force spills).
     num_vertices: the vertex count when it is more than the largest ID used + 1 (isolated
