@@ -810,6 +810,29 @@ def _bucket_scatter(src, dst, w, has_w, sym, drop_self, shift, pos, out, wide):
             pos[b] = p + 1
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _bucket_count_parts(src, dst, sym, drop_self, shift, cnt):
+    """_bucket_count over T = cnt.shape[0] equal parts of the batch, part t into row cnt[t]."""
+    T = cnt.shape[0]
+    m = src.shape[0]
+    loops = np.zeros(T, dtype=np.int64)
+    for t in prange(T):
+        a, b = m * t // T, m * (t + 1) // T
+        loops[t] = _bucket_count(src[a:b], dst[a:b], sym, drop_self, shift, cnt[t])
+    return loops.sum()
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _bucket_scatter_parts(src, dst, w, has_w, sym, drop_self, shift, pos, out, wide):
+    """_bucket_scatter of part t of the batch from pos[t] on (disjoint slots per part)."""
+    T = pos.shape[0]
+    m = src.shape[0]
+    for t in prange(T):
+        a, b = m * t // T, m * (t + 1) // T
+        _bucket_scatter(src[a:b], dst[a:b], w[a:b] if has_w else w, has_w, sym, drop_self,
+                        shift, pos[t], out, wide)
+
+
 #: at most this many buckets (files per direction): past it, buckets are wider than planned and
 #: the larger ones are sorted through runs of their own (BucketSorter.blocks)
 MAX_BUCKETS = 4096
@@ -853,13 +876,15 @@ class BucketSorter:
         if maxid is None:
             maxid = max(int(src.max()), int(dst.max()))
         nb = (int(maxid) >> self.shift) + 1
-        cnt = np.zeros(nb, dtype=np.int64)
+        parts = max(1, min(numba.get_num_threads(), MAX_SCATTER_PARTS))
+        cnts = np.zeros((parts, nb), dtype=np.int64)
         s = np.ascontiguousarray(src, dtype=np.int64)
         d = np.ascontiguousarray(dst, dtype=np.int64)
         has_w = w is not None and self.weighted
         ww = (np.ascontiguousarray(w, dtype=np.float32).view(np.uint32) if has_w
               else np.zeros(0, np.uint32))
-        loops = _bucket_count(s, d, self.sym, self.drop_self, self.shift, cnt)
+        loops = _bucket_count_parts(s, d, self.sym, self.drop_self, self.shift, cnts)
+        cnt = cnts.sum(axis=0)
         k = int(cnt.sum())
         wide = maxid >= (1 << 32)
         cols = self._cols(wide)
@@ -872,8 +897,9 @@ class BucketSorter:
         out = out.reshape(int(starts[-1]), cols)
         if self.weighted and not has_w:
             out[:, cols - 1] = np.float32(1.0).view(np.uint32)
-        pos = starts[:-1].copy()
-        _bucket_scatter(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos, out, wide)
+        pos = starts[:-1] + np.cumsum(cnts, axis=0) - cnts     # part t after parts < t
+        _bucket_scatter_parts(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos, out,
+                              wide)
         for b in np.flatnonzero(cnt):
             a, c, e = int(starts[b]), int(cnt[b]), int(starts[b] + padded[b])
             key = (int(b), bool(wide))
