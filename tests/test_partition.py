@@ -788,3 +788,41 @@ def test_the_writer_imports_no_numba():
                          timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False", "True", "True", "True"]
+
+
+def test_direct_appender_and_read_range(tmp_path):
+    """partition/direct.py: bytes appended in odd pieces through small staging buffers (written
+    by a background thread, whole pages O_DIRECT, the last partial page through the cache) are
+    the file's bytes exactly; read_range reads any byte range, across pages and to the file's
+    short end; a failed background write comes out of the next call."""
+    from graphene_py.partition import direct
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 256, 100_003, dtype=np.uint8)
+    p = str(tmp_path / "f")
+    ap = direct.DirectAppender(p, stage_bytes=8192)
+    at = 0
+    while at < len(data):
+        k = int(rng.integers(1, 5000))
+        ap.write(data[at:at + k])
+        at += k
+    assert ap.size == len(data)
+    ap.close(fsync=True)
+    assert open(p, "rb").read() == data.tobytes()
+    fd, is_direct = direct.open_direct(p, os.O_RDONLY)
+    try:
+        scratch = {}
+        for off, n in [(0, 1), (4095, 2), (5000, 20000), (len(data) - 7, 7), (0, len(data))]:
+            got = direct.read_range(fd, is_direct, scratch, "r", off, n)
+            assert got.tobytes() == data[off:off + n].tobytes()
+        with pytest.raises(OSError):
+            direct.read_range(fd, is_direct, scratch, "r", len(data) - 3, 10)
+    finally:
+        os.close(fd)
+    ap = direct.DirectAppender(str(tmp_path / "g"), stage_bytes=8192)
+    os.close(ap.fd)             # the background write of the first full buffer fails
+    ap.fd = os.open(str(tmp_path / "g"), os.O_RDONLY)
+    with pytest.raises(OSError):
+        for _ in range(4):
+            ap.write(data[:8192])
+        ap.close()
+    ap.abort()

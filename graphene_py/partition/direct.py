@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -60,17 +62,33 @@ def pread_all(fd, mv, offset):
         got += k
 
 
+_POOL = {}
+_POOL_LOCK = threading.Lock()
+
+
+def io_pool():
+    """The threads that write the appenders' full staging buffers (one process-wide pool)."""
+    with _POOL_LOCK:
+        if "pool" not in _POOL:
+            _POOL["pool"] = ThreadPoolExecutor(2, thread_name_prefix="graphene-write")
+        return _POOL["pool"]
+
+
 class DirectAppender:
     """A file written front to back: bytes gathered in an aligned staging buffer and written in
-    whole pages with O_DIRECT; the last partial page through the page cache at close. size: the
-    bytes written so far."""
+    whole pages with O_DIRECT; the last partial page through the page cache at close. A full
+    buffer is written by a background thread (io_pool) while the next one fills: the caller
+    computes while the disk writes. An error of that write comes out of the next write() or
+    close(). size: the bytes written so far."""
 
     def __init__(self, path, stage_bytes=STAGE_BYTES):
         self.path = path
         self.fd, self.direct = open_direct(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        self.buf = aligned_array(None, None, stage_bytes)
+        self.bufs = [aligned_array(None, None, stage_bytes), None]
+        self.buf = self.bufs[0]
         self.fill = 0
         self.at = 0             # file offset of buf[0]
+        self.pending = None     # the background write of the other buffer
 
     @property
     def size(self):
@@ -87,12 +105,27 @@ class DirectAppender:
             if self.fill == len(self.buf):
                 self._flush(self.fill)
 
-    def _flush(self, nbytes):
-        pwrite_all(self.fd, memoryview(self.buf[:nbytes]), self.at)
+    def _wait(self):
+        if self.pending is not None:
+            p, self.pending = self.pending, None
+            p.result()
+
+    def _flush(self, nbytes, background=True):
+        self._wait()                # the other buffer is free again
+        old = self.buf
+        if background:
+            self.pending = io_pool().submit(pwrite_all, self.fd, memoryview(old[:nbytes]),
+                                            self.at)
+            if self.bufs[1] is None:
+                self.bufs[1] = aligned_array(None, None, len(old))
+            self.bufs.reverse()
+            self.buf = self.bufs[0]
+        else:
+            pwrite_all(self.fd, memoryview(old[:nbytes]), self.at)
         self.at += nbytes
         rest = self.fill - nbytes
         if rest:
-            self.buf[:rest] = self.buf[nbytes:self.fill]
+            self.buf[:rest] = old[nbytes:self.fill]
         self.fill = rest
 
     def close(self, fsync=False):
@@ -100,7 +133,8 @@ class DirectAppender:
         try:
             whole = self.fill // ALIGN * ALIGN
             if whole:
-                self._flush(whole)
+                self._flush(whole, background=False)
+            self._wait()
             if self.fill:
                 fd = os.open(self.path, os.O_WRONLY) if self.direct else self.fd
                 try:
@@ -118,10 +152,16 @@ class DirectAppender:
             self.abort()
 
     def abort(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-        self.buf = None
+        try:
+            self._wait()            # its buffer and fd stay valid until it is done
+        except OSError:
+            pass
+        finally:
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
+            self.buf = None
+            self.bufs = [None, None]
 
 
 def read_range(fd, direct, scratch, name, offset, nbytes):

@@ -23,17 +23,19 @@ fit the budget.
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 from numba import njit, prange
 
 from ..jit import prefetch
-from .direct import (ALIGN, DirectAppender, aligned_array, open_direct, pread_all, pwrite_all,
-                     read_range)
+from .direct import (ALIGN, DirectAppender, aligned_array, io_pool, open_direct, pread_all,
+                     pwrite_all, read_range)
 from .scratch import read_into, scratch_array
 
 # Bytes of memory one edge costs while a batch is being sorted: input src+dst int64 (16) + weight (4)
@@ -864,6 +866,7 @@ class BucketSorter:
         # (bucket, wide) -> [path, records, file bytes, [(byte offset, records) per piece]]
         self.segs = {}
         self.direct = True      # O_DIRECT until a folder refuses it
+        self.writing = None     # the last batch's pieces being written (io_pool)
         self.m_upper = 0
         self.loops = 0
         self.scratch = {}
@@ -875,6 +878,7 @@ class BucketSorter:
             return 0
         if maxid is None:
             maxid = max(int(src.max()), int(dst.max()))
+        self.wait()             # `out` is free again
         nb = (int(maxid) >> self.shift) + 1
         parts = max(1, min(numba.get_num_threads(), MAX_SCATTER_PARTS))
         cnts = np.zeros((parts, nb), dtype=np.int64)
@@ -900,6 +904,7 @@ class BucketSorter:
         pos = starts[:-1] + np.cumsum(cnts, axis=0) - cnts     # part t after parts < t
         _bucket_scatter_parts(s, d, ww, has_w, self.sym, self.drop_self, self.shift, pos, out,
                               wide)
+        jobs = []
         for b in np.flatnonzero(cnt):
             a, c, e = int(starts[b]), int(cnt[b]), int(starts[b] + padded[b])
             key = (int(b), bool(wide))
@@ -908,23 +913,37 @@ class BucketSorter:
                 d0 = self.dirs[int(b) % len(self.dirs)]
                 seg = self.segs[key] = [os.path.join(
                     d0, f"{self.tag}_{int(b):05d}{'_wide' if wide else ''}.bkt"), 0, 0, []]
-            fd = self._open(seg[0], os.O_WRONLY | os.O_CREAT)
-            try:
-                pwrite_all(fd, memoryview(out[a:e]).cast("B"), seg[2])
-            finally:
-                os.close(fd)
+            jobs.append((seg[0], a, e, seg[2]))
             seg[3].append((seg[2], c))
             seg[1] += c
             seg[2] += (e - a) * rb
+        # written by a thread while the next batch is read and copied in (add waits for it
+        # before it scatters into `out` again)
+        self.writing = io_pool().submit(self._write_pieces, out, jobs)
         self.m_upper += k
         self.loops += int(loops)
         return int(loops)
+
+    def _write_pieces(self, out, jobs):
+        for path, a, e, offset in jobs:
+            fd = self._open(path, os.O_WRONLY | os.O_CREAT)
+            try:
+                pwrite_all(fd, memoryview(out[a:e]).cast("B"), offset)
+            finally:
+                os.close(fd)
+
+    def wait(self):
+        """The last batch's pieces are on disk (their write's error raised here)."""
+        if self.writing is not None:
+            w, self.writing = self.writing, None
+            w.result()
 
     def _cols(self, wide):
         return 2 + bool(wide) + self.weighted
 
     def release(self):
         """The batches' records let go (the sort of each bucket needs the memory)."""
+        self.wait()
         self.scratch.clear()
 
     def _open(self, path, flags):
@@ -964,9 +983,10 @@ class BucketSorter:
         return (self.scratch[name + "s"][:m], self.scratch[name + "d"][:m],
                 self.scratch[name + "w"][:m] if self.weighted else None)
 
-    def _read_rows(self, path, offset, nbytes, cols):
-        """Rows (uint32, `cols` wide) of file bytes [offset, offset + nbytes) (both aligned)."""
-        buf = aligned_array(self.scratch, "read", nbytes)
+    def _read_rows(self, path, offset, nbytes, cols, name="read"):
+        """Rows (uint32, `cols` wide) of file bytes [offset, offset + nbytes) (both aligned),
+        read into the reused buffer `name`."""
+        buf = aligned_array(self.scratch, name, nbytes)
         fd = self._open(path, os.O_RDONLY)
         try:
             pread_all(fd, memoryview(buf), offset)
@@ -974,15 +994,24 @@ class BucketSorter:
             os.close(fd)
         return buf.view(np.uint32).reshape(-1, cols)
 
-    def _read(self, b):
+    def _load(self, b, slot):
+        """Bucket b's files read whole into the reused buffers of `slot` (blocks() reads the
+        next bucket into them while this one is sorted): [(rows, wide, pieces)]."""
+        out = []
+        for i, ((path, m, nbytes, parts), wide) in enumerate(self._segments(b)):
+            cols = self._cols(wide)
+            rows = self._read_rows(path, 0, nbytes, cols, f"raw{slot}_{i}")
+            out.append((rows, wide, [(off // (4 * cols), c) for off, c in parts]))
+        return out
+
+    def _read(self, b, loaded=None):
         """Bucket b's edges: ([local sources], [destinations], [weights] or None), one array
-        each (views of reused arrays, valid until the next read)."""
+        each (views of reused arrays, valid until the next read); `loaded`: its files as
+        _load read them."""
         at = 0
         self._alloc("g", sum(seg[1] for seg, _ in self._segments(b)))
-        for (path, m, nbytes, parts), wide in self._segments(b):
-            rb = 4 * self._cols(wide)
-            rows = self._read_rows(path, 0, nbytes, self._cols(wide))
-            at = self._gather(rows, wide, [(off // rb, c) for off, c in parts], at, "g")
+        for rows, wide, pieces in (loaded if loaded is not None else self._load(b, 0)):
+            at = self._gather(rows, wide, pieces, at, "g")
         s_, d_, w_ = self._columns("g", at)
         return [s_], [d_], ([w_] if self.weighted else None)
 
@@ -1007,20 +1036,38 @@ class BucketSorter:
         """(v0, v1, local indptr, indices, weights or None) covering [0, n) in vertex order,
         every list sorted (by destination, then weight) and deduplicated (smallest weight kept);
         deletes each bucket's files once it is sorted."""
+        self.wait()
         width = 1 << self.shift
         done = 0
         scratch = {}
+        nb = (n + width - 1) // width if n else 0
+        sizes = [sum(seg[1] for seg, _ in self._segments(b)) for b in range(nb)]
+        small = [b for b in range(nb) if 0 < sizes[b] <= self.cap]
+        ahead = {}          # the next small bucket's files, read by a thread while one sorts
+        pool = ThreadPoolExecutor(1, thread_name_prefix="graphene-bucket") if small else None
+
+        def read_ahead(after):
+            i = bisect.bisect_right(small, after)
+            if i < len(small):
+                nxt = small[i]
+                # one slot: it is asked for once the bucket before has been gathered out of it
+                ahead[nxt] = pool.submit(self._load, nxt, 0)
         try:
-            for b in range((n + width - 1) // width if n else 0):
+            if small:
+                read_ahead(-1)
+            for b in range(nb):
                 v0, v1 = b * width, min(n, (b + 1) * width)
-                m = sum(seg[1] for seg, _ in self._segments(b))
+                m = sizes[b]
                 if m == 0:
                     lp = scratch_array(scratch, "empty_ptr", v1 - v0 + 1, np.int64, zero=True)
                     yield v0, v1, lp, np.zeros(0, idx_dtype(n)), (_EMPTY_W if self.weighted
                                                                   else None)
                     continue
                 if m <= self.cap:
-                    ls, ld, lw = self._read(b)
+                    loaded = ahead.pop(b).result()
+                    ls, ld, lw = self._read(b, loaded)
+                    del loaded
+                    read_ahead(b)       # its rows are gathered: the slot is free
                     ptr, idx, w, _ = sort_to_csr(
                         ls, ld, lw, v1 - v0, symmetrize=False, drop_self_loops=False,
                         dedupe=self.dedupe, scratch=scratch, idx_n=n)
@@ -1033,6 +1080,13 @@ class BucketSorter:
                 if progress:
                     progress("merge", done, self.m_upper)
         finally:
+            for f in ahead.values():
+                try:
+                    f.result()
+                except Exception:
+                    pass
+            if pool is not None:
+                pool.shutdown()
             scratch.clear()
             self.discard()
 
@@ -1070,6 +1124,10 @@ class BucketSorter:
 
     def discard(self):
         """Delete every bucket's files."""
+        try:
+            self.wait()
+        except OSError:
+            pass
         for b in {k[0] for k in self.segs}:
             self._drop(b)
 
