@@ -742,27 +742,40 @@ def spill_blocks(blocks, n, out_dir, tag, weighted, dtype):
     return SpilledCSR(indptr, idx_path, w_path, dtype)
 
 
-class MergingCSR:
-    """The runs' merge read once, block by block, as it is written (ExternalSorter.merge_blocks):
-    no merged file written and read back. `m` (the edges after deduplication) is known once
-    blocks() has run to its end; m_upper (the edges before) from the start."""
+class _StreamedStore:
+    """Sorted blocks read once, as the writer writes them (no merged file written and read
+    back): `m` (the edges after deduplication) is known once blocks() has run to its end,
+    m_upper (the edges before) from the start."""
     streamed = True
 
-    def __init__(self, sorter, n):
+    def __init__(self, sorter, n, m_upper):
         self.sorter, self.n = sorter, n
         self.weights = bool(sorter.weighted)
-        self.m_upper = int(sorter.total_deg.sum())
+        self.m_upper = int(m_upper)
         self.m = None
+
+    def _source(self, progress):
+        raise NotImplementedError
 
     def blocks(self, progress=None):
         m = 0
-        for blk in self.sorter.merge_blocks(self.n, progress):
+        for blk in self._source(progress):
             m += len(blk[3])
             yield blk
         self.m = m
 
     def close(self):
         self.sorter.discard()
+
+
+class MergingCSR(_StreamedStore):
+    """The runs' merge (ExternalSorter.merge_blocks) as the writer reads it."""
+
+    def __init__(self, sorter, n):
+        super().__init__(sorter, n, sorter.total_deg.sum())
+
+    def _source(self, progress):
+        return self.sorter.merge_blocks(self.n, progress)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1132,31 +1145,19 @@ class BucketSorter:
             self._drop(b)
 
 
-class BucketStore:
-    """The buckets sorted as the writer reads them (MergingCSR's interface): `m` (the edges
-    after deduplication) is known once blocks() has run to its end, m_upper from the start."""
-    streamed = True
+class BucketStore(_StreamedStore):
+    """The buckets sorted (BucketSorter.blocks) as the writer reads them."""
 
     def __init__(self, sorter, n):
-        self.sorter, self.n = sorter, n
-        self.weights = sorter.weighted
-        self.m_upper = sorter.m_upper
-        self.m = None
+        super().__init__(sorter, n, sorter.m_upper)
 
-    def blocks(self, progress=None):
-        m = 0
-        for blk in self.sorter.blocks(self.n, progress):
-            m += len(blk[3])
-            yield blk
-        self.m = m
+    def _source(self, progress):
+        return self.sorter.blocks(self.n, progress)
 
     def spilled(self, out_dir):
         """The sorted buckets written as one SpilledCSR (a grid's bounds need a pass first)."""
         return spill_blocks(self.sorter.blocks(self.n), self.n, out_dir, self.sorter.tag,
                             self.weights, idx_dtype(self.n))
-
-    def close(self):
-        self.sorter.discard()
 
 
 def bucket_shift(n_est, edges_est, bucket_edges):

@@ -174,7 +174,7 @@ def _blocks(store, lo, hi, budget, scratch):
 def _write_direction(writer, store, direction, R, C, id_width, weighted, budget, loads,
                      progress=None, wstats=None):
     """One direction's partitions; wstats (a dict) gets the weights' min, max and sum. A streamed
-    store (extsort.MergingCSR: 1x1 only) is merged as it is written."""
+    store (extsort.BucketStore or MergingCSR: 1x1 only) is sorted as it is written."""
     streamed = getattr(store, "streamed", False)
     if streamed:
         assert R == 1 and C == 1, (R, C)
