@@ -475,14 +475,12 @@ def _fit_defaults(name, graph, runtime, algo_opts, output):
     half-way. None when the defaults fit; else {"buffer_mb", "keep_edges" (the picks), "why",
     "short": True when not even the smallest picks fit the estimate (the run tries them)}."""
     from .iterator.memory import memory_available
-    from . import jit
     e = registry.entry(name)
     keeps = e.keep is not None and not (name == "kcore" and algo_opts.get("membership_only")) \
         and algo_opts.get("keep_edges") is None
     if not graph.num_edges or (not keeps and runtime.get("buffer_mb")):
         return None
-    jit.ready_for_run()
-    have = memory_available()
+    have = memory_available()       # (the runtime's estimate counts numba while it is not in)
     mib = (lambda b: f"{b / 2**20:,.0f} MiB")
     where = f"the {mib(have)} of memory available (RAM, or a memory cgroup's limit)"
     try:
