@@ -806,6 +806,14 @@ def test_direct_appender_and_read_range(tmp_path):
         ap.write(data[at:at + k])
         at += k
     assert ap.size == len(data)
+    # buffers grow from 16 KiB to the cap (a wide grid's many small files keep small ones)
+    assert max(len(b) for b in ap.bufs if b is not None) == 8192
+    small = direct.DirectAppender(str(tmp_path / "s"))
+    small.write(data[:100])
+    assert len(small.buf) == direct.FIRST_STAGE_BYTES and small.bufs[1] is None
+    small.write(data[:direct.FIRST_STAGE_BYTES])
+    assert len(small.buf) == 2 * direct.FIRST_STAGE_BYTES
+    small.close()
     ap.close(fsync=True)
     assert open(p, "rb").read() == data.tobytes()
     fd, is_direct = direct.open_direct(p, os.O_RDONLY)

@@ -21,7 +21,10 @@ from .scratch import scratch_array
 
 #: O_DIRECT transfers are whole pages at page-aligned addresses and file offsets
 ALIGN = 4096
-#: an appender's staging buffer
+#: an appender's staging buffers: the first of FIRST_STAGE_BYTES, each next one twice as large up
+#: to STAGE_BYTES (a grid's writer has ~3 files per column open at once: 256 columns of 2 x 4 MiB
+#: each would be GBs; a small file never grows its buffers)
+FIRST_STAGE_BYTES = 16 << 10
 STAGE_BYTES = 4 << 20
 
 
@@ -84,7 +87,8 @@ class DirectAppender:
     def __init__(self, path, stage_bytes=STAGE_BYTES):
         self.path = path
         self.fd, self.direct = open_direct(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        self.bufs = [aligned_array(None, None, stage_bytes), None]
+        self.max_stage = max(ALIGN, stage_bytes // ALIGN * ALIGN)
+        self.bufs = [aligned_array(None, None, min(FIRST_STAGE_BYTES, self.max_stage)), None]
         self.buf = self.bufs[0]
         self.fill = 0
         self.at = 0             # file offset of buf[0]
@@ -116,8 +120,9 @@ class DirectAppender:
         if background:
             self.pending = io_pool().submit(pwrite_all, self.fd, memoryview(old[:nbytes]),
                                             self.at)
-            if self.bufs[1] is None:
-                self.bufs[1] = aligned_array(None, None, len(old))
+            want = min(2 * len(old), self.max_stage)
+            if self.bufs[1] is None or len(self.bufs[1]) < want:
+                self.bufs[1] = aligned_array(None, None, want)
             self.bufs.reverse()
             self.buf = self.bufs[0]
         else:
