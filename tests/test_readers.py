@@ -649,3 +649,27 @@ def test_fast_and_general_weight_paths_agree(tmp_path):
     ref = np.array([np.float32(float(t)) for t in toks], np.float32)
     assert np.mean(wf == ref) > 0.999  # decimal -> float64 -> float32 can differ by 1 ulp, rarely
     np.testing.assert_allclose(wf, ref, rtol=2 ** -23)
+
+
+@pytest.mark.parametrize("fmt", ["bin32", "bin64"])
+def test_binary_read_ahead_chunks(tmp_path, fmt):
+    """Plain binary files are read ahead in whole pages (O_DIRECT where allowed) and converted in
+    parallel parts: many chunks, a last partial page, and a bad ID found in a later chunk with
+    its own record number."""
+    rng = np.random.default_rng(5)
+    m = 3001                                  # 24,008 / 48,016 bytes: not whole pages
+    src = rng.integers(0, 1 << 20, m)
+    dst = rng.integers(0, 1 << 20, m)
+    p = tmp_path / f"g.{fmt}"
+    write_edges(p, src, dst)
+    for cb, threads in ((1, 1), (5000, 2), (1 << 20, 2)):
+        s, d, w, r = _read(p, chunk_bytes=cb, threads=threads)
+        np.testing.assert_array_equal(s, src)
+        np.testing.assert_array_equal(d, dst)
+        assert w is None and r.edges_read == m and r.bytes_read == os.path.getsize(p)
+    dst[2500] = 1 << 21
+    write_edges(p, src, dst)
+    rs = 8 if fmt == "bin32" else 16
+    with pytest.raises(InputFormatError, match=rf"destination vertex ID {1 << 21} above max_id "
+                       rf"{(1 << 21) - 1} in record 2500 at byte offset {2500 * rs}"):
+        _read(p, chunk_bytes=1, max_id=(1 << 21) - 1)

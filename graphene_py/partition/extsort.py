@@ -93,6 +93,28 @@ def _count(src, dst, sym, drop_self, counts):
     return loops.sum()
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def count_ids(hists, idx):
+    """hists[t, v] += the occurrences of v in part t of idx (T = hists.shape[0] equal parts)."""
+    T = hists.shape[0]
+    m = idx.shape[0]
+    for t in prange(T):
+        h = hists[t]
+        for i in range(m * t // T, m * (t + 1) // T):
+            h[np.int64(idx[i])] += 1
+
+
+@njit(cache=True, nogil=True)
+def prefix_of_counts(hists, cum):
+    """cum[0] = 0, cum[v + 1] = cum[v] + the sum over t of hists[t, v]."""
+    c = np.int64(0)
+    cum[0] = 0
+    for v in range(hists.shape[1]):
+        for t in range(hists.shape[0]):
+            c += hists[t, v]
+        cum[v + 1] = c
+
+
 @njit(cache=True, nogil=True)
 def _positions(indptr, counts):
     """counts[t, v + 1] -> the first slot of part t's edges of v (indptr[v] + the parts before)."""

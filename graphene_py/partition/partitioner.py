@@ -126,12 +126,6 @@ def _gather(lptr, idx, w, has_w, lens, starts, out_idx, out_w):
 
 
 # ----------------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
-def _count_ids(hist, idx):
-    for i in range(idx.shape[0]):
-        hist[np.int64(idx[i])] += 1
-
-
 def _plan_direction(store, R, C, budget):
     """Row bounds, per-row column bounds and per-partition edge counts."""
     n = store.n
@@ -143,15 +137,17 @@ def _plan_direction(store, R, C, budget):
             cb = [0, n]
             counts[(r, 0)] = int(store.indptr[hi] - store.indptr[lo])
         else:
-            hist = np.zeros(n, dtype=np.int64)
+            # two threads' int32 counts take the bytes of one int64 count per vertex
+            parts = 2 if n < (1 << 31) and extsort.numba.get_num_threads() > 1 else 1
+            hists = np.zeros((parts, n), dtype=np.int32 if parts > 1 else np.int64)
             scratch = {}
             for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
                 idx, _ = store.get(v0, v1, scratch)
                 if len(idx):
-                    _count_ids(hist, idx)          # no n-sized bincount per block
-            cum = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(hist, out=cum[1:])
-            del hist
+                    extsort.count_ids(hists, idx)   # no n-sized bincount per block
+            cum = np.empty(n + 1, dtype=np.int64)
+            extsort.prefix_of_counts(hists, cum)
+            del hists
             cb = balanced_bounds(cum, C)
             for c in range(C):
                 counts[(r, c)] = int(cum[cb[c + 1]] - cum[cb[c]])

@@ -49,6 +49,7 @@ binary or gzip data. A file with no edges at all is a valid empty graph.
 """
 from __future__ import annotations
 
+import math
 import os
 import queue
 import threading
@@ -466,6 +467,45 @@ def _parse_text_par(buf, starts, offs, ncols, base, max_src, max_dst, src, dst, 
         ww = w[o:offs[j + 1]] if w.shape[0] > 0 else w
         _parse_text(buf[a:starts[j + 1]], starts[j + 1] - a, ncols, base, max_src, max_dst, -1,
                     src[o:offs[j + 1]], dst[o:offs[j + 1]], ww, resm[j])
+
+
+@nb.njit(nogil=True, cache=True, parallel=True)
+def _bin_ids(u32, words, id_width, src, dst, lim, check, threads):
+    """Binary records (`words` 32-bit words each; IDs first, little-endian) -> int64 src, dst, in
+    parallel parts. Returns the first record with an ID above lim (when check), else -1."""
+    n = src.shape[0]
+    T = max(1, min(threads, n >> 16))
+    first = np.full(T, -1, np.int64)
+    for t in nb.prange(T):
+        a = n * t // T
+        b = n * (t + 1) // T
+        if id_width == 4 and words == 2:     # one 8-byte load per record
+            u64 = u32.view(np.uint64)
+            for i in range(a, b):
+                x = u64[i]
+                src[i] = np.int64(x & np.uint64(0xFFFFFFFF))
+                dst[i] = np.int64(x >> np.uint64(32))
+        elif id_width == 4:
+            for i in range(a, b):
+                src[i] = u32[i * words]
+                dst[i] = u32[i * words + 1]
+        else:
+            for i in range(a, b):
+                j = i * words
+                s = np.uint64(u32[j]) | (np.uint64(u32[j + 1]) << np.uint64(32))
+                d = np.uint64(u32[j + 2]) | (np.uint64(u32[j + 3]) << np.uint64(32))
+                # (an ID above 2^63-1 turns negative here: the check below catches it)
+                src[i] = np.int64(s)
+                dst[i] = np.int64(d)
+        if check:
+            for i in range(a, b):
+                if src[i] > lim or dst[i] > lim or src[i] < 0 or dst[i] < 0:
+                    first[t] = i
+                    break
+    for t in range(T):
+        if first[t] >= 0:
+            return first[t]
+    return -1
 
 
 @nb.njit(nogil=True, cache=True)
@@ -1001,6 +1041,10 @@ class EdgeReader:
                                f"starts at byte offset {off} ({size % rs} trailing bytes)")
 
     def _iter_bin(self):
+        if not self.compressed and self._pf is None and not self._stash and self.total_bytes \
+                and not FORMATS[self.fmt].weighted:
+            yield from self._iter_bin_ahead()
+            return
         rs = self.record_bytes
         idt = np.dtype("<u4") if self.id_width == 4 else np.dtype("<u8")
         wtd = FORMATS[self.fmt].weighted
@@ -1055,6 +1099,86 @@ class EdgeReader:
             self.edges_read += nrec
             self.bytes_read = pos
             yield EdgeChunk(src, dst, wt)
+        self.bytes_read = self.total_bytes
+        self.close()
+
+    def _iter_bin_ahead(self):
+        """_iter_bin for a plain unweighted file: the next chunk is read (O_DIRECT where the file
+        system allows it: no page-cache pages to fault in and zero, see partition/direct.py) by a
+        background thread into one of two reused aligned buffers while this one is converted to
+        int64 IDs and checked in parallel (_bin_ids)."""
+        from concurrent.futures import ThreadPoolExecutor
+        from .direct import ALIGN, aligned_array, open_direct, pread_all
+        rs = self.record_bytes
+        step = rs * ALIGN // math.gcd(rs, ALIGN)       # whole records and whole pages
+        chunk = max(step, self.chunk_bytes // step * step)
+        fd, direct = open_direct(self.path, os.O_RDONLY)
+        scratch = self._scratch if self._scratch is not None else {}
+        bufs = [aligned_array(scratch, f"raw{i}", chunk) for i in range(2)]
+        size = self.total_bytes
+        lim = self.max_id
+        check = self.id_width == 8 or lim < 0xFFFFFFFF
+        pool = ThreadPoolExecutor(1, thread_name_prefix="graphene-reader")
+
+        def read(k):
+            off = k * chunk
+            n = min(chunk, size - off)
+            if direct and n % ALIGN:     # the file's last, partial page
+                m = n - n % ALIGN
+                if m:
+                    pread_all(fd, memoryview(bufs[k & 1])[:m], off)
+                with open(self.path, "rb", buffering=0) as f:
+                    f.seek(off + m)
+                    mv = memoryview(bufs[k & 1])[m:n]
+                    got = 0
+                    while got < len(mv):
+                        r = f.readinto(mv[got:])
+                        if not r:
+                            raise OSError(f"{self.path}: ended {n - m - got} bytes early")
+                        got += r
+            else:
+                pread_all(fd, memoryview(bufs[k & 1])[:n], off)
+            return n
+
+        nchunks = -(-size // chunk)
+        fut = pool.submit(read, 0)
+        rec0 = 0
+        try:
+            for k in range(nchunks):
+                n = fut.result()
+                fut = pool.submit(read, k + 1) if k + 1 < nchunks else None
+                nrec = n // rs
+                u32 = bufs[k & 1][:nrec * rs].view(np.uint32)
+                if self._scratch is not None:
+                    src = scratch_array(self._scratch, "src", nrec, np.int64)
+                    dst = scratch_array(self._scratch, "dst", nrec, np.int64)
+                else:
+                    src = np.empty(nrec, np.int64)
+                    dst = np.empty(nrec, np.int64)
+                bad = _bin_ids(u32, rs // 4, self.id_width, src, dst, lim, check, self._threads)
+                if bad >= 0:
+                    s_, d_ = int(src[bad]), int(dst[bad])
+                    if self.id_width == 8:
+                        w = u32[bad * (rs // 4):bad * (rs // 4) + 4].astype(np.uint64)
+                        s_, d_ = int(w[0] | (w[1] << 32)), int(w[2] | (w[3] << 32))
+                    which = "source" if s_ > lim else "destination"
+                    v = s_ if s_ > lim else d_
+                    what = (f"{which} vertex ID {v} above 2^63-1" if v > MAX_ID
+                            else f"{which} vertex ID {v} above max_id {lim}")
+                    raise InputFormatError(self.path, None, f"{what} in record {rec0 + bad} at "
+                                           f"byte offset {(rec0 + bad) * rs}", f"src={s_} dst={d_}")
+                rec0 += nrec
+                self.edges_read += nrec
+                self.bytes_read = k * chunk + n
+                yield EdgeChunk(src, dst, None)
+        finally:
+            if fut is not None:
+                try:
+                    fut.result()
+                except OSError:
+                    pass
+            pool.shutdown()
+            os.close(fd)
         self.bytes_read = self.total_bytes
         self.close()
 
