@@ -673,3 +673,34 @@ def test_binary_read_ahead_chunks(tmp_path, fmt):
     with pytest.raises(InputFormatError, match=rf"destination vertex ID {1 << 21} above max_id "
                        rf"{(1 << 21) - 1} in record 2500 at byte offset {2500 * rs}"):
         _read(p, chunk_bytes=1, max_id=(1 << 21) - 1)
+
+
+def test_text_read_ahead_blocks(tmp_path):
+    """Text in blocks of AHEAD_MIN_CHUNK or more is read ahead by a thread (O_DIRECT where
+    allowed): lines cut by every block boundary, a line longer than a block, comments, a
+    Windows line end and a file that does not end in a newline all parse as with small blocks
+    read in the parsing thread; a bad line in a later block is reported with its own number."""
+    from graphene_py.partition.readers import AHEAD_MIN_CHUNK
+    rng = np.random.default_rng(11)
+    m = 40_000
+    src = rng.integers(0, 1 << 40, m)
+    dst = rng.integers(0, 1 << 40, m)
+    lines = [f"{a}\t{b}" if i % 7 else f"{a} {b}" for i, (a, b) in enumerate(zip(src, dst))]
+    lines[100] = "# a comment\n" + lines[100]
+    lines[2000] = lines[2000] + " " * (3 * AHEAD_MIN_CHUNK)     # one line over three blocks
+    lines[3000] = lines[3000] + "\r"
+    body = "\n".join(lines)                                    # no newline at the end
+    p = tmp_path / "g.el"
+    p.write_text(body)
+    assert os.path.getsize(p) > 8 * AHEAD_MIN_CHUNK
+    for cb in (AHEAD_MIN_CHUNK, AHEAD_MIN_CHUNK + 4096 + 1):
+        s, d, _, r = _read(p, chunk_bytes=cb)
+        np.testing.assert_array_equal(s, src)
+        np.testing.assert_array_equal(d, dst)
+        assert r.lines_read == m + 1 and r.bytes_read == os.path.getsize(p)
+    s2, d2, _, _ = _read(p, chunk_bytes=1000)                   # the parsing thread's reads
+    np.testing.assert_array_equal(s2, src)
+    lines[30000] = f"{src[30000]} x{dst[30000]}"
+    p.write_text("\n".join(lines))
+    with pytest.raises(InputFormatError, match=r"g\.el:30002: "):
+        _read(p, chunk_bytes=AHEAD_MIN_CHUNK)

@@ -49,6 +49,7 @@ binary or gzip data. A file with no edges at all is a valid empty graph.
 """
 from __future__ import annotations
 
+import errno
 import math
 import os
 import queue
@@ -67,6 +68,9 @@ from .scratch import scratch_array
 MAX_ID = (1 << 63) - 1
 #: Chunks at least this large are parsed by all numba threads at once (runs of whole lines).
 PARALLEL_MIN_BYTES = 1 << 20
+#: text read in blocks of at least this many bytes (a plain file) is read ahead by a thread
+#: (_ReadAhead); smaller blocks (tests of lines across blocks) are read in the parsing thread
+AHEAD_MIN_CHUNK = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -584,6 +588,69 @@ class _GzipStream:
         return b"".join(parts)
 
 
+class _ReadAhead:
+    """Blocks of a plain file from `start`, each read by a thread of its own while the caller
+    works on the one before: O_DIRECT where the file system allows it and `start` is page-aligned
+    (no page-cache pages to fault in and zero: partition/direct.py), into two reused aligned
+    buffers of `chunk` bytes (a multiple of the page). next() -> (uint8 view, file position after
+    it); the view holds until the next call; an empty one at the end."""
+
+    def __init__(self, path, start, chunk, size, scratch):
+        from concurrent.futures import ThreadPoolExecutor
+        from .direct import ALIGN, aligned_array, open_direct
+        self.path, self.size = path, int(size)
+        self.chunk = max(ALIGN, int(chunk) // ALIGN * ALIGN)
+        if start % ALIGN:
+            self.fd, self.direct = os.open(path, os.O_RDONLY), False
+        else:
+            self.fd, self.direct = open_direct(path, os.O_RDONLY)
+        self.bufs = [aligned_array(scratch, f"ahead{i}", self.chunk) for i in range(2)]
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="graphene-reader")
+        self.k = 0
+        self.off = int(start)
+        self.fut = self._submit(self.off, 0)
+
+    def _submit(self, off, i):
+        n = max(0, min(self.chunk, self.size - off))
+        return self.pool.submit(self._read, off, n, i) if n else None
+
+    def _read(self, off, n, i):
+        """n bytes at off into buffer i: whole pages with O_DIRECT (the last read may stop at
+        the end of the file)."""
+        mv = memoryview(self.bufs[i])
+        want = -(-n // 4096) * 4096 if self.direct else n
+        got = 0
+        while got < n:
+            k = os.preadv(self.fd, [mv[got:want]], off + got)
+            if k <= 0:
+                raise OSError(errno.EIO, f"{self.path}: {n - got} bytes missing at offset "
+                                         f"{off + got} (the file shrank while it was read?)")
+            got += k
+        return n
+
+    def next(self):
+        if self.fut is None:
+            return self.bufs[0][:0], self.off
+        n = self.fut.result()
+        i = self.k & 1
+        self.off += n
+        self.k += 1
+        self.fut = self._submit(self.off, self.k & 1)
+        return self.bufs[i][:n], self.off
+
+    def close(self):
+        if self.pool is None:
+            return
+        if self.fut is not None:
+            try:
+                self.fut.result()
+            except OSError:
+                pass
+        self.pool.shutdown()
+        self.pool = None
+        os.close(self.fd)
+
+
 class _Prefetcher:
     """Background thread reading blocks of `chunk` bytes: yields (bytes, source position)."""
 
@@ -662,6 +729,7 @@ class EdgeReader:
         self._started = False
         self._closed = False
         self._pf = None
+        self._ahead = None         # _ReadAhead of a plain file's blocks
         self._eof_seen = False
         self._stash = []  # blocks pulled ahead (header / column detection), consumed first
         self._raw = open(self.path, "rb")
@@ -721,6 +789,18 @@ class EdgeReader:
 
     def _fill_into(self, buf, have):
         """Append the next block to buf[have:] (growing buf): -> (buf, bytes added, source pos)."""
+        if not self._stash and self._pf is None and self._ahead is None and \
+                self.chunk_bytes >= AHEAD_MIN_CHUNK and not self.compressed:
+            self._ahead = _ReadAhead(self.path, self._raw.tell(), self.chunk_bytes,
+                                     self.total_bytes, {})
+        if self._ahead is not None:
+            # read by a thread while the block before was parsed: copied in behind the carry
+            b, pos = self._ahead.next()
+            need = have + len(b)
+            if len(buf) < need:
+                buf = self._grow(buf, have, need)
+            buf[have:need] = b
+            return buf, len(b), pos
         if not self._stash and self._pf is None:
             # plain file, no thread: read straight into the parse buffer (no extra copy)
             if len(buf) < have + self.chunk_bytes:
@@ -1103,82 +1183,46 @@ class EdgeReader:
         self.close()
 
     def _iter_bin_ahead(self):
-        """_iter_bin for a plain unweighted file: the next chunk is read (O_DIRECT where the file
-        system allows it: no page-cache pages to fault in and zero, see partition/direct.py) by a
-        background thread into one of two reused aligned buffers while this one is converted to
-        int64 IDs and checked in parallel (_bin_ids)."""
-        from concurrent.futures import ThreadPoolExecutor
-        from .direct import ALIGN, aligned_array, open_direct, pread_all
+        """_iter_bin for a plain unweighted file: each chunk is read ahead (_ReadAhead: O_DIRECT,
+        two reused aligned buffers) while the one before is converted to int64 IDs and checked
+        in parallel (_bin_ids)."""
+        from .direct import ALIGN
         rs = self.record_bytes
         step = rs * ALIGN // math.gcd(rs, ALIGN)       # whole records and whole pages
         chunk = max(step, self.chunk_bytes // step * step)
-        fd, direct = open_direct(self.path, os.O_RDONLY)
-        scratch = self._scratch if self._scratch is not None else {}
-        bufs = [aligned_array(scratch, f"raw{i}", chunk) for i in range(2)]
-        size = self.total_bytes
+        self._ahead = _ReadAhead(self.path, 0, chunk, self.total_bytes,
+                                 self._scratch if self._scratch is not None else {})
         lim = self.max_id
         check = self.id_width == 8 or lim < 0xFFFFFFFF
-        pool = ThreadPoolExecutor(1, thread_name_prefix="graphene-reader")
-
-        def read(k):
-            off = k * chunk
-            n = min(chunk, size - off)
-            if direct and n % ALIGN:     # the file's last, partial page
-                m = n - n % ALIGN
-                if m:
-                    pread_all(fd, memoryview(bufs[k & 1])[:m], off)
-                with open(self.path, "rb", buffering=0) as f:
-                    f.seek(off + m)
-                    mv = memoryview(bufs[k & 1])[m:n]
-                    got = 0
-                    while got < len(mv):
-                        r = f.readinto(mv[got:])
-                        if not r:
-                            raise OSError(f"{self.path}: ended {n - m - got} bytes early")
-                        got += r
-            else:
-                pread_all(fd, memoryview(bufs[k & 1])[:n], off)
-            return n
-
-        nchunks = -(-size // chunk)
-        fut = pool.submit(read, 0)
         rec0 = 0
-        try:
-            for k in range(nchunks):
-                n = fut.result()
-                fut = pool.submit(read, k + 1) if k + 1 < nchunks else None
-                nrec = n // rs
-                u32 = bufs[k & 1][:nrec * rs].view(np.uint32)
-                if self._scratch is not None:
-                    src = scratch_array(self._scratch, "src", nrec, np.int64)
-                    dst = scratch_array(self._scratch, "dst", nrec, np.int64)
-                else:
-                    src = np.empty(nrec, np.int64)
-                    dst = np.empty(nrec, np.int64)
-                bad = _bin_ids(u32, rs // 4, self.id_width, src, dst, lim, check, self._threads)
-                if bad >= 0:
-                    s_, d_ = int(src[bad]), int(dst[bad])
-                    if self.id_width == 8:
-                        w = u32[bad * (rs // 4):bad * (rs // 4) + 4].astype(np.uint64)
-                        s_, d_ = int(w[0] | (w[1] << 32)), int(w[2] | (w[3] << 32))
-                    which = "source" if s_ > lim else "destination"
-                    v = s_ if s_ > lim else d_
-                    what = (f"{which} vertex ID {v} above 2^63-1" if v > MAX_ID
-                            else f"{which} vertex ID {v} above max_id {lim}")
-                    raise InputFormatError(self.path, None, f"{what} in record {rec0 + bad} at "
-                                           f"byte offset {(rec0 + bad) * rs}", f"src={s_} dst={d_}")
-                rec0 += nrec
-                self.edges_read += nrec
-                self.bytes_read = k * chunk + n
-                yield EdgeChunk(src, dst, None)
-        finally:
-            if fut is not None:
-                try:
-                    fut.result()
-                except OSError:
-                    pass
-            pool.shutdown()
-            os.close(fd)
+        while True:
+            raw, pos = self._ahead.next()
+            if not len(raw):
+                break
+            nrec = len(raw) // rs
+            u32 = raw[:nrec * rs].view(np.uint32)
+            if self._scratch is not None:
+                src = scratch_array(self._scratch, "src", nrec, np.int64)
+                dst = scratch_array(self._scratch, "dst", nrec, np.int64)
+            else:
+                src = np.empty(nrec, np.int64)
+                dst = np.empty(nrec, np.int64)
+            bad = _bin_ids(u32, rs // 4, self.id_width, src, dst, lim, check, self._threads)
+            if bad >= 0:
+                s_, d_ = int(src[bad]), int(dst[bad])
+                if self.id_width == 8:
+                    w = u32[bad * (rs // 4):bad * (rs // 4) + 4].astype(np.uint64)
+                    s_, d_ = int(w[0] | (w[1] << 32)), int(w[2] | (w[3] << 32))
+                which = "source" if s_ > lim else "destination"
+                v = s_ if s_ > lim else d_
+                what = (f"{which} vertex ID {v} above 2^63-1" if v > MAX_ID
+                        else f"{which} vertex ID {v} above max_id {lim}")
+                raise InputFormatError(self.path, None, f"{what} in record {rec0 + bad} at "
+                                       f"byte offset {(rec0 + bad) * rs}", f"src={s_} dst={d_}")
+            rec0 += nrec
+            self.edges_read += nrec
+            self.bytes_read = pos
+            yield EdgeChunk(src, dst, None)
         self.bytes_read = self.total_bytes
         self.close()
 
@@ -1190,6 +1234,9 @@ class EdgeReader:
         if self._pf is not None:
             self._pf.close()
             self._pf = None
+        if getattr(self, "_ahead", None) is not None:
+            self._ahead.close()
+            self._ahead = None
         raw = getattr(self, "_raw", None)
         if raw is not None:
             raw.close()
