@@ -875,13 +875,6 @@ def _bucket_scatter_parts(src, dst, w, has_w, sym, drop_self, shift, pos, out, w
 MAX_BUCKETS = 4096
 
 
-#: a chunk of input goes into the buckets without the batch's copy once each bucket's piece of
-#: it averages this many records (at 8-12 B each: 256-384 KiB, a few pages of padding); smaller
-#: pieces (many buckets: scale 24 has 512) would make many small writes, so such chunks gather
-#: in the batch first
-DIRECT_PIECE_RECORDS = 1 << 15
-
-
 class BucketSorter:
     """Edges past the memory limit, distributed by source range into bucket files (bucket b holds
     the sources [b * 2^shift, (b + 1) * 2^shift), reversed edges added for --symmetrize, self-loops
@@ -912,11 +905,6 @@ class BucketSorter:
         self.m_upper = 0
         self.loops = 0
         self.scratch = {}
-
-    def pieces_of(self, m, maxid):
-        """The records per bucket that m input edges with IDs up to maxid make on average."""
-        nb = (int(maxid) >> self.shift) + 1
-        return m * (2 if self.sym else 1) // max(1, nb)
 
     def add(self, src, dst, w=None, maxid=None):
         """A batch of input edges (int64 arrays) into the buckets; returns the self-loops."""
@@ -1248,14 +1236,6 @@ class Batcher:
             if maxid is None:
                 maxid = max(int(src.max()), int(dst.max()))
             self.maxid = max(self.maxid, maxid)
-        if m and self.buckets is not None and self.buckets.pieces_of(m, maxid) >= \
-                DIRECT_PIECE_RECORDS:
-            # buckets already, and each bucket's piece of this chunk fills pages well: the chunk
-            # goes straight in (no copy into the batch first), after what the batch holds
-            if self.fill:
-                self._to_buckets()
-            self.loops += self.buckets.add(src, dst, w if self.weighted else None, maxid)
-            return
         pos = 0
         while pos < m:
             k = min(self.cap - self.fill, m - pos)
