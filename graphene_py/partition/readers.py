@@ -1150,12 +1150,7 @@ class EdgeReader:
             bad = (s > lim) | (d > lim) if self.id_width == 8 or lim < 0xFFFFFFFF else None
             if bad is not None and bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                v = int(s[i]) if s[i] > lim else int(d[i])
-                which = "source" if s[i] > lim else "destination"
-                what = (f"{which} vertex ID {v} above 2^63-1" if v > MAX_ID
-                        else f"{which} vertex ID {v} above max_id {lim}")
-                raise InputFormatError(self.path, None, f"{what} in record {rec0 + i} at byte "
-                                       f"offset {(rec0 + i) * rs}", f"src={int(s[i])} dst={int(d[i])}")
+                self._bad_id(int(s[i]), int(d[i]), rec0 + i)
             wt = None
             if wtd:
                 wa = a["w"]
@@ -1167,20 +1162,34 @@ class EdgeReader:
                                            f"src={int(s[i])} dst={int(d[i])} weight={wa[i]}")
                 if self._keep_w:
                     wt = wa.astype(np.float32)
-            if self._scratch is not None:     # reuse=True: the same pages for every chunk
-                src = scratch_array(self._scratch, "src", nrec, np.int64)
-                dst = scratch_array(self._scratch, "dst", nrec, np.int64)
-                np.copyto(src, s)
-                np.copyto(dst, d)
-            else:
-                src = s.astype(np.int64)
-                dst = d.astype(np.int64)
+            src, dst = self._id_arrays(nrec)
+            np.copyto(src, s)
+            np.copyto(dst, d)
             rec0 += nrec
             self.edges_read += nrec
             self.bytes_read = pos
             yield EdgeChunk(src, dst, wt)
         self.bytes_read = self.total_bytes
         self.close()
+
+    def _id_arrays(self, nrec):
+        """int64 src, dst arrays for a chunk of nrec records (reuse=True: the same pages for
+        every chunk)."""
+        if self._scratch is not None:
+            return (scratch_array(self._scratch, "src", nrec, np.int64),
+                    scratch_array(self._scratch, "dst", nrec, np.int64))
+        return np.empty(nrec, np.int64), np.empty(nrec, np.int64)
+
+    def _bad_id(self, s_, d_, rec):
+        """Raise for record `rec` of a binary file, whose source s_ or destination d_ is above
+        max_id."""
+        lim = self.max_id
+        which = "source" if s_ > lim else "destination"
+        v = s_ if s_ > lim else d_
+        what = (f"{which} vertex ID {v} above 2^63-1" if v > MAX_ID
+                else f"{which} vertex ID {v} above max_id {lim}")
+        raise InputFormatError(self.path, None, f"{what} in record {rec} at byte offset "
+                               f"{rec * self.record_bytes}", f"src={s_} dst={d_}")
 
     def _iter_bin_ahead(self):
         """_iter_bin for a plain unweighted file: each chunk is read ahead (_ReadAhead: O_DIRECT,
@@ -1201,24 +1210,14 @@ class EdgeReader:
                 break
             nrec = len(raw) // rs
             u32 = raw[:nrec * rs].view(np.uint32)
-            if self._scratch is not None:
-                src = scratch_array(self._scratch, "src", nrec, np.int64)
-                dst = scratch_array(self._scratch, "dst", nrec, np.int64)
-            else:
-                src = np.empty(nrec, np.int64)
-                dst = np.empty(nrec, np.int64)
+            src, dst = self._id_arrays(nrec)
             bad = _bin_ids(u32, rs // 4, self.id_width, src, dst, lim, check, self._threads)
             if bad >= 0:
                 s_, d_ = int(src[bad]), int(dst[bad])
-                if self.id_width == 8:
+                if self.id_width == 8:        # (above 2^63-1 they turned negative in int64)
                     w = u32[bad * (rs // 4):bad * (rs // 4) + 4].astype(np.uint64)
                     s_, d_ = int(w[0] | (w[1] << 32)), int(w[2] | (w[3] << 32))
-                which = "source" if s_ > lim else "destination"
-                v = s_ if s_ > lim else d_
-                what = (f"{which} vertex ID {v} above 2^63-1" if v > MAX_ID
-                        else f"{which} vertex ID {v} above max_id {lim}")
-                raise InputFormatError(self.path, None, f"{what} in record {rec0 + bad} at "
-                                       f"byte offset {(rec0 + bad) * rs}", f"src={s_} dst={d_}")
+                self._bad_id(s_, d_, rec0 + bad)
             rec0 += nrec
             self.edges_read += nrec
             self.bytes_read = pos
