@@ -137,8 +137,10 @@ def _plan_direction(store, R, C, budget):
             cb = [0, n]
             counts[(r, 0)] = int(store.indptr[hi] - store.indptr[lo])
         else:
-            # two threads' int32 counts take the bytes of one int64 count per vertex
-            parts = 2 if n < (1 << 31) and extsort.numba.get_num_threads() > 1 else 1
+            # two threads' int32 counts take the bytes of one int64 count per vertex (while no
+            # count can pass 2^31: the row has fewer edges)
+            parts = 2 if (int(store.indptr[hi] - store.indptr[lo]) < (1 << 31)
+                          and extsort.numba.get_num_threads() > 1) else 1
             hists = np.zeros((parts, n), dtype=np.int32 if parts > 1 else np.int64)
             scratch = {}
             for v0, v1 in vertex_blocks(store.indptr, lo, hi, budget):
