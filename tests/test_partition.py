@@ -834,3 +834,31 @@ def test_direct_appender_and_read_range(tmp_path):
             ap.write(data[:8192])
         ap.close()
     ap.abort()
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bucket_gather_pieces(tmp_path, wide, weighted):
+    """A bucket's pieces of records (uint32 columns: local source, destination low bits, high
+    bits once an ID needs them, weight bits) gathered in parallel into int64 sources and
+    destinations and float32 weights, in piece order, from any start."""
+    from graphene_py.partition import extsort
+    rng = np.random.default_rng(int(wide) * 2 + int(weighted))
+    bs = extsort.BucketSorter([str(tmp_path)], weighted, 4, 100, False, True, True)
+    cols = bs._cols(wide)
+    rows = rng.integers(0, 1 << 32, (5000, cols), dtype=np.uint64).astype(np.uint32)
+    pieces = [(0, 7), (4000, 1000), (10, 0), (100, 2500), (3999, 1)]
+    bs._alloc("g", 4000)
+    at = bs._gather(rows, wide, pieces, 300, "g")
+    assert at == 300 + 3508
+    s, d, w = bs._columns("g", at)
+    sel = np.concatenate([np.arange(r0, r0 + c) for r0, c in pieces])
+    np.testing.assert_array_equal(s[300:], rows[sel, 0].astype(np.int64))
+    want_d = rows[sel, 1].astype(np.int64)
+    if wide:
+        want_d |= rows[sel, 2].astype(np.int64) << 32
+    np.testing.assert_array_equal(d[300:], want_d)
+    if weighted:
+        np.testing.assert_array_equal(w[300:].view(np.uint32), rows[sel, -1])
+    else:
+        assert w is None

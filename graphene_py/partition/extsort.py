@@ -875,6 +875,24 @@ def _bucket_scatter_parts(src, dst, w, has_w, sym, drop_self, shift, pos, out, w
 MAX_BUCKETS = 4096
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _gather_pieces(rows, first, at_p, wide, weighted, s64, d64, w32):
+    """Records rows[first[p]:first[p] + at_p[p + 1] - at_p[p]] of piece p into s64/d64 (and the
+    weight bits into w32) at at_p[p]:, pieces in parallel."""
+    last = rows.shape[1] - 1
+    for p in prange(first.shape[0]):
+        r = first[p]
+        for i in range(at_p[p], at_p[p + 1]):
+            s64[i] = rows[r, 0]
+            d = np.int64(rows[r, 1])
+            if wide:
+                d |= np.int64(rows[r, 2]) << 32
+            d64[i] = d
+            if weighted:
+                w32[i] = rows[r, last]
+            r += 1
+
+
 class BucketSorter:
     """Edges past the memory limit, distributed by source range into bucket files (bucket b holds
     the sources [b * 2^shift, (b + 1) * 2^shift), reversed edges added for --symmetrize, self-loops
@@ -995,17 +1013,14 @@ class BucketSorter:
         """The records `pieces` [(first row, count)] of `rows` into the reused int64 sources and
         destinations (and float32 weights) from index `at` on; returns the next index."""
         s64, d64 = self.scratch[name + "s"], self.scratch[name + "d"]
-        w32 = self.scratch[name + "w"] if self.weighted else None
-        for r0, c in pieces:
-            rec = rows[r0:r0 + c]
-            s64[at:at + c] = rec[:, 0]
-            d64[at:at + c] = rec[:, 1]
-            if wide:
-                d64[at:at + c] |= rec[:, 2].astype(np.int64) << 32
-            if w32 is not None:
-                w32[at:at + c] = rec[:, -1].view(np.float32)
-            at += c
-        return at
+        w32 = self.scratch[name + "w"] if self.weighted else np.zeros(0, np.float32)
+        first = np.array([r0 for r0, _ in pieces], dtype=np.int64)
+        at_p = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum([c for _, c in pieces], out=at_p[1:])
+        at_p += at
+        _gather_pieces(rows, first, at_p, bool(wide), self.weighted, s64, d64,
+                       w32.view(np.uint32))
+        return int(at_p[-1])
 
     def _alloc(self, name, m):
         """Room for m gathered records under `name` (_gather, _columns)."""
