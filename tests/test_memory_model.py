@@ -18,7 +18,7 @@ from graphene_py.partition import partition_arrays
 MiB = 1 << 20
 
 
-def _dataset(tmp_path, name, n, m, seed, rows=1, cols=1):
+def _dataset(tmp_path, name, n, m, seed):
     """n vertices, ~m random directed edges plus a ring through every vertex (so one BFS reaches
     all of them and every per-vertex array is written in full), symmetrized."""
     rng = np.random.default_rng(seed)
@@ -27,8 +27,8 @@ def _dataset(tmp_path, name, n, m, seed, rows=1, cols=1):
     dst = np.concatenate([(ring + 1) % n, rng.integers(0, n, m, dtype=np.int64)])
     disk = tmp_path / f"disk_{name}"
     disk.mkdir()
-    g = partition_arrays(src, dst, num_vertices=n, disks=[str(disk)], name=name, rows=rows,
-                         cols=cols, symmetrize=True, register=False, durable=False)
+    g = partition_arrays(src, dst, num_vertices=n, disks=[str(disk)], name=name, rows=1, cols=1,
+                         symmetrize=True, register=False, durable=False)
     return g.path if hasattr(g, "path") else str(disk / name)
 
 
@@ -224,25 +224,3 @@ def test_wcc_state_per_vertex(tmp_path):
                       "propagation flags": 2, "has-edges flags": 1}
     assert d["memory"]["state_bytes_per_vertex"] <= 16
     assert 0 < d["trials"][0]["bfs_reached"] < n and d["trials"][0]["n_components"] > 2
-
-
-def test_grid_holds_no_degree_arrays(tmp_path):
-    """On a 2x3 grid a degree is the sum of a vertex's list lengths over its row's column
-    partitions, read from the offsets the iterator holds (iterator/cost.py row_layout): BFS, WCC
-    and delta PageRank hold the same arrays beside the offsets as on a 1x1 grid (a 4 B degree
-    array per direction was made on any grid before)."""
-    n = 200_000
-    path = _dataset(tmp_path, "grid", n, 100_000, 4, rows=2, cols=3)
-    want = {("bfs", "--src", "0"): {"parent": 4, "queue": 4, "pull mask": 1,
-                                    "level bitmaps": 0.25},
-            # (the ring makes one component: the BFS labels it all, no propagation rows)
-            ("wcc",): {"labels (the BFS queue first)": 4.0, "BFS bitmaps": 0.25, "pull mask": 1,
-                       "has-edges flags": 1},
-            ("pagerank",): _PR_ARRAYS["delta"]}
-    for args, arrays in want.items():
-        d = _run(path, *args, "--threads", "2")
-        got = {k: round(v["bytes"] / n, 2) for k, v in d["memory"]["arrays"].items()
-               if not k.startswith(("io buffers", "offsets", "block bitmaps", "superstep plan",
-                                    "iterator mask"))}
-        assert got == arrays, (args, got)
-        assert round(d["memory"]["arrays"]["offsets (out)"]["bytes"] / n) == 12   # 3 columns

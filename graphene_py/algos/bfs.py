@@ -216,10 +216,10 @@ class Work:
 
 
 @njit(cache=True)
-def _edges_of(deg, lay, q):
+def _edges_of(deg, diff, q):
     s = 0
     for k in range(q.shape[0]):
-        s += deg_at(deg, lay, q[k])
+        s += deg_at(deg, diff, q[k])
     return s
 
 
@@ -248,10 +248,10 @@ def _hybrid(graph, device, policy=None, gpu_mem=None):
 
 
 @njit(cache=True)
-def _mark_unvisited(visited, deg, lay, mask):
+def _mark_unvisited(visited, deg, diff, mask):
     cnt = 0
     for v in range(mask.shape[0]):
-        a = visited[v >> 6] & (np.uint64(1) << np.uint64(v & 63)) == 0 and deg_at(deg, lay, v) > 0
+        a = visited[v >> 6] & (np.uint64(1) << np.uint64(v & 63)) == 0 and deg_at(deg, diff, v) > 0
         mask[v] = a
         cnt += a
     return cnt
@@ -297,7 +297,7 @@ class Levels:
         self.fs, self.size, self.qend, self.level = 0, 1, 1, 0
         self.starts = [0]
         self.front_cost = None      # the frontier's push bytes when the last level had them
-        # degrees for the cost model: the offsets themselves (no degree array; EdgeMap.degree_view)
+        # degrees for the cost model: the offsets themselves on a 1x1 grid (no degree array)
         self.deg_out, self.d_out = em.degree_view("out")
         self.up = em.pull_dir is not None and force != "push"
         if self.up:
@@ -307,8 +307,8 @@ class Levels:
             self.mask = track("pull mask", np.zeros(em.n, dtype=np.uint8))
             self.mask_upto = -1         # q[:mask_upto] is cleared in the mask (-1: not built)
             pm = em.models[em.pull_dir]
-            self.unvisited_cost = pm.all(deg_in, lay=d_in, n=em.n) - pm.lists(
-                deg_in, q[:1], capped=False, lay=d_in)
+            self.unvisited_cost = pm.all(deg_in, diff=d_in) - pm.lists(
+                deg_in, q[:1], capped=False, diff=d_in)
             self.unvisited_edges = int(em.graph.num_edges) - int(_edges_of(deg_in, d_in, q[:1]))
             self.work = Work()
 
@@ -371,7 +371,7 @@ class Levels:
         if up:
             found = q[fs:fs + size]
             found_cost = em.models[em.pull_dir].lists(self.deg_in, found, capped=False,
-                                                      lay=self.d_in)
+                                                      diff=self.d_in)
             self.unvisited_cost -= found_cost
             if self.unvisited_edges is not None:
                 self.unvisited_edges -= int(_edges_of(self.deg_in, self.d_in, found))

@@ -108,7 +108,7 @@ from ..io.bitmap import ctz64  # noqa: E402
 @njit(cache=True, nogil=True)
 def _hub_and_flags(dout, diff_out, din, diff_in, both, has_edges):
     """has_edges[v] = v has an edge (out, plus in when `both`); returns the first vertex of the
-    largest degree. Degrees come from degree_view (the offsets with their row layout): no
+    largest degree. Degrees come from degree_view (the offsets themselves on one partition): no
     degree array of n entries."""
     best = -1
     root = 0
@@ -284,7 +284,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
     # an undirected dataset pulls over its out-lists (its BFS levels go bottom-up)
     em = EdgeMap(graph, pull=has_in or symmetric, in_memory=in_memory, **runtime)
     try:
-        # degrees from the offsets the iterators hold (no degree array on any grid)
+        # degrees from the offsets the iterators hold (no copy of them on a 1x1 grid)
         dout, diff_out = em.degree_view("out")
         din, diff_in = em.degree_view("in") if has_in else (dout, diff_out)
         has_edges = track("has-edges flags", np.zeros(n, dtype=np.bool_))

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import jit as _jit
-from .cost import NO_LAY, Model, pull_direction, row_layout
+from .cost import Model, pull_direction
 from .memory import track
 
 COMBINES = ("min", "max", "sum", "or", "first")
@@ -230,24 +230,25 @@ class EdgeMap:
         return self.kept[direction]
 
     def degree_view(self, direction: str = "out"):
-        """(array, lay) for the degree kernels (iterator/cost.py deg_at): a degree array already
-        made (lay empty), else the offsets the iterator holds with their row layout (no O(|V|)
-        degree array on any grid), else a new degree array (a cluster)."""
+        """(array, diff) for the cost model's kernels (iterator/cost.py deg_at): a degree array
+        already made, or the offsets themselves when the direction is one partition (a 1x1
+        grid: no degree array at all), else a new degree array."""
         if direction not in self.deg:
             it = self.its.get(direction)
-            lay = row_layout(it)
-            if lay is not None:
-                return it.offs, lay
-        return self.degree(direction), NO_LAY
+            parts = getattr(it, "parts", None)
+            if parts is not None and len(parts) == 1 and parts[0].row_lo == 0 and \
+                    parts[0].row_hi == self.n and getattr(it, "offs", None) is not None:
+                return it.offs, True
+        return self.degree(direction), False
 
     def push_cost(self, ids) -> int:
-        deg, lay = self.degree_view("out")
-        return self.models["out"].lists(deg, ids, lay=lay)
+        deg, diff = self.degree_view("out")
+        return self.models["out"].lists(deg, ids, diff=diff)
 
     def pull_cost(self, mask) -> int:
         d = self.pull_dir
-        deg, lay = self.degree_view(d)
-        return self.models[d].where(mask, deg, lay=lay)
+        deg, diff = self.degree_view(d)
+        return self.models[d].where(mask, deg, diff=diff)
 
     def io_seconds(self, direction: str, nbytes) -> float:
         """Predicted seconds to read nbytes of a direction's lists at the best bandwidth its

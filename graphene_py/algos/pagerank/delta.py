@@ -3,9 +3,9 @@ then pushes of the large pending changes (see the package's text for the definit
 rule).
 
 State, per vertex (the IO buffers apart): 16 bytes of float64 rows F, the offsets (4 bytes while
-a partition's edges fit, per column partition), no degree arrays (a degree is the sum of its
-lists' offset differences over its row's partitions: EdgeMap.degree_view; a cluster's driver
-holds 4-byte degrees, 8 on a directed dataset), and
+a partition's edges fit), the degrees in 4 bytes while they fit (8 for a directed dataset: in- and
+out-degrees; none on a 1x1 grid, where they are differences of the offsets: EdgeMap.degree_view),
+and
 - during the sweeps, a 4-byte count of a split list's pieces: 24 bytes on an undirected 1x1 grid;
 - during the pushes, each active vertex's share in float32 and its flag: 25 bytes there,
   and 8 per compute thread where memory has room for per-thread rows of pushed sums (else the
@@ -23,7 +23,7 @@ import numpy as np
 from ...jit import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
-from ...iterator.cost import deg_at, lay_degree
+from ...iterator.cost import deg_at
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from .steps import _always, _note, _pushing
@@ -89,25 +89,10 @@ def _sweep_offs(v, nbrs, wts, tid, state):
                 np.int64(ooffs[v + 1]) - np.int64(ooffs[v]), consts)
 
 
-@njit(cache=True)
-def _sweep_lay(v, nbrs, wts, tid, state):
-    """A sweep's list, both degrees summed from the offsets of v's row's partitions (a grid)."""
-    F, seen, ioffs, ooffs, ilay, olay, consts = state
-    _sweep_list(v, nbrs, F, seen, lay_degree(ioffs, ilay, v), lay_degree(ooffs, olay, v),
-                consts)
-
-
-def _one_range(lay):
-    """Whether a layout is one partition covering every vertex from 0 (a 1x1 grid's offsets,
-    where a degree is offs[v + 1] - offs[v])."""
-    return len(lay) == 6 and lay[0] == 1 and lay[1] == 0 and lay[5] == 0
-
-
 #: a sweep updates one shared score array in place, in list order: no declared writes (it runs
 #: on one machine only)
 SWEEP = Update(_always, _sweep, combine="sum", reads=(0, Y))
 SWEEP_OFFS = Update(_always, _sweep_offs, combine="sum", reads=(0, Y))
-SWEEP_LAY = Update(_always, _sweep_lay, combine="sum", reads=(0, Y))
 
 
 @njit(cache=True)
@@ -291,11 +276,11 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
     m = max(1, graph.num_edges)
     with EdgeMap(graph, pull=pull_dir == "in", in_memory=in_memory, **runtime) as em:
-        # degrees from the offsets themselves (no degree array) where this process holds them;
-        # diff = (in, out) layouts (iterator/cost.py deg_at: empty for a degree array)
+        # degrees from the offsets themselves on a 1x1 grid (no degree array), else arrays;
+        # diff says which (iterator/cost.py deg_at): [in-degrees, out-degrees]
         outdeg, d_out = em.degree_view("out")
         indeg, d_in = em.degree_view(pull_dir) if pull_dir is not None else (outdeg, d_out)
-        diff = (d_in, d_out)
+        diff = np.array([d_in, d_out], dtype=np.bool_)
         F = track("scores and changes (2 float64)", np.zeros((2, n)))
         iters, done = 0, False
         if pull_dir is not None and em.local:
@@ -376,16 +361,13 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     while sweeps < max_iter:
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
-        if _one_range(diff[0]) and _one_range(diff[1]):     # 1x1: one difference each
+        if diff.all():
             st = em.dense((F, seen, indeg, outdeg, consts), SWEEP_OFFS, direction,
                           again=sweeps + 1 < max_iter)
-        elif len(diff[0]) and len(diff[1]):
-            st = em.dense((F, seen, indeg, outdeg, diff[0], diff[1], consts), SWEEP_LAY,
-                          direction, again=sweeps + 1 < max_iter)
         else:
-            st = em.dense((F, seen, indeg if not len(diff[0]) else em.degree(direction),
-                           outdeg if not len(diff[1]) else em.degree("out"), consts), SWEEP,
-                          direction, again=sweeps + 1 < max_iter)
+            st = em.dense((F, seen, indeg if not diff[0] else em.degree(direction),
+                           outdeg if not diff[1] else em.degree("out"), consts), SWEEP, direction,
+                          again=sweeps + 1 < max_iter)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
