@@ -704,3 +704,21 @@ def test_text_read_ahead_blocks(tmp_path):
     p.write_text("\n".join(lines))
     with pytest.raises(InputFormatError, match=r"g\.el:30002: "):
         _read(p, chunk_bytes=AHEAD_MIN_CHUNK)
+
+
+def test_read_ahead_names_a_file_that_shrank(tmp_path):
+    """A file shorter than the size the reader planned for (it shrank while being read) is a
+    clear OSError naming the file and the missing bytes, not short or stale data."""
+    from graphene_py.partition.readers import _ReadAhead
+    p = tmp_path / "s.bin32"
+    p.write_bytes(bytes(range(256)) * 64)                   # 16 KiB
+    ra = _ReadAhead(str(p), 0, 8192, 3 * 8192, {})          # planned for 24 KiB
+    try:
+        b, pos = ra.next()
+        assert pos == 8192 and bytes(b) == (bytes(range(256)) * 32)
+        b, pos = ra.next()
+        assert pos == 16384
+        with pytest.raises(OSError, match=r"s\.bin32: 8192 bytes missing at offset 16384"):
+            ra.next()
+    finally:
+        ra.close()
