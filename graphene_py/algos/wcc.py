@@ -140,8 +140,7 @@ def _reached(em, n, root, dirs, steps, progress):
     while True:
         nxt = np.zeros(n, dtype=np.uint8)
         track("BFS flags", visited, cur, nxt)
-        for d in dirs:
-            st = em.masked((cur, visited, nxt), BFS_VISIT, cur, d)
+        for st in em.across((cur, visited, nxt), BFS_VISIT, dirs, mask=cur):
             _note(steps, progress, st, "bfs", level)
         level += 1
         if not nxt.any():
@@ -314,8 +313,7 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
             while active.any():
                 changed = np.zeros(n, dtype=np.uint8)
                 track("propagation flags", active, changed)
-                for d in dirs:
-                    st = em.masked((active, label, changed), LP_PUSH, active, d)
+                for st in em.across((active, label, changed), LP_PUSH, dirs, mask=active):
                     _note(steps, progress, st, "lp", step)
                 active = changed
                 step += 1

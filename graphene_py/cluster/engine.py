@@ -16,7 +16,8 @@ from ..errors import GrapheneError
 from ..graph import Graph
 from ..iterator.cost import Model, pull_direction
 from ..iterator.edgemap import EdgeMap
-from .merge import assign, bounds, merge, merge_queues, nbytes, owner_bounds, unpack
+from .merge import (assign, bounds, combine_stats, merge, merge_queues, nbytes, owner_bounds,
+                    unpack)
 from .node import NodeEngine
 
 #: Ray restarts a node actor whose process died this many times, re-running its pending call.
@@ -537,7 +538,19 @@ class ClusterEdgeMap(EdgeMap):
     def threads(self) -> int:
         return self._threads
 
+    def across(self, state, update, dirs, *, mask=None, ids=None) -> list:
+        """Every direction of `dirs` in one round trip (EdgeMap.across): each node runs them in
+        turn on its replica, and its changes of all of them come back together."""
+        dirs = tuple(dirs)
+        if len(dirs) < 2 or update.queue or any(r not in ("min", "max", "or", "sum")
+                                                 for _, r, _ in update.slots()):
+            return super().across(state, update, dirs, mask=mask, ids=ids)
+        kind, data = ("mask", mask) if ids is None else ("queue", ids)
+        return [self._run(dirs, update, state, kind, data)]
+
     def _run(self, direction, update, state, kind, data) -> dict:
+        """One superstep on the nodes over the lists of `direction`, or of each direction of a
+        tuple of them (across)."""
         if not update.writes and not update.queue:
             raise GrapheneError(f"kernel {getattr(update.compute, '__name__', update.compute)} "
                                 f"does not declare the state it writes (Update.writes); it cannot "
@@ -572,25 +585,28 @@ class ClusterEdgeMap(EdgeMap):
             ref = ray.put(msg)        # one copy in the object store for every node
             sent = nb * k             # every node fetches the message (one copy per machine)
         qdt = state[update.queue[0]].dtype.str if update.queue else None
-        frontiers = []
-        for i in range(len(self.nodes)):
-            lo, hi = g.vertex_range(i, direction)
+        dirs = direction if isinstance(direction, tuple) else (direction,)
+
+        def frontier(i, d):
+            lo, hi = g.vertex_range(i, d)
             if kind == "queue":
                 ids = np.asarray(data)
-                fr = ("queue", ids[(ids >= lo) & (ids < hi)])
-            elif kind == "mask":
-                fr = ("mask", lo, np.ascontiguousarray(data[lo:hi]))
-            else:
-                fr = ("all",)
-            sent += sum(x.nbytes for x in fr if isinstance(x, np.ndarray))
-            frontiers.append(fr)
+                return ("queue", ids[(ids >= lo) & (ids < hi)])
+            if kind == "mask":
+                return ("mask", lo, np.ascontiguousarray(data[lo:hi]))
+            return ("all",)
+        frontiers = []
+        for i in range(len(self.nodes)):
+            frs = [frontier(i, d) for d in dirs]
+            sent += sum(x.nbytes for fr in frs for x in fr if isinstance(x, np.ndarray))
+            frontiers.append(frs[0] if len(dirs) == 1 else ("dirs", frs))
 
-        vb = [0] + [g.vertex_range(i, direction)[1] for i in range(k - 1)] + [self.n]
+        vb = [0] + [g.vertex_range(i, dirs[0])[1] for i in range(k - 1)] + [self.n]
 
         # this superstep's changes cut for their owners: after a large superstep, or where its
         # frontier's edges could make 1 MiB of changes (a BFS's first dense level follows small
         # ones); small supersteps return their changes whole, one object per node
-        cut = k > 1 and (self._cut or 4 * self._frontier_edges(direction, kind, data)
+        cut = k > 1 and (self._cut or 4 * sum(self._frontier_edges(d, kind, data) for d in dirs)
                          >= self.owners_from)
 
         heads_of = {}
@@ -610,7 +626,9 @@ class ClusterEdgeMap(EdgeMap):
                                                      vb if cut else None, pieces), protocol=5)
             args = (g._specs[i], h, r, frontiers[i], *parts)
             step = self.nodes[i].step
-            fb = sum(x.nbytes for x in frontiers[i] if isinstance(x, np.ndarray))
+            fb = sum(x.nbytes for fr in (frontiers[i][1] if frontiers[i][0] == "dirs" else
+                                         (frontiers[i],))
+                     for x in fr if isinstance(x, np.ndarray))
             if r is msg and not parts and nb + fb + len(h) <= INLINE:
                 # a small superstep, nothing for Ray to resolve: one byte string instead of five
                 # arguments (a larger one would go through the store; its size is checked before
@@ -626,7 +644,7 @@ class ClusterEdgeMap(EdgeMap):
             return step.options(num_returns=1 + k).remote(*args)
         t1 = time.perf_counter()
         refs = [call(i, ref, base, relayed) for i in range(k)]
-        heads = g.gather([r[0] for r in refs], f"a superstep ({direction}-lists)")
+        heads = g.gather([r[0] for r in refs], f"a superstep ({'+'.join(dirs)}-lists)")
         stale = [i for i, h in enumerate(heads) if h[0] == "stale"]
         if stale:            # a restarted node (or one that missed a step): the whole state
             full, nb = self.sender.full(state, skip)
@@ -645,7 +663,7 @@ class ClusterEdgeMap(EdgeMap):
             got = [h[2] for h in heads]
             back += sum(x.nbytes for x in got)
             merge_queues(state[i], state[t], state[c], got)
-        st = _combine([h[1] for h in heads])
+        st = combine_stats([h[1] for h in heads])
         st["frontier"] = (len(data) if kind == "queue" else
                           int(np.count_nonzero(data)) if kind == "mask" else self.n)
         st["seconds"] = time.perf_counter() - t0
@@ -654,6 +672,8 @@ class ClusterEdgeMap(EdgeMap):
         st["bytes_sent"], st["bytes_back"] = int(sent), int(back)      # the driver's link
         st["bytes_between"] = int(between)          # from node to node
         st["combined_by"] = via
+        if len(dirs) > 1:
+            st["directions"] = list(dirs)        # across: every direction in this round trip
         # driver time around the nodes' work: shipping, waiting beyond the slowest node, merging
         st["coordination_seconds"] = max(0.0, st["seconds"] - max(st["node_seconds"]))
         st["merge_seconds"] = time.perf_counter() - t2
@@ -826,22 +846,6 @@ def split_message(msg, k) -> tuple:
             parts[j].append(c)
             sizes[j] += sum(x.nbytes for x in c)
     return skel, parts, sizes
-
-
-def _combine(stats: list) -> dict:
-    """One superstep's stats from the nodes': counts add up, ratios recomputed."""
-    out = {}
-    for s in stats:
-        for k, v in s.items():
-            if k in ("mode", "direction"):
-                out.setdefault(k, v)
-            elif isinstance(v, list):
-                out[k] = out.get(k, []) + list(v)
-            elif isinstance(v, (int, float, np.integer, np.floating)) and k != "io_utility":
-                out[k] = out.get(k, 0) + v
-    got = out.get("bytes_read", 0) + out.get("bytes_cached", 0)
-    out["io_utility"] = out.get("bytes_useful", 0) / got if got else 1.0
-    return out
 
 
 ClusterGraph.edge_map_backend = ClusterEdgeMap

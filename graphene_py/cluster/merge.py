@@ -152,3 +152,20 @@ def merge_queues(ids: np.ndarray, tail: np.ndarray, cur: np.ndarray, pieces) -> 
     tail[0] = t0 + len(u)
     cur[:] = 0
     return len(u)
+
+
+def combine_stats(stats: list) -> dict:
+    """One superstep's stats from several (the nodes', or one node's directions): counts add up,
+    lists join, ratios are recomputed."""
+    out = {}
+    for s in stats:
+        for k, v in s.items():
+            if k in ("mode", "direction"):
+                out.setdefault(k, v)
+            elif isinstance(v, list):
+                out[k] = out.get(k, []) + list(v)
+            elif isinstance(v, (int, float, np.integer, np.floating)) and k != "io_utility":
+                out[k] = out.get(k, 0) + v
+    got = out.get("bytes_read", 0) + out.get("bytes_cached", 0)
+    out["io_utility"] = out.get("bytes_useful", 0) / got if got else 1.0
+    return out

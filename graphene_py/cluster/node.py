@@ -24,7 +24,7 @@ import socket
 
 import numpy as np
 
-from .merge import diff, merge, owner_bounds, pack, split
+from .merge import combine_stats, diff, merge, owner_bounds, pack, split
 
 
 class _Shard:
@@ -185,8 +185,10 @@ class NodeEngine:
         rep["arrays"] = {h: a for h, a in arrays.items() if h in live}   # as the driver prunes
         rep["version"] = version
         em = sh.em(bool(weights))
-        if direction not in em.its:
-            raise RuntimeError(f"{sh.g.path}: this shard has no {direction}-edge partitions")
+        dirs = direction if isinstance(direction, tuple) else (direction,)
+        for d in dirs:
+            if d not in em.its:
+                raise RuntimeError(f"{sh.g.path}: this shard has no {d}-edge partitions")
         n = sh.g.num_vertices
         written = sorted({s for s, _, _ in update.slots()})
         st = list(state)
@@ -199,17 +201,22 @@ class NodeEngine:
             q.ids = q.ids.astype(queue_dtype, copy=False)
             i, t, c = update.queue
             st[i], st[t], st[c] = q.ids, q.tail, q.cur
-        kind = frontier[0]
-        if kind == "mask":
-            if sh.mbuf is None:
-                sh.mbuf = np.zeros(n, dtype=np.uint8)
-            sh.mbuf[:] = 0
-            lo, part = frontier[1], frontier[2]
-            sh.mbuf[lo:lo + len(part)] = part
-            data = sh.mbuf
-        else:
-            data = frontier[1] if kind == "queue" else None
-        stats = em._run(direction, update, tuple(st), kind, data)
+        # one frontier per direction (EdgeMap.across: the directions in turn, on these copies)
+        frs = frontier[1] if frontier[0] == "dirs" else [frontier]
+        runs = []
+        for d, fr in zip(dirs, frs):
+            kind = fr[0]
+            if kind == "mask":
+                if sh.mbuf is None:
+                    sh.mbuf = np.zeros(n, dtype=np.uint8)
+                sh.mbuf[:] = 0
+                lo, part = fr[1], fr[2]
+                sh.mbuf[lo:lo + len(part)] = part
+                data = sh.mbuf
+            else:
+                data = fr[1] if kind == "queue" else None
+            runs.append(em._run(d, update, tuple(st), kind, data))
+        stats = runs[0] if len(runs) == 1 else combine_stats(runs)
         cut = [[] for _ in range(k)]
         for s, rule, rows in update.slots():
             orig = update.part(state, s, rows)

@@ -318,6 +318,15 @@ class EdgeMap:
         """One superstep over the lists of one direction of the vertices in `ids`."""
         return self._run(direction, update, state, "queue", ids)
 
+    def across(self, state, update: Update, dirs, *, mask=None, ids=None) -> list:
+        """The lists of every direction in `dirs` of the vertices flagged in `mask` (or listed in
+        `ids`): one superstep per direction, in order, here; their stats, one dict each. For an
+        update whose result does not depend on the order the directions run in (its writes
+        combine by min, max, or or sum; no queue): a cluster runs them all in one round trip to
+        its nodes and returns one dict (each node runs its directions in turn)."""
+        kind, data = ("mask", mask) if ids is None else ("queue", ids)
+        return [self._run(d, update, state, kind, data) for d in dirs]
+
     def _run(self, direction, update, state, kind, data) -> dict:
         """Run `update` over the lists of one direction: kind "queue" (data: vertex IDs), "mask"
         (data: a flag per vertex) or "all" (data: whether another pass follows, Frontier.all's

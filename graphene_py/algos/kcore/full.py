@@ -82,12 +82,16 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
             npend = int(c[5])
             ids = np.concatenate([pending[:npend], loading])
             got = []          # stored entries of the loading vertices after each direction
-            for d in dirs:
-                st = em.queued(kstate, read, ids, d)
-                st["kept"] = len(loading)
-                _record(steps, progress, st, int(c[7]), npend)
-                if len(dirs) > 1:
+            if len(loading) and len(dirs) > 1:
+                for d in dirs:
+                    st = em.queued(kstate, read, ids, d)
+                    st["kept"] = len(loading)
+                    _record(steps, progress, st, int(c[7]), npend)
                     got.append(kslot[1, loading].astype(np.int64))
+            else:        # (a cluster: no vertex loads; every direction in one round trip)
+                for st in em.across(kstate, read, dirs, ids=ids):
+                    st["kept"] = len(loading)
+                    _record(steps, progress, st, int(c[7]), npend)
             rounds += 1
             kept += len(loading)
             bad = _after_read(deg, state, A, T, sh, P, nw, kslot, pending, loading, queue, c)

@@ -85,8 +85,7 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
             else:
                 upd = Update(_always, _drop_k_keep, combine="sum") if (rounds == 0 and kept) \
                     else drop
-                for d in dirs:
-                    st = em.masked(state, upd, status, d)
+                for st in em.across(state, upd, dirs, mask=status):
                     _record(steps, progress, st, kk, count)
             if rounds == 0 and kept:
                 _check_kept(A, nw, status, starts)
