@@ -175,6 +175,8 @@ def ray_cluster(tmp_path_factory):
         for j in range(2):
             (root / f"n{i}" / f"d{j}").mkdir(parents=True)
     c = Cluster(rc.address)
+    for i in range(NODES):      # the node actors' processes start while the first test partitions
+        c.actor(f"graphene:n{i}").hello.remote()
     c.root = root
     c.ray_cluster, c.raylets = rc, raylets
     c.lost = None             # a node test_node_gone_mid_run took away for good
