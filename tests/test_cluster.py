@@ -339,7 +339,8 @@ def by_owners(monkeypatch):
 
 
 @pytest.mark.parametrize("name, directed", [
-    ("powerlaw", False), ("star", False), ("duplicates", True),
+    ("powerlaw", False), ("duplicates", True),
+    pytest.param("star", False, marks=pytest.mark.slow),      # (the hub: test_algorithms_agree)
     pytest.param("chain", True, marks=pytest.mark.slow)])     # (the kill test runs the chain)
 def test_combined_by_owners(cluster, tmp_path_factory, home_kept, by_owners, name, directed):
     """Changes combined by their owners and messages relayed by the nodes give the
