@@ -245,7 +245,7 @@ def run_gpu(graph, *, gpu_mem=None, gpu_tier="auto", progress=None, **_ignored) 
         return WCCResult(labels=labels.astype(vertex_dtype(graph.num_vertices), copy=False),
                          n_components=st["n_components"], bfs_reached=0,
                          supersteps=gpu_steps(st, progress), seconds=time.perf_counter() - t0,
-                         load_seconds=0.0, device="gpu", gpu_tier=tier)
+                         load_seconds=st.get("setup_seconds", 0.0), device="gpu", gpu_tier=tier)
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
     st: dict = {}

@@ -152,7 +152,8 @@ def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
                               error=st.get("error", 0.0), variant="pull",
                               converged=bool(st.get("error", 0.0) < tolerance),
                               tolerance=float(tolerance), supersteps=gpu_steps(st, progress),
-                              seconds=time.perf_counter() - t0, load_seconds=0.0, device="gpu",
+                              seconds=time.perf_counter() - t0,
+                              load_seconds=st.get("setup_seconds", 0.0), device="gpu",
                               gpu_tier=tier)
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
