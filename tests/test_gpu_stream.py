@@ -160,6 +160,26 @@ def test_streamed_pagerank_equals_the_cpu_pull(tmp_path, source, name, grid, dir
 
 
 @pytest.mark.gpu
+def test_host_tier_reads_the_files_on_the_first_pass_only(tmp_path):
+    """stream-host: the first pass reads every chunk into pinned memory of its own (page-checked,
+    as the SSD source reads); later passes copy from there. With the list files moved away
+    after the first pass, the next run on the same stream still gives the CPU's scores."""
+    g = _dataset(tmp_path, tg.powerlaw(), (2, 2), False)
+    ref = pagerank.run(g, variant="pull", tolerance=0, max_iter=4)
+    sp = streamed.StreamedPageRank(g, source="host", chunk_bytes=16 << 10, keep_bytes=0)
+    assert sp.lists.host == {}                     # nothing read before the first pass
+    sp.run(0.85, 0.0, 1)
+    assert sorted(sp.lists.host) == [c.i for c in sp.chunks] and len(sp.chunks) > 4
+    for p in g.parts("out"):
+        os.rename(p.adj_path, p.adj_path + ".away")
+    st = {}
+    got = sp.run(0.85, 0.0, 4, stats=st)
+    np.testing.assert_allclose(got, ref.scores, rtol=1e-9, atol=1e-15)
+    lists = 4 * sum(p.num_edges for p in g.parts("out"))
+    assert all(s["bytes_moved"] == lists for s in st["supersteps"])   # the edges alone
+
+
+@pytest.mark.gpu
 def test_streamed_pagerank_within_a_gpu_budget(tmp_path):
     """--gpu-mem through dispatch: a budget that holds the state and a share of the lists keeps
     that share (and answers as the CPU does); one below the state is a clear error naming both."""
