@@ -177,7 +177,7 @@ def test_auto_plans_the_whole_run_when_a_gpu_is_there(tmp_path, monkeypatch):
 def test_auto_plan_counts_streaming_for_algorithms_that_stream(monkeypatch):
     """--device auto's whole-run plan for PageRank, WCC and SpMV takes the GPU's start plus its
     cheapest tier (gpu/streamed.tier_costs), not a resident load: one WCC on 4.3 GB of lists goes
-    to the GPU (a union-find pass streamed from host memory), on kron22's 0.5 GB it stays on the
+    to the GPU (a union-find pass streamed from the SSD), on kron22's 0.5 GB it stays on the
     CPU; SpMV's one pass never repays the start. No GPU is asked (no CuPy here)."""
     from types import SimpleNamespace
     from graphene_py.algos import registry
@@ -191,7 +191,7 @@ def test_auto_plan_counts_streaming_for_algorithms_that_stream(monkeypatch):
                                in_partitions=None, uuid=f"g{m}", weighted=False, name="g")
     big, kron22 = graph(1 << 30), graph(128_311_450)
     where, why = registry._choose("wcc", "auto", big, {})
-    assert where == "gpu" and "stream-host" in why, why
+    assert where == "gpu" and "stream-ssd" in why, why
     assert registry._choose("wcc", "auto", kron22, {})[0] == "cpu"
     assert registry._choose("pagerank-pull", "auto", big, {})[0] == "gpu"
     assert registry._choose("spmv", "auto", big, {})[0] == "cpu"

@@ -5,7 +5,7 @@ SpMV's x and y, WCC's labels; and the offsets of the lists streamed (PageRank: t
 the out-lists of an undirected dataset; SpMV and WCC: the out-lists). The lists themselves go
 through the GPU in chunks of rows (ListStream), every PageRank iteration, once for SpMV and WCC:
 - "host": the first pass reads each chunk as "ssd" does, but into a pinned buffer of its own
-  (pinned by the reader thread while the GPU works on the chunk before) that it keeps; every
+  (pinned by a thread of its own while the reader reads the chunk before) that it keeps; every
   later pass copies the chunks from there, each in one explicit asynchronous copy
   (Subway/HyTGraph style: whole chunks at the bus's bandwidth, where zero-copy gathers pay per
   32-byte sector). So the read overlaps the first pass, where it used to come before it (pinning
@@ -148,12 +148,17 @@ def _kernel(width):
 
 
 #: Rates of the tier model (H100/H200 machines of this project, BENCHMARKS.md "Streamed tiers"):
-#: reading the lists into pinned host memory with their page checks (1.03 GB in 0.63 s), the bus
-#: for whole chunks (48.6-51 GB/s of 54.6-55.4), the GPU machine's disk (0.74-0.99 GB/s, one
-#: O_DIRECT reader). The resident tier's load and pass rates are gpu/policy.py's.
-HOST_READ_BYTES_PER_S = 1.6e9
+#: the bus for whole chunks (48.6-51 GB/s of 54.6-55.4); the lists read from the GPU machine's
+#: disk by READERS parallel O_DIRECT readers, page-checked (1.41 GB/s streaming WCC at scale 25
+#: on the H100 machine; 1.68-1.71 GB/s on the H200's: tools/profile_gpu_pinned_load.py), as
+#: stream-ssd reads every pass and stream-host its first
 BUS_BYTES_PER_S = 48e9
-SSD_BYTES_PER_S = 0.8e9
+SSD_BYTES_PER_S = 1.4e9
+#: pinning host memory (cudaHostAlloc): 8 GB in 3.63 s on the H200 machine
+#: (tools/profile_gpu_pinned_load.py); stream-host pins its copy while its first pass reads
+PIN_BYTES_PER_S = 2.2e9
+#: chunks stream-host's pinning thread may run ahead of its reader
+PIN_AHEAD = 3
 #: a pass of the streamed kernels over lists kept in GPU memory (PageRank's resident iteration
 #: summed 4.46 GB of CSR in 14.8 ms on an H100 at scale 25: ~300 GB/s; taken lower)
 KEPT_PASS_BYTES_PER_S = 200e9
@@ -205,9 +210,10 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
     """Estimated seconds of each tier that can hold this run, for one command as a user runs it
     (the dataset's load counted, unless an earlier run of this process left it in GPU memory):
     resident: the CSR loaded and `passes` passes over it in GPU memory (only while it fits the
-    budget); stream-host: the streamed lists read into pinned memory once, then a copy over the
-    bus of every list on the first pass and of the lists not kept in GPU memory on later ones
-    (only while they fit half of `host_free`, the memory available); stream-ssd: a read of every
+    budget); stream-host: the first pass reads the lists as stream-ssd does, into pinned memory
+    pinned meanwhile (the slower of the two), and copies them over the bus; later passes copy
+    the lists not kept in GPU memory (only while the lists fit half of `host_free`, the memory
+    available): one pass is never cheaper than stream-ssd's; stream-ssd: a read of every
     list on the first pass, of those not kept on later ones. Kept lists cost a GPU pass each
     later pass (keep_budget; KEPT_PASS_BYTES_PER_S). probe=False: no question to the GPU (a plan made before CuPy is
     imported): the resident tier is taken to fit."""
@@ -230,10 +236,12 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
     keep = keep_budget(graph, gpu_mem, stream_bytes, probe) if later else 0
     kept = later * keep / KEPT_PASS_BYTES_PER_S
     rest = stream_bytes - keep
-    if stream_bytes <= host_free // 2:
-        out["stream-host"] = stream_bytes / HOST_READ_BYTES_PER_S + \
-            (stream_bytes + later * rest) / BUS_BYTES_PER_S + kept
+    # (the SSD first: a tie, as one pass makes, goes to the tier that pins nothing)
     out["stream-ssd"] = (stream_bytes + later * rest) / SSD_BYTES_PER_S + kept
+    if stream_bytes <= host_free // 2:
+        # the first pass reads as stream-ssd does while another thread pins the host copy
+        out["stream-host"] = max(stream_bytes / SSD_BYTES_PER_S, stream_bytes / PIN_BYTES_PER_S) \
+            + (stream_bytes + later * rest) / BUS_BYTES_PER_S + kept
     return out
 
 
@@ -369,7 +377,7 @@ class ListStream:
         self.direct = direct
         #: "host": chunk index -> (pinned buffer, its bytes: the chunk's pages), filled by the
         #: first pass as the chunks are read (the SSD reader's path, into buffers of their own,
-        #: pinned by the reader thread while the GPU works on the chunk before); later passes copy
+        #: pinned by a thread of its own while the reader reads the chunk before); later passes copy
         #: from them. Lists without page tables (older datasets) are read whole first instead and
         #: checked by their file's CRC32 (host_parts).
         self.host = {}
@@ -424,7 +432,7 @@ class ListStream:
                 pass
         return os.open(p.adj_path, flags), False
 
-    def _reader(self, free, full, stop, tables, todo):
+    def _reader(self, free, full, stop, tables, todo, room=None):
         """Read every chunk of `todo` into a free staging buffer (_read_pieces), hand it over."""
         from concurrent.futures import ThreadPoolExecutor
         from ..integrity import _damaged
@@ -432,8 +440,12 @@ class ListStream:
         pool = ThreadPoolExecutor(READERS, thread_name_prefix="graphene-gpu-read")
         try:
             for c in todo:
-                buf = self._pinned(c) if self.source == "host" else free.get()
-                if stop.is_set():
+                buf = free.get()
+                if self.source == "host":
+                    room.release()
+                if isinstance(buf, BaseException):
+                    raise buf
+                if stop.is_set() or buf is None:
                     return
                 p = self.parts[c.part]
                 if c.part not in fds:
@@ -459,6 +471,20 @@ class ListStream:
         nbytes = (c.p1 - c.p0) * PAGE
         pin = cp.cuda.alloc_pinned_memory(nbytes)
         return pin, np.frombuffer(pin, dtype=np.uint8, count=nbytes)
+
+    def _pinner(self, free, stop, todo, room):
+        """"host": pin each chunk's buffer in `todo`'s order, at most PIN_AHEAD ahead of the
+        reader (`room`), and hand it to the reader through `free` (an error too)."""
+        try:
+            for c in todo:
+                while not room.acquire(timeout=0.05):
+                    if stop.is_set():
+                        return
+                if stop.is_set():
+                    return
+                free.put(self._pinned(c))
+        except BaseException as e:  # noqa: BLE001 - handed to the reader, raised there
+            free.put(e)
 
     # -- one pass ----------------------------------------------------------------------------------
     def buffers(self):
@@ -542,7 +568,13 @@ class ListStream:
         for b in staging:
             free.put(b)
         stop = threading.Event()
-        t = threading.Thread(target=self._reader, args=(free, full, stop, tables, todo),
+        room = pinner = None
+        if self.source == "host":       # buffers of their own, pinned by a thread of their own
+            room = threading.Semaphore(PIN_AHEAD)
+            pinner = threading.Thread(target=self._pinner, args=(free, stop, todo, room),
+                                      name="graphene-gpu-pin", daemon=True)
+            pinner.start()
+        t = threading.Thread(target=self._reader, args=(free, full, stop, tables, todo, room),
                              name="graphene-gpu-stream", daemon=True)
         t.start()
         pending = []           # (event after the copy, staging buffer): handed back when done
@@ -588,6 +620,9 @@ class ListStream:
                     free.put(b)
             for b in staging:
                 free.put(b)          # unblock a reader waiting for a buffer
+            if pinner is not None:
+                pinner.join()
+                free.put(None)
             t.join()
         return moved
 
