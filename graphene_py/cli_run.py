@@ -614,6 +614,24 @@ def _io_plan(in_memory, graph):
     return last_io_plan() or None
 
 
+def placement(steps) -> list:
+    """Where each superstep of a run ran, run-length encoded in order: one entry per stretch of
+    supersteps on the same device in the same mode (a GPU tier shows in its mode:
+    gpu-stream-host, gpu-stream-ssd; a CPU superstep's mode is its frontier's: queue, mask,
+    dense...), with their count, seconds and the bytes they moved to the GPU."""
+    out = []
+    for st in steps or []:
+        key = (str(st.get("device", "cpu")), str(st.get("mode", st.get("direction", "?"))))
+        if not out or (out[-1]["device"], out[-1]["mode"]) != key:
+            out.append({"device": key[0], "mode": key[1], "supersteps": 0, "seconds": 0.0,
+                        "bytes_to_gpu": 0})
+        e = out[-1]
+        e["supersteps"] += 1
+        e["seconds"] = round(e["seconds"] + float(st.get("seconds", 0.0) or 0.0), 6)
+        e["bytes_to_gpu"] += int(st.get("bytes_moved", 0) or 0)
+    return out
+
+
 def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, setup=None,
              mem_block=None, proc_peak=0, mem_plan=None):
     secs = [r["seconds"] for r in trial_rows]
@@ -634,6 +652,8 @@ def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, set
         "io_plan": _io_plan(in_memory, graph),
         "setup": {k: round(v, 4) for k, v in (setup or {}).items()},
         "trials": trial_rows, "average_seconds": sum(secs) / len(secs), "min_seconds": min(secs),
+        # the last trial's supersteps: on which device, in which mode or GPU tier
+        "placement": placement(getattr(res, "supersteps", None)),
         "verification": verification,
         "peak_rss_mb": round(max(proc_peak / 2**20, common.peak_rss_mb()), 1),
         "memory": (dict(mem_block, plan={k: v for k, v in mem_plan.items() if k != "cache"},

@@ -48,8 +48,13 @@ def test_json_and_output(ds, tmp_path):
     assert d["algorithm"] == "bfs" and d["verification"] == "PASS"
     assert d["engine"].startswith("pread")
     assert d["trials"][0]["src"] == 3
+    # where each superstep ran, in order: here every one on the CPU, top-down or bottom-up
+    pl = d["placement"]
+    assert {e["device"] for e in pl} == {"cpu"} and all(e["supersteps"] > 0 for e in pl)
+    assert all((a["device"], a["mode"]) != (b["device"], b["mode"]) for a, b in zip(pl, pl[1:]))
     from graphene_py.algos import bfs
     ref = bfs.run(G, src=3, in_memory=True)
+    assert sum(e["supersteps"] for e in pl) == len(bfs.run(G, src=3).supersteps)
     assert d["result"]["n_reached"] == ref.n_reached
     parent = np.load(out)
     res = bfs.BFSResult(**{**ref.__dict__, "parent": parent})

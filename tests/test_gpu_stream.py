@@ -215,6 +215,17 @@ def test_streamed_run_through_the_cli_entry_and_a_damaged_page(tmp_path):
     res = registry.dispatch("pagerank-pull", g, device="gpu", gpu_tier="stream-ssd")
     assert res.gpu_tier == "stream-ssd" and res.iterations == ref.iterations
     np.testing.assert_allclose(res.scores, ref.scores, rtol=1e-9, atol=1e-15)
+    # --json says where every superstep ran: each iteration on the GPU, streamed from the SSD
+    import json
+    from click.testing import CliRunner
+    from graphene_py.cli import main
+    r = CliRunner().invoke(main, ["run", "pagerank-pull", "-g", str(g.path), "--device", "gpu",
+                                  "--gpu-tier", "stream-ssd", "--json"])
+    assert r.exit_code == 0, r.output
+    pl = json.loads(r.stdout)["placement"]
+    assert [(e["device"], e["mode"], e["supersteps"]) for e in pl] == [
+        ("gpu", "gpu-stream-ssd", ref.iterations)]
+    assert pl[0]["bytes_to_gpu"] >= ref.iterations * 4 * g.num_edges
     _refused_when_damaged(g, lambda source: streamed.pagerank(g, source=source, max_iter=2))
 
 
