@@ -225,7 +225,7 @@ def test_streamed_run_through_the_cli_entry_and_a_damaged_page(tmp_path):
     pl = json.loads(r.stdout)["placement"]
     assert [(e["device"], e["mode"], e["supersteps"]) for e in pl] == [
         ("gpu", "gpu-stream-ssd", ref.iterations)]
-    assert pl[0]["bytes_to_gpu"] >= ref.iterations * 4 * g.num_edges
+    assert pl[0]["bytes_to_gpu"] >= 4 * g.num_edges      # (every list kept after the first)
     _refused_when_damaged(g, lambda source: streamed.pagerank(g, source=source, max_iter=2))
 
 
