@@ -22,19 +22,11 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_io import drop_caches  # noqa: E402
 CLI = ("import sys; from graphene_py.cli import main; sys.argv[0] = 'graphene'; "
        "sys.exit(main())")
 ALGOS = {"pagerank-pull": ["--max-iter", "10", "--tol", "0"], "wcc": []}
-
-
-def drop_caches():
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
 
 
 def timed(cmd, env, log):

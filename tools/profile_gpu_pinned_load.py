@@ -14,16 +14,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def drop_caches() -> bool:
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_io import drop_caches  # noqa: E402
 
 
 def main():
