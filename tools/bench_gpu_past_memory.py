@@ -48,7 +48,7 @@ def main():
     ap.add_argument("--work", default="/tmp/big")
     ap.add_argument("--out", default="big.json")
     ap.add_argument("--algos", nargs="+", default=list(ALGOS), choices=list(ALGOS))
-    ap.add_argument("--devices", nargs="+", default=["gpu", "cpu"], choices=["gpu", "cpu"])
+    ap.add_argument("--devices", nargs="+", default=["gpu", "cpu"], choices=["gpu", "cpu", "auto"])
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     env = dict(os.environ, GRAPHENE_HOME=os.path.join(a.work, "home"),
@@ -77,15 +77,17 @@ def main():
         for dev in a.devices:
             path = os.path.join(a.work, f"{algo}_{dev}.npy")
             cmd = [py, "-c", CLI, "run", algo, "-g", name, "--device", dev, "--json", "-o", path,
-                   *ALGOS[algo]] + (["--gpu-mem", a.gpu_mem] if dev == "gpu" else [])
+                   *ALGOS[algo]] + (["--gpu-mem", a.gpu_mem] if dev != "cpu" else [])
             cold = drop_caches()
             wall, stdout = timed(cmd, env, log)
             js = json.loads(stdout)
             res[dev] = np.load(path)
             row = {"algo": algo, "device": dev, "wall_s": wall, "cold_cache": cold, "json": js}
             out["runs"].append(row)
-            print(f"{algo} --device {dev}: {wall:.2f} s wall, own {js.get('average_seconds')}", flush=True)
-        if len(res) == 2:
+            print(f"{algo} --device {dev}: {wall:.2f} s wall, own {js.get('average_seconds')}"
+                  + (f" (ran on {js['trials'][0].get('device', 'cpu')}: "
+                     f"{js['trials'][0].get('device_reason', '')})" if dev == "auto" else ""), flush=True)
+        if "gpu" in res and "cpu" in res:
             g, c = res["gpu"], res["cpu"]
             if algo == "wcc":
                 cmp = {"equal": bool(np.array_equal(g, c))}
