@@ -450,7 +450,13 @@ class ClusterGraph(Graph):
         ray = self.cluster.ray
         _, pending = ray.wait(refs, num_returns=len(refs), timeout=self.timeout)
         if pending:
-            pl = self.placement[refs.index(pending[0])]
+            late = [self.placement[refs.index(r)] for r in pending]
+            try:                 # name a node that has left the cluster first, if one has
+                live = self.cluster.nodes()
+                late.sort(key=lambda pl: pl["node"] in live)
+            except Exception:
+                pass
+            pl = late[0]
             raise GrapheneError(f"{self.name}: node {pl['node']} did not finish {what} within "
                                 f"{self.timeout:.0f} s (is it up? `ray status`)")
         out = []
