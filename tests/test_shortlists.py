@@ -106,3 +106,29 @@ def test_budget_zero_keeps_nothing(ds):
             st = em.masked((acc, cnt), SUM, mask, "out")
             assert st["kept_lists"] == 0
         assert np.array_equal(cnt.sum(axis=0), 2 * np.diff(d.to_csr("out")[0]))
+
+
+def test_kernel_bind_reuses_its_callable_for_the_same_types(tmp_path, monkeypatch):
+    """A superstep's kernel is bound once per set of argument types: later supersteps with
+    arguments of the same types (aot.key_of_value) take the bound callable without asking numba
+    to type them; other types (float state) bind again, and the answers stay right."""
+    from graphene_py.iterator import specialize
+    g = graphs.powerlaw(scale=9, edge_factor=4, seed=1)
+    d = partition_arrays(g.src, g.dst, num_vertices=g.n, name="bind", disks=[str(tmp_path)],
+                         register=False, durable=False)
+    calls = []
+    real = specialize.Kernel._bind
+    monkeypatch.setattr(specialize.Kernel, "_bind",
+                        lambda self, args: calls.append(1) or real(self, args))
+    mask = np.ones(g.n, np.uint8)
+    want = _expected(d, "out", mask)
+    seen = []
+    with EdgeMap(d, **SSD) as em:
+        T = em.threads + 1
+        for dt in (np.int64, np.int64, np.int64, np.float64):
+            acc, cnt = np.zeros((T, g.n), dt), np.zeros((T, g.n), np.int64)
+            em.masked((acc, cnt), SUM, mask, "out")
+            assert np.array_equal(acc.sum(0), want[0]) and np.array_equal(cnt.sum(0), want[1])
+            seen.append(len(calls))
+    assert seen[0] >= 1 and seen[0] == seen[1] == seen[2]     # int64: bound in the first alone
+    assert seen[3] > seen[2]                                   # float64 rows: bound again

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import types
 
+from .. import aot as _aot
 from .. import jit
 from . import kernels as K
 
@@ -194,11 +195,27 @@ class Kernel:
         if self.disp is None:
             self.disp = getattr(K, template)
         self._entries = {}
+        #: the callable of an earlier bind, by its arguments' types as aot.key_of_value gives
+        #: them (a few microseconds of Python, where numba's typeof of a superstep's arguments
+        #: took ~20% of a cluster node's small superstep; the key is exactly what numba types)
+        self._by_key = {}
 
     def bind(self, args):
         """args: the full argument tuple of one call (without the user functions for generated
         kernels). Returns a callable taking the same arguments that skips numba's dispatch."""
-        full = (self.is_active, self.compute) + tuple(args) if self.generic else tuple(args)
+        args = tuple(args)
+        key = _aot.key_of_value(args)
+        if key is not None:
+            entry = self._by_key.get(key)
+            if entry is not None:
+                return entry
+        entry = self._bind(args)
+        if key is not None and getattr(entry, "__func__", None) is not Kernel._slow:
+            self._by_key[key] = entry
+        return entry
+
+    def _bind(self, args):
+        full = (self.is_active, self.compute) + args if self.generic else args
         if not self.generic and type(self.disp) is jit._Lazy and self.disp._real is None:
             fn = jit.compiled(self.disp.__module__, self.disp.__qualname__, full)
             if fn is not None:             # compiled ahead of time for these types (aot.py)
