@@ -118,6 +118,7 @@ def test_kernel_bind_reuses_its_callable_for_the_same_types(tmp_path, monkeypatc
                          register=False, durable=False)
     calls = []
     real = specialize.Kernel._bind
+    monkeypatch.setattr(specialize, "_KERNELS", {})      # fresh Kernels, as a new process has
     monkeypatch.setattr(specialize.Kernel, "_bind",
                         lambda self, args: calls.append(1) or real(self, args))
     mask = np.ones(g.n, np.uint8)
