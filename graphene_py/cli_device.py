@@ -116,9 +116,10 @@ def calibrate_cmd(graph, disks, seconds, engine, queue_depth, show, forget, as_j
                    "prepare's runs only (builtin: `make install`), or none.")
 @click.pass_context
 def prepare_cmd(ctx, jobs, aot):
-    """Compile and cache the kernels of every built-in command, ahead of the first run (`make
-    install` does this; run it again after upgrading numba, after editing graphene_py, or after
-    runs of your own to compile their kernels ahead of time too)."""
+    """Compile graphene_py's modules to bytecode and cache the kernels of every built-in
+    command, ahead of the first run (`make install` does this; run it again after upgrading
+    numba, after editing graphene_py, or after runs of your own to compile their kernels ahead
+    of time too)."""
     from .cli_prepare import prepare
     secs = prepare(ctx.find_root().command, jobs, say=lambda m: click.echo(m, err=True), aot=aot)
     click.echo(f"kernels ready in {secs:.1f} s", err=True)

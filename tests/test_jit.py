@@ -7,6 +7,7 @@ once per process."""
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import pickle
@@ -354,3 +355,31 @@ def test_prepare_leaves_nothing_to_compile_for_a_first_run(tmp_path, monkeypatch
     line = [x for x in p.stderr.splitlines() if x.startswith("COMPILED ")]
     assert p.returncode == 0 and line, p.stderr[-3000:]
     assert json.loads(line[-1][9:]) == []
+
+
+def test_prepare_compiles_modules_that_a_no_bytecode_process_then_loads(tmp_path):
+    """prepare's bytecode step writes each module's .pyc even under PYTHONDONTWRITEBYTECODE (as
+    this project's CI and many containers run), and a process that may not write bytecode then
+    loads the modules from it instead of compiling their source on every start."""
+    from graphene_py.cli_prepare import bytecode
+    pkg = tmp_path / "pkgx"
+    (pkg / "sub").mkdir(parents=True)
+    files = ["__init__.py", "a.py", "sub/__init__.py", "sub/b.py"]
+    for f in files:
+        (pkg / f).write_text("X = 1\n")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(tmp_path))
+
+    def loaded_from_bytecode():
+        p = subprocess.run([sys.executable, "-v", "-c", "import pkgx.a, pkgx.sub.b"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return {f for f in files
+                if f"code object from '{importlib.util.cache_from_source(str(pkg / f))}'"
+                in p.stderr}
+
+    assert loaded_from_bytecode() == set()          # nothing written by that process itself
+    assert bytecode(str(pkg))
+    assert loaded_from_bytecode() == set(files)
+    (pkg / "a.py").write_text("X = 22\n")           # an edited module: its stale .pyc is not used
+    assert loaded_from_bytecode() == set(files) - {"a.py"}
+    assert bytecode(str(pkg)) and loaded_from_bytecode() == set(files)
