@@ -697,3 +697,42 @@ def test_wcc_in_memory_undirected(gname, grid, tmp_root, monkeypatch):
         for run in (r, ssd):              # in RAM (bfs_ram) and through the engine (bfs.Levels)
             assert "bottom-up" in {s.get("direction") for s in run.supersteps
                                    if s["phase"] == "bfs"}
+
+
+@pytest.mark.parametrize("gname,kind,grid", [("star", "sym", (1, 1)), ("powerlaw", "sym", (2, 2)),
+                                             ("powerlaw", "in", (1, 1))])
+def test_pull_pagerank_in_float32_keeps_its_bounds(tmp_root, gname, kind, grid):
+    """Pull PageRank holds the contributions its edges read in float32 while an iteration's change
+    is at least SINGLE_UNTIL, float64 below. The symmetrized star swaps mass between its hub and
+    its leaves (eigenvalue -alpha: each change is alpha times the last), so verify's bound (one
+    exact iteration moves the result by at most alpha * error) is as tight as it gets there.
+    Stopping in the float32 stage, the bounds hold; a run to a tight tolerance passes into
+    float64 and ends at the reference; the float32 result is within float32 rounding of the same
+    iterations in float64 (naive.pagerank's)."""
+    from graphene_py.algos.pagerank import pull
+    from graphene_py.iterator import memory
+    c = case_of(gname, kind)
+    g = dataset(tmp_root, c, grid)
+    ref = c.ref("pr", lambda: naive.pagerank(c.n, c.src, c.dst, ALPHA))
+    for tol in (1e-3, 1e-4, 2 * pull.SINGLE_UNTIL):
+        with memory.ledger() as led:
+            r = pagerank.run(g, variant="pull", tolerance=tol, max_iter=500, **SSD)
+        rows = [k for k in led.arrays if "float32 while" in k]
+        # y alone (undirected), or with the float64 scores and 1/degree (directed)
+        assert rows and led.arrays[rows[0]] == (4 if c.sym else 20) * c.n, led.arrays
+        assert not any(k.endswith("(float64)") and "out-degrees" not in k
+                       for k in led.arrays), led.arrays
+        assert r.error < tol and r.scores.dtype == np.float64
+        assert abs(r.scores.sum() - 1) < 1e-12
+        assert pagerank.verify(g, r) == []
+        assert np.abs(r.scores - ref).sum() <= ALPHA / (1 - ALPHA) * r.error * 1.001 + 1e-12
+    # the same number of iterations in float64 throughout: float32's rounding apart, equal
+    it = r.iterations
+    want = naive.pagerank(c.n, c.src, c.dst, ALPHA, max_iter=it, tol=0)
+    assert np.abs(r.scores - want).sum() < 1e-6
+    with memory.ledger() as led:
+        r = pagerank.run(g, variant="pull", tolerance=1e-11, max_iter=500, **SSD)
+    assert any(k.startswith(("scores / out-degree (float64)", "contributions (float64)"))
+               for k in led.arrays), led.arrays
+    assert r.error < 1e-11 and np.abs(r.scores - ref).sum() < 1e-9
+    assert pagerank.verify(g, r) == []

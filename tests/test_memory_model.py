@@ -157,7 +157,7 @@ _PR_ARRAYS = {
     "delta": {"scores and changes (2 float64)": 16, "piece counts": 4},
     "delta-pushes": {"scores and changes (2 float64)": 16, "piece counts": 4,
                      "shares (float32)": 4, "active flags": 1, "per-thread sums": 16},
-    "pull": {"scores / out-degree": 8, "per-thread sums": 8},
+    "pull": {"scores / out-degree (float32 while the change is large)": 4, "per-thread sums": 8},
 }
 
 

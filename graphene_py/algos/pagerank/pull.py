@@ -39,17 +39,40 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
     return err
 
 
+#: The contributions every edge reads at random (y = p / outdeg, or contrib) are held in float32
+#: while the last iteration's L1 change is at least SINGLE_UNTIL, as GAPBS holds its scores: half
+#: the bytes, so kron22's 4.2 M vertices' row (16.8 MB) stays in a 32 MiB L3 where the float64 row
+#: (33.6 MB) does not. Below it they are float64, so a run to a tight tolerance converges to the
+#: float64 fixed point; the sums, the scores returned and the stop rule's change stay float64.
+SINGLE_UNTIL = 1e-5
+
+
+def _single_slack(alpha) -> float:
+    """What float32 contributions add to an iteration's reported L1 change, so that verify's bound
+    (one exact power iteration moves the returned scores by at most alpha * error) still holds:
+    each stored score and each contribution is off by at most 2^-24 of itself and the scores sum
+    to ~1, which perturbs the next iteration by at most 3 * 2^-24 in L1 (see the tests)."""
+    return 4.0 * 2.0 ** -24 / alpha
+
+
+def _contrib_row(n, err):
+    """A new row for the contributions: float32 while err >= SINGLE_UNTIL, else float64."""
+    return np.empty(n, dtype=np.float32 if err >= SINGLE_UNTIL else np.float64)
+
+
 #: _finish_from_offsets modes: y of the uniform start, one iteration's new scores, y -> scores
 START, ITERATE, SCORES = 0, 1, 2
 
 
 @njit(cache=True, nogil=True)
-def _finish_from_offsets(acc, y, alpha, mode, dmass, offs, part_base, pidx, gstart, glo, ghi):
+def _finish_from_offsets(acc, y, out, alpha, mode, dmass, offs, part_base, pidx, gstart, glo,
+                         ghi):
     """_finish_iteration over y = p / outdeg (p where the out-degree is 0: such a vertex is in no
     list, so its y is never summed), the out-degrees taken from the offsets (RowGroups): no
     score, contribution, 1/degree or dangling array, and one pass; the dangling mass of the new
     scores is summed on the way (dmass[0]: that of p on entry, of the new p on return). Returns
-    the L1 change (mode ITERATE)."""
+    the L1 change (mode ITERATE). The new values go to `out`: y itself, or in mode SCORES a
+    float64 row when y is float32 (acc's own row: acc is not read in that mode)."""
     n = y.shape[0]
     base = (1.0 - alpha) / n + alpha * dmass[0] / n
     err = 0.0
@@ -73,9 +96,9 @@ def _finish_from_offsets(acc, y, alpha, mode, dmass, offs, part_base, pidx, gsta
                 err += abs(new - x)
                 x = new
             if mode == SCORES or d == 0:
-                y[v] = x
+                out[v] = x
             else:
-                y[v] = x / d
+                out[v] = x / d
             if d == 0:
                 dsum += x
     dmass[0] = dsum
@@ -85,7 +108,8 @@ def _finish_from_offsets(acc, y, alpha, mode, dmass, offs, part_base, pidx, gsta
 def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
     """Pull PageRank over the out-lists of an undirected dataset: the out-degrees come from the
     offsets the iterator holds, and one row y = p / outdeg stands for the scores and their
-    contributions (16 bytes per vertex with the row of sums). None when the iterator's rows do
+    contributions (12 bytes per vertex with the row of sums while y is float32: SINGLE_UNTIL;
+    16 after). None when the iterator's rows do
     not tile the vertices (then _classic runs)."""
     with EdgeMap(graph, in_memory=in_memory, **runtime) as em:
         it = em.its.get("out")
@@ -94,20 +118,28 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
         rg = RowGroups(it)
         if not rg.covers(n):
             return None
-        y = track("scores / out-degree", np.empty(n))
+        err = np.inf
+        y = track("scores / out-degree (float32 while the change is large)",
+                  _contrib_row(n, err))
         acc = track("per-thread sums", np.zeros((1, n)))
         dmass = np.zeros(1)
-        _finish_from_offsets(acc, y, alpha, START, dmass, *rg.args)
-        err = np.inf
+        _finish_from_offsets(acc, y, y, alpha, START, dmass, *rg.args)
         iters = 0
         while iters < max_iter:
             st = em.dense((y, acc), PULL, "out", again=iters + 1 < max_iter)
-            err = float(_finish_from_offsets(acc, y, alpha, ITERATE, dmass, *rg.args))
+            err = float(_finish_from_offsets(acc, y, y, alpha, ITERATE, dmass, *rg.args))
+            if y.dtype == np.float32:
+                err += _single_slack(alpha)
             iters += 1
             _note(steps, progress, st, iters, err, n)
             if err < tol:
                 break
-        _finish_from_offsets(acc, y, alpha, SCORES, dmass, *rg.args)
+            if y.dtype == np.float32 and err < SINGLE_UNTIL:
+                y = track("scores / out-degree (float64)", y.astype(np.float64))
+        # the scores in float64: in place, or into acc's row (zero and unread by then)
+        out = y if y.dtype == np.float64 else acc[0]
+        _finish_from_offsets(acc, y, out, alpha, SCORES, dmass, *rg.args)
+        y = out
     return _normalized(y), iters, err
 
 
@@ -129,8 +161,10 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
     # the push kernel divides by the degree (1 for dangling vertices); the pull needs only 1/degree
     safe_deg = np.where(dangling, 1.0, outdeg) if step is PUSH else None
     del outdeg
-    contrib = p * inv_deg
-    track("scores, contributions, 1/degree", p, contrib, inv_deg)
+    contrib = _contrib_row(n, np.inf if step is PULL else 0.0)     # (pushes read p)
+    np.multiply(p, inv_deg, out=contrib)
+    track("scores, contributions (float32 while the change is large), 1/degree", p, contrib,
+          inv_deg)
     if safe_deg is not None:
         track("safe degrees", safe_deg)
     err = np.inf
@@ -144,8 +178,14 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
             st = em.dense(state, step, direction, again=iters + 1 < max_iter)
             # one pass: new scores in place, the L1 change, acc zeroed, next contributions
             err = float(_finish_iteration(acc, p, contrib, dangling, inv_deg, alpha))
+            if contrib.dtype == np.float32:
+                err += _single_slack(alpha)
             iters += 1
             _note(steps, progress, st, iters, err, n)
             if err < tol:
                 break
+            if contrib.dtype == np.float32 and err < SINGLE_UNTIL:
+                contrib = track("contributions (float64)", contrib.astype(np.float64))
+                if step is PULL:
+                    state = (contrib, acc)
     return _normalized(p), iters, err
