@@ -701,9 +701,9 @@ def test_wcc_in_memory_undirected(gname, grid, tmp_root, monkeypatch):
 
 @pytest.mark.parametrize("gname,kind,grid", [("star", "sym", (1, 1)), ("powerlaw", "sym", (2, 2)),
                                              ("powerlaw", "in", (1, 1))])
-def test_pull_pagerank_in_float32_keeps_its_bounds(tmp_root, gname, kind, grid):
+def test_pagerank_in_float32_keeps_its_bounds(tmp_root, gname, kind, grid):
     """Pull PageRank holds the contributions its edges read in float32 while an iteration's change
-    is at least SINGLE_UNTIL, float64 below. The symmetrized star swaps mass between its hub and
+    is at least SINGLE_UNTIL, float64 below; delta PageRank's sweeps their y. The symmetrized star swaps mass between its hub and
     its leaves (eigenvalue -alpha: each change is alpha times the last), so verify's bound (one
     exact iteration moves the result by at most alpha * error) is as tight as it gets there.
     Stopping in the float32 stage, the bounds hold; a run to a tight tolerance passes into
@@ -715,6 +715,10 @@ def test_pull_pagerank_in_float32_keeps_its_bounds(tmp_root, gname, kind, grid):
     g = dataset(tmp_root, c, grid)
     ref = c.ref("pr", lambda: naive.pagerank(c.n, c.src, c.dst, ALPHA))
     for tol in (1e-3, 1e-4, 2 * pull.SINGLE_UNTIL):
+        # delta's sweeps too (y in the first half of its float64 row: no ledger entry of its own)
+        r = pagerank.run(g, variant="delta", tolerance=tol, max_iter=500, **SSD)
+        assert r.error < tol and pagerank.verify(g, r) == []
+        assert np.abs(r.scores - ref).sum() <= ALPHA / (1 - ALPHA) * r.error * 1.001 + 1e-12
         with memory.ledger() as led:
             r = pagerank.run(g, variant="pull", tolerance=tol, max_iter=500, **SSD)
         rows = [k for k in led.arrays if "float32 while" in k]
@@ -736,3 +740,5 @@ def test_pull_pagerank_in_float32_keeps_its_bounds(tmp_root, gname, kind, grid):
                for k in led.arrays), led.arrays
     assert r.error < 1e-11 and np.abs(r.scores - ref).sum() < 1e-9
     assert pagerank.verify(g, r) == []
+    r = pagerank.run(g, variant="delta", tolerance=1e-11, max_iter=500, **SSD)
+    assert r.error < 1e-11 and np.abs(r.scores - ref).sum() < 1e-9

@@ -26,6 +26,7 @@ from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _f
 from ...iterator.cost import deg_at
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
+from .pull import SINGLE_UNTIL, _single_slack
 from .steps import _always, _note, _pushing
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
@@ -53,10 +54,9 @@ def _score(y, d, v):
 
 
 @njit(inline="always")
-def _sweep_list(v, nbrs, F, seen, d, od, consts):
+def _sweep_list(v, nbrs, F, y, seen, d, od, consts):
     """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once (d, od:
-    v's in- and out-degree)."""
-    y = F[Y]
+    v's in- and out-degree; y: row Y of F, or its float32 half: _single_y)."""
     s = 0.0
     for i in range(len(nbrs)):
         s += y[np.int64(nbrs[i])]
@@ -76,31 +76,46 @@ def _sweep_list(v, nbrs, F, seen, d, od, consts):
 @njit(cache=True)
 def _sweep(v, nbrs, wts, tid, state):
     """A sweep's list, the degrees from arrays."""
-    F, seen, indeg, outdeg, consts = state
-    _sweep_list(v, nbrs, F, seen, np.int64(indeg[v]), np.int64(outdeg[v]), consts)
+    F, y, seen, indeg, outdeg, consts = state
+    _sweep_list(v, nbrs, F, y, seen, np.int64(indeg[v]), np.int64(outdeg[v]), consts)
 
 
 @njit(cache=True)
 def _sweep_offs(v, nbrs, wts, tid, state):
     """A sweep's list, both degrees as differences of offsets (1x1 grids), with no per-list test
     of where they come from."""
-    F, seen, ioffs, ooffs, consts = state
-    _sweep_list(v, nbrs, F, seen, np.int64(ioffs[v + 1]) - np.int64(ioffs[v]),
+    F, y, seen, ioffs, ooffs, consts = state
+    _sweep_list(v, nbrs, F, y, seen, np.int64(ioffs[v + 1]) - np.int64(ioffs[v]),
                 np.int64(ooffs[v + 1]) - np.int64(ooffs[v]), consts)
 
 
 #: a sweep updates one shared score array in place, in list order: no declared writes (it runs
 #: on one machine only)
-SWEEP = Update(_always, _sweep, combine="sum", reads=(0, Y))
-SWEEP_OFFS = Update(_always, _sweep_offs, combine="sum", reads=(0, Y))
+SWEEP = Update(_always, _sweep, combine="sum", reads=1)
+SWEEP_OFFS = Update(_always, _sweep_offs, combine="sum", reads=1)
+
+
+def _single_y(F):
+    """Row Y's first half as float32 (y while the sweeps' change is large: pull.SINGLE_UNTIL):
+    the row the sweeps read at random in half the bytes, in F's own memory."""
+    return F[Y].view(np.float32)[:F.shape[1]]
 
 
 @njit(cache=True)
-def _sweep_tail(F, indeg, outdeg, diff, base, c, thr_per_delta):
+def _widen(row):
+    """The float32 values in row's first half (_single_y) -> float64 in place, from the top
+    down: value v lands on the bytes of float32 values 2v and 2v+1, both read by then."""
+    half = row.view(np.float32)
+    for v in range(row.shape[0] - 1, -1, -1):
+        row[v] = np.float64(half[v])
+
+
+@njit(cache=True)
+def _sweep_tail(F, y, indeg, outdeg, diff, base, c, thr_per_delta):
     """After a sweep: set the vertices without in-lists to `base`, rescale to sum 1 and zero the
     changes (the next sweep's partial sums), in two passes. Returns (error, out-edges of the
     vertices whose change exceeds thr_per_delta * delta and how many they are, dangling mass)."""
-    y, ch = F[Y], F[PC]
+    ch = F[PC]
     n = y.shape[0]
     delta = 0.0
     sigma = 0.0
@@ -354,7 +369,10 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     Returns (sweeps, error, converged)."""
     # the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
     seen = track("piece counts", np.zeros(n, dtype=em.ddt))
-    dmass = _start(F[Y], indeg, outdeg, diff, alpha, True)
+    # y in float32 (row Y's first half) while the change is at least SINGLE_UNTIL, as pull
+    # PageRank's; the reported error then carries float32's rounding bound
+    y = _single_y(F)
+    dmass = _start(y, indeg, outdeg, diff, alpha, True)
     consts = np.zeros(2)
     c = max(1.0, (1.0 - alpha) / alpha)
     sweeps, err = 0, np.inf
@@ -362,22 +380,34 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
         if diff.all():
-            st = em.dense((F, seen, indeg, outdeg, consts), SWEEP_OFFS, direction,
+            st = em.dense((F, y, seen, indeg, outdeg, consts), SWEEP_OFFS, direction,
                           again=sweeps + 1 < max_iter)
         else:
-            st = em.dense((F, seen, indeg if not diff[0] else em.degree(direction),
+            st = em.dense((F, y, seen, indeg if not diff[0] else em.degree(direction),
                            outdeg if not diff[1] else em.degree("out"), consts), SWEEP, direction,
                           again=sweeps + 1 < max_iter)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
-        err, act_edges, act, dmass = _sweep_tail(F, indeg, outdeg, diff, base, c, threshold / n)
+        err, act_edges, act, dmass = _sweep_tail(F, y, indeg, outdeg, diff, base, c,
+                                                 threshold / n)
+        if y.dtype == np.float32:
+            err += _single_slack(alpha)
         sweeps += 1
         _note(steps, progress, st, sweeps, err, act)
-        if err < tol or sweeps >= max_iter:
+        done = err < tol or sweeps >= max_iter
+        sparse = act_edges <= PULL_FRACTION * m
+        if y.dtype == np.float32 and (err < SINGLE_UNTIL or done or sparse):
+            _widen(F[Y])                     # float64 from here on (and for what follows)
+            y = F[Y]
+            if sparse and not done and tol < SINGLE_UNTIL:
+                # one float64 sweep first: pushes would take float32's rounding (~1e-7) off at
+                # rate alpha per superstep, where a sweep takes it at once
+                continue
+        if done:
             _scores_from_y(F, outdeg, diff)
             return sweeps, err, True
-        if act_edges <= PULL_FRACTION * m:   # the changes are sparse now: switch to pushes
+        if sparse:                           # the changes are sparse now: switch to pushes
             break
     return sweeps, err, False
 
