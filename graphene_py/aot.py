@@ -25,6 +25,7 @@ and flags. Any edit of the package, or another machine, finds no module and runs
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -120,12 +121,25 @@ def _cpu() -> str:
            f"{' '.join(sorted(want.get('flags', '').split()))}"
 
 
+@functools.lru_cache(maxsize=1)
 def _numba_version() -> str:
-    from importlib import metadata
+    """numba's installed version, without importing numba: where its package is and the text of
+    its generated `_version.py`. (importlib.metadata.version scans every distribution of
+    site-packages: 76-86 ms of a cold process here, against 3-4 ms.)"""
     try:
-        return metadata.version("numba")
-    except metadata.PackageNotFoundError:
+        spec = importlib.util.find_spec("numba")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
         return "none"
+    folder = os.path.dirname(spec.origin)
+    for name in ("_version.py", "__init__.py"):
+        try:
+            with open(os.path.join(folder, name), "rb") as f:
+                return f"{folder}|{hashlib.sha1(f.read()).hexdigest()}"
+        except OSError:
+            continue
+    return folder
 
 
 def build_key(root: str = None) -> str:

@@ -218,13 +218,15 @@ def prepare(main, jobs: int = 2, say=print, aot: str = "all") -> float:
 
 def bytecode(folder: str = None) -> bool:
     """Compile every module under `folder` (graphene_py's own by default) to its __pycache__
-    .pyc, whatever PYTHONDONTWRITEBYTECODE says (py_compile writes regardless); a module whose
-    .pyc is current is left alone. False when some could not be written (a read-only install:
-    pip compiled those already)."""
+    .pyc, whatever PYTHONDONTWRITEBYTECODE says (py_compile writes regardless). Every module is
+    compiled again (force): compileall's own test of a .pyc compares whole-second mtimes only,
+    where the import system also compares sizes, so a module edited within the second of its
+    last compile would keep a .pyc that imports never use. False when some could not be written
+    (a read-only install: pip compiled those already)."""
     import compileall
     folder = folder or os.path.dirname(os.path.abspath(__file__))
     with contextlib.redirect_stdout(io.StringIO()):
-        return bool(compileall.compile_dir(folder, quiet=2, workers=1))
+        return bool(compileall.compile_dir(folder, quiet=2, workers=1, force=True))
 
 
 # -- kernels compiled ahead of time (aot.py) --------------------------------------------------
