@@ -259,7 +259,10 @@ def test_algorithms_agree(cluster, tmp_path_factory, home_kept, name, directed):
             assert "bottom-up" in {s.get("direction") for s in r.supersteps if s["phase"] == "bfs"}
     a, b = gp.pagerank_pull(local, **RT), gp.pagerank_pull(cg, **RT)
     assert a.iterations == b.iterations
-    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9, atol=1e-15)
+    # equal but for float32's rounding (PageRank's rows read at random are float32 while the
+    # change is large: one machine rounds y = p / degree of an undirected graph, where the
+    # cluster's driver keeps p in float64 and rounds p / degree)
+    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9 if directed else 1e-6, atol=1e-15)
     # delta PageRank: on a cluster without the Gauss-Seidel phase (other iterates, the same fixed
     # point, more iterations: around the star's hub they converge at rate alpha); both within
     # reach of a tight pull PageRank
@@ -357,7 +360,10 @@ def test_combined_by_owners(cluster, tmp_path_factory, home_kept, by_owners, nam
     assert np.array_equal(a.labels, b.labels)
     a, b = gp.pagerank_pull(local, **RT), gp.pagerank_pull(cg, **RT)
     assert a.iterations == b.iterations
-    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9, atol=1e-15)
+    # equal but for float32's rounding (PageRank's rows read at random are float32 while the
+    # change is large: one machine rounds y = p / degree of an undirected graph, where the
+    # cluster's driver keeps p in float64 and rounds p / degree)
+    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-9 if directed else 1e-6, atol=1e-15)
     if name == "powerlaw":     # through the driver, each of 3 nodes' copy: 24 B/vertex each way
         back = [s["bytes_back"] for s in b.supersteps]
         assert max(back) < 1.5 * 8 * n, back

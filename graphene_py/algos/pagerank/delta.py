@@ -26,7 +26,8 @@ from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _f
 from ...iterator.cost import deg_at
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
-from .pull import SINGLE_UNTIL, _single_slack
+from . import pull
+from .pull import _single_slack
 from .steps import _always, _note, _pushing
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
@@ -371,7 +372,7 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     seen = track("piece counts", np.zeros(n, dtype=em.ddt))
     # y in float32 (row Y's first half) while the change is at least SINGLE_UNTIL, as pull
     # PageRank's; the reported error then carries float32's rounding bound
-    y = _single_y(F)
+    y = _single_y(F) if pull.single(np.inf) else F[Y]
     dmass = _start(y, indeg, outdeg, diff, alpha, True)
     consts = np.zeros(2)
     c = max(1.0, (1.0 - alpha) / alpha)
@@ -397,10 +398,10 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
         _note(steps, progress, st, sweeps, err, act)
         done = err < tol or sweeps >= max_iter
         sparse = act_edges <= PULL_FRACTION * m
-        if y.dtype == np.float32 and (err < SINGLE_UNTIL or done or sparse):
+        if y.dtype == np.float32 and (not pull.single(err) or done or sparse):
             _widen(F[Y])                     # float64 from here on (and for what follows)
             y = F[Y]
-            if sparse and not done and tol < SINGLE_UNTIL:
+            if sparse and not done and not pull.single(tol):
                 # one float64 sweep first: pushes would take float32's rounding (~1e-7) off at
                 # rate alpha per superstep, where a sweep takes it at once
                 continue

@@ -44,6 +44,7 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
 #: the bytes, so kron22's 4.2 M vertices' row (16.8 MB) stays in a 32 MiB L3 where the float64 row
 #: (33.6 MB) does not. Below it they are float64, so a run to a tight tolerance converges to the
 #: float64 fixed point; the sums, the scores returned and the stop rule's change stay float64.
+#: inf: float64 throughout (what a comparison with another float64 path needs).
 SINGLE_UNTIL = 1e-5
 
 
@@ -55,9 +56,14 @@ def _single_slack(alpha) -> float:
     return 4.0 * 2.0 ** -24 / alpha
 
 
+def single(err) -> bool:
+    """Whether the rows read at random are float32 after an iteration that changed by err."""
+    return err > SINGLE_UNTIL
+
+
 def _contrib_row(n, err):
-    """A new row for the contributions: float32 while err >= SINGLE_UNTIL, else float64."""
-    return np.empty(n, dtype=np.float32 if err >= SINGLE_UNTIL else np.float64)
+    """A new row for the contributions: float32 while single(err), else float64."""
+    return np.empty(n, dtype=np.float32 if single(err) else np.float64)
 
 
 #: _finish_from_offsets modes: y of the uniform start, one iteration's new scores, y -> scores
@@ -134,7 +140,7 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
             _note(steps, progress, st, iters, err, n)
             if err < tol:
                 break
-            if y.dtype == np.float32 and err < SINGLE_UNTIL:
+            if y.dtype == np.float32 and not single(err):
                 y = track("scores / out-degree (float64)", y.astype(np.float64))
         # the scores in float64: in place, or into acc's row (zero and unread by then)
         out = y if y.dtype == np.float64 else acc[0]
@@ -184,7 +190,7 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
             _note(steps, progress, st, iters, err, n)
             if err < tol:
                 break
-            if contrib.dtype == np.float32 and err < SINGLE_UNTIL:
+            if contrib.dtype == np.float32 and not single(err):
                 contrib = track("contributions (float64)", contrib.astype(np.float64))
                 if step is PULL:
                     state = (contrib, acc)
