@@ -183,7 +183,9 @@ def test_undirected_in_edges_are_the_out_files(tmp_path):
                                 weights=np.concatenate([g.weights, g.weights]), num_vertices=g.n,
                                 disks=make_disks(tmp_path, 1, "d"), name="d", in_edges=True)
     ref = pagerank.run(directed, variant="pull", in_memory=True, threads=2).scores
-    np.testing.assert_allclose(mem, ref, rtol=1e-9, atol=1e-15)
+    # float32's rounding apart: the undirected dataset's PageRank rounds y = p / degree, the
+    # directed one's the contributions only (its scores stay float64)
+    np.testing.assert_allclose(mem, ref, rtol=1e-6, atol=1e-15)
 
 
 def test_bad_arrays(tmp_path):
