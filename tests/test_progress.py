@@ -90,3 +90,25 @@ def test_a_streamed_gpu_superstep_line_says_what_moved_and_what_stayed():
     assert "kept on GPU 7.0 MB" in line
     st["kept_bytes"] = 0
     assert "kept on GPU" not in superstep_line(2, st)
+
+
+def test_every_superstep_line_says_where_it_ran():
+    """Issue 15: the device and tier of every superstep in its progress line. A CPU superstep
+    shows its mode; a GPU one its device as well, unless its mode names it; a resident GPU
+    run's supersteps get the tier "gpu-resident" (gpu_steps)."""
+    from graphene_py.algos.common import superstep_line
+    from graphene_py.gpu.resident import gpu_steps
+    assert "[scan]" in superstep_line(1, {"mode": "scan"})
+    assert "[scan]" in superstep_line(1, {"mode": "scan", "device": "cpu"})
+    assert "[gpu-td]" in superstep_line(1, {"mode": "gpu-td", "device": "gpu"})
+    assert "[gpu all]" in superstep_line(1, {"mode": "all", "device": "gpu"})
+    assert "[gpu]" in superstep_line(1, {"device": "gpu"})
+    seen = []
+    steps = gpu_steps({"supersteps": [{"frontier": 3}, {"mode": "gpu-bu", "frontier": 9}]},
+                      progress=seen.append)
+    assert [s["mode"] for s in steps] == ["gpu-resident", "gpu-bu"] and seen == steps
+    assert {s["device"] for s in steps} == {"gpu"}
+    assert "[gpu-resident]" in superstep_line(0, steps[0])
+    one = gpu_steps({"seconds": 0.5, "iterations": 4})        # a run without per-step stats
+    assert one == [{"mode": "gpu-resident", "seconds": 0.5, "iterations": 4, "device": "gpu"}]
+    assert gpu_steps({"tier": "stream-host"})[0]["mode"] == "gpu-stream-host"

@@ -627,7 +627,17 @@ def superstep_line(i: int, st: dict, label: str = "level") -> str:
             f"  read {_mb(st.get('bytes_read', 0)):>10}  util {st.get('io_utility', 1.0):5.2f}"
             f"  io {st.get('io_seconds', 0.0):.3f}s  compute {st.get('compute_seconds', 0.0):.3f}s"
             f"  wait {st.get('wait_seconds', 0.0):.3f}s  plan {st.get('plan_seconds', 0.0):.3f}s"
-            f"  {st.get('seconds', 0.0):.3f}s  [{st.get('mode', '-')}]" + extra)
+            f"  {st.get('seconds', 0.0):.3f}s  [{where(st)}]" + extra)
+
+
+def where(st: dict) -> str:
+    """Where a superstep ran, for its progress line: its mode on the CPU (queue, scan, all...);
+    elsewhere the device too, unless the mode names it (gpu-stream-host, gpu-td...)."""
+    mode = str(st.get("mode", "-"))
+    dev = str(st.get("device", "cpu"))
+    if dev == "cpu" or mode.startswith(dev):
+        return mode
+    return dev if mode == "-" else f"{dev} {mode}"
 
 
 def superstep_json(i: int, st: dict) -> dict:

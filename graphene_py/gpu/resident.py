@@ -33,9 +33,12 @@ def timed(graph, gpu_mem=None):
 
 
 def gpu_steps(stats: dict, progress=None) -> list:
-    """A GPU run's supersteps (one per launch group), marked device "gpu", reported to progress."""
-    steps = [dict(s, device="gpu") for s in stats.get("supersteps", [])] or [{"device": "gpu", **{
-        k: v for k, v in stats.items() if k != "supersteps"}}]
+    """A GPU run's supersteps (one per launch group), marked device "gpu" and, where the kernels
+    name no mode of their own, mode "gpu-" + the run's tier ("gpu-resident": the whole graph in
+    GPU memory, unless stats name another tier), reported to progress."""
+    mode = f"gpu-{stats.get('tier') or 'resident'}"
+    steps = [{"mode": mode, **s, "device": "gpu"} for s in stats.get("supersteps", [])] or [
+        {"mode": mode, **{k: v for k, v in stats.items() if k != "supersteps"}, "device": "gpu"}]
     if progress is not None:
         for st in steps:
             progress(st)
