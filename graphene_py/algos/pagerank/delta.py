@@ -370,7 +370,7 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     Returns (sweeps, error, converged)."""
     # the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
     seen = track("piece counts", np.zeros(n, dtype=em.ddt))
-    # y in float32 (row Y's first half) while the change is at least SINGLE_UNTIL, as pull
+    # y in float32 (row Y's first half) while the change is above SINGLE_UNTIL, as pull
     # PageRank's; the reported error then carries float32's rounding bound
     y = _single_y(F) if pull.single(np.inf) else F[Y]
     dmass = _start(y, indeg, outdeg, diff, alpha, True)

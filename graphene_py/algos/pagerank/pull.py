@@ -40,7 +40,7 @@ def _finish_iteration(acc, p, contrib, dangling, inv_deg, alpha):
 
 
 #: The contributions every edge reads at random (y = p / outdeg, or contrib) are held in float32
-#: while the last iteration's L1 change is at least SINGLE_UNTIL, as GAPBS holds its scores: half
+#: while the last iteration's L1 change is above SINGLE_UNTIL, as GAPBS holds its scores: half
 #: the bytes, so kron22's 4.2 M vertices' row (16.8 MB) stays in a 32 MiB L3 where the float64 row
 #: (33.6 MB) does not. Below it they are float64, so a run to a tight tolerance converges to the
 #: float64 fixed point; the sums, the scores returned and the stop rule's change stay float64.
@@ -114,9 +114,8 @@ def _finish_from_offsets(acc, y, out, alpha, mode, dmass, offs, part_base, pidx,
 def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
     """Pull PageRank over the out-lists of an undirected dataset: the out-degrees come from the
     offsets the iterator holds, and one row y = p / outdeg stands for the scores and their
-    contributions (12 bytes per vertex with the row of sums while y is float32: SINGLE_UNTIL;
-    16 after). None when the iterator's rows do
-    not tile the vertices (then _classic runs)."""
+    contributions (12 bytes per vertex with the row of sums while y is float32, 16 after:
+    SINGLE_UNTIL). None when the iterator's rows do not tile the vertices (then _classic runs)."""
     with EdgeMap(graph, in_memory=in_memory, **runtime) as em:
         it = em.its.get("out")
         if not all(hasattr(it, a) for a in ("parts", "offs", "part_base")):
