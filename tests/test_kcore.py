@@ -148,6 +148,19 @@ def test_membership_vs_naive(gname, kind, grid, root):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("gname", ["star", "powerlaw", "chain", "isolated_ends"])
+def test_membership_in_int64_rows(gname, kind, root, monkeypatch):
+    """A graph with 2^31 edges or more gets int64 rows and a 64-bit in-core bitmap (words built
+    64 vertices at a time); forced here on small graphs: same memberships as the naive peel."""
+    monkeypatch.setattr(kmem, "INT32_ROWS_BELOW", 1)
+    c = case_of(gname, kind)
+    g = make_dataset(root, c.tg, kind, (1, 1))
+    for k in c.ks():
+        r = check(g, c, k, **SSD)
+        assert r.in_k_core.sum() == r.k_core_size
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("gname", ["powerlaw", "uniform", "disconnected", "grid", "duplicates"])
 def test_vs_networkx_k_core(gname, kind, root):
     c = case_of(gname, kind)

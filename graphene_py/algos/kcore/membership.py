@@ -14,6 +14,9 @@ from ...errors import GrapheneError
 from .base import KEEP_BAND, KEEP_SHARE, KCoreResult, _always, _record
 from .scan import _in_degrees
 
+#: int32 rows while every degree, ID and store position stays below this (tests lower it)
+INT32_ROWS_BELOW = (1 << 31) - 1
+
 
 def _run_membership(graph, k, in_memory, runtime, progress, t0):
     """Single-k peeling (Graphene's k-core): vertices of degree < K leave in rounds until none does.
@@ -37,10 +40,14 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         # int32 rows while every value fits: degrees (the sum over the directions read), vertex
         # IDs and positions in the kept-list store (at most n); at scale 24 edge factor 64 (2 G
         # edges) that is 4 bytes per row per vertex instead of 8
-        dmax = sum(em.max_degree_bound(d) for d in dirs) if n else 0
-        if full_scan:
-            dmax += int(graph.num_edges)
-        wide = dmax >= (1 << 31) - 1 or n >= (1 << 31) - 1
+        # (no degree can pass the edge count of the directions read: only a graph with more
+        # edges than int32 holds needs the offsets' scan for a tighter bound)
+        dmax = int(graph.num_edges) * (len(dirs) + int(full_scan))
+        if dmax >= INT32_ROWS_BELOW and n:
+            dmax = sum(em.max_degree_bound(d) for d in dirs)
+            if full_scan:
+                dmax += int(graph.num_edges)
+        wide = dmax >= INT32_ROWS_BELOW or n >= INT32_ROWS_BELOW
         dt = np.int64 if wide else np.int32
         sh = 6 if wide else 5                  # bits per word of the in-core bitmap
         nw = (n + (1 << sh) - 1) >> sh
@@ -57,8 +64,7 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         # (both read); later rounds: 1 leaves in this round, 0 anything else
         status = np.empty(n, dtype=np.uint8)
         hist = np.zeros(KEEP_BAND, dtype=np.int64)
-        count, edges1 = (int(x) for x in _below_k(deg, dt(kk), status, hist))
-        _set_in_core(A, sh, dt(kk))
+        count, edges1 = (int(x) for x in _below_k(A, dt(kk), np.int64(sh), status, hist))
         cap = kk
         if keep_ok and count:
             # the store and the kept vertices' two slots share row 1 with the bitmap
@@ -167,35 +173,35 @@ def _drop_k_scan(v, nbrs, wts, tid, state):
 
 
 @njit(cache=True)
-def _below_k(deg, kk, status, hist):
-    """Round 1: every vertex of degree < K leaves the core; status[v] = 1 for those with edges (the
-    isolated ones have nothing to decrement). hist[i] counts the vertices of degree K + i.
-    Returns (how many leave, their edges). Branch-free (unsigned compares): 5x faster here."""
+def _below_k(A, kk, sh, status, hist):
+    """Round 1, over the degrees (row 0 of A): every vertex of degree < K leaves the core,
+    status[v] = 1 for those with edges (the isolated ones have nothing to decrement); row 1's
+    first words become the bitmap of degree >= K, a word at a time; hist[i] counts the vertices
+    of degree K + i. Returns (how many leave, their edges). Branch-free (unsigned compares): 5x
+    faster here than with branches."""
+    deg = A[0]
+    n = deg.shape[0]
     m = 0
     e = 0
     km1 = np.uint64(max(kk, 1) - 1)
-    for v in range(deg.shape[0]):
-        d = deg[v]
-        x = np.uint8(np.uint64(d - 1) < km1)      # 1 <= d < K
-        status[v] = x
-        m += x
-        e += d * x
+    B = 1 << sh
+    for w in range((n + B - 1) >> sh):
+        lo = w << sh
+        word = np.uint64(0)
+        for v in range(lo, min(lo + B, n)):
+            d = deg[v]
+            x = np.uint8(np.uint64(d - 1) < km1)      # 1 <= d < K
+            status[v] = x
+            m += x
+            e += d * x
+            word |= np.uint64(d >= kk) << np.uint64(v - lo)
+        A[1, w] = A.dtype.type(word)
     H = np.uint64(hist.shape[0])
-    for v in range(deg.shape[0]):
+    for v in range(n):
         i = np.uint64(deg[v] - kk)
         if i < H:
             hist[i] += 1
     return m, e
-
-
-@njit(cache=True)
-def _set_in_core(A, sh, kk):
-    """Row 1's first words: the bitmap of degree >= K."""
-    one = A.dtype.type(1)
-    bm = (1 << sh) - 1
-    for v in range(A.shape[1]):
-        if A[0, v] >= kk:
-            A[1, v >> sh] |= one << (v & bm)
 
 
 @njit(cache=True, inline="always")
