@@ -56,15 +56,15 @@ def key_of_value(v):
     if t is float:
         return ("s", "float64")
     if t is tuple:
-        ks = tuple(key_of_value(x) for x in v)
-        return None if None in ks else ("t",) + ks
+        ks = [key_of_value(x) for x in v]
+        return None if None in ks else ("t", *ks)
     if t is np.ndarray or t is np.memmap:      # (no subclass numba types otherwise: np.matrix...)
-        dt = v.dtype
-        if dt.fields is not None or dt.kind not in _KINDS or not dt.isnative:
+        name = _dtype_name(v.dtype)
+        if name is None:
             return None
         f = v.flags
         layout = "C" if f.c_contiguous else ("F" if f.f_contiguous else "A")
-        return ("a", dt.name, v.ndim, layout, not f.writeable, bool(f.aligned))
+        return ("a", name, v.ndim, layout, not f.writeable, bool(f.aligned))
     if v is None:
         return ("n",)
     if isinstance(v, np.ndarray):
@@ -74,6 +74,23 @@ def key_of_value(v):
         if dt.kind in _KINDS and dt.isnative and dt.fields is None:
             return ("s", dt.name)
     return None
+
+
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dt):
+    """The name of an element type compiled functions take (None: not one), remembered per
+    dtype: numpy's dtype.name is Python code, 2.7 us a call here, and a kernel call's key asked
+    it once per array (11 arrays: 30 of the key's 35 us, on every call of every kernel)."""
+    try:
+        return _DTYPE_NAMES[dt]
+    except KeyError:
+        pass
+    name = dt.name if dt.fields is None and dt.kind in _KINDS and dt.isnative else None
+    if len(_DTYPE_NAMES) < 256:
+        _DTYPE_NAMES[dt] = name
+    return name
 
 
 def key_of_type(t):

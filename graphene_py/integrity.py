@@ -173,14 +173,17 @@ def verify_pages(p, kind: str) -> list:
 # -- IDs and weights ------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def _range_of(a, lo, hi):
-    """min and max of a[lo:hi] (vectorizes), as int64."""
-    mn = np.int64(0x7FFFFFFFFFFFFFFF)
-    mx = np.int64(-0x7FFFFFFFFFFFFFFF)
-    for i in range(lo, hi):
-        x = np.int64(a[i])
-        mn = min(mn, x)
-        mx = max(mx, x)
-    return mn, mx
+    """min and max of a[lo:hi] (hi > lo), as int64. A slice walked from 0 in its own type
+    vectorizes: indexing a[i] from lo keeps numba's negative-index check in the loop, which
+    LLVM does not vectorize (6x slower here, in cache)."""
+    b = a[lo:hi]
+    mn = b[0]
+    mx = b[0]
+    for i in range(b.shape[0]):
+        x = b[i]
+        mn = x if x < mn else mn
+        mx = x if x > mx else mx
+    return np.int64(mn), np.int64(mx)
 
 
 @njit(cache=True, nogil=True)
@@ -225,8 +228,9 @@ def bad_ids(buf, rows, n, req_file, req_off, req_len, file_part, part_nedges, co
 @njit(cache=True, nogil=True)
 def _nonfinite(w, lo, hi):
     acc = np.float32(0.0)
-    for i in range(lo, hi):
-        acc += w[i] * np.float32(0.0)      # NaN once any element is NaN or inf
+    b = w[lo:hi]                           # from 0: vectorizes (see _range_of)
+    for i in range(b.shape[0]):
+        acc += b[i] * np.float32(0.0)      # NaN once any element is NaN or inf
     if acc == acc:
         return -1
     for i in range(lo, hi):
