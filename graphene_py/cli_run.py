@@ -257,6 +257,9 @@ def _run(name, mod, kw):
         precheck(graph, algo_opts)
     small_run = small.eligible(name, graph, run_on, algo_opts)   # in RAM, numpy: no cache
     auto = memory is None or str(memory).lower() == "auto"
+    if memory is not None and str(memory).lower() == "none" and \
+            registry.entry(name).keep_cache and algo_opts.get("keep_edges") is None:
+        algo_opts["keep_edges"] = 0          # kept lists that are cache (BFS's): none either
     if memory is not None and str(memory).lower() in ("auto", "none"):
         memory = None
     fitted = None

@@ -121,6 +121,38 @@ def test_bfs_bottom_up(dataset, gname, grid):
         assert np.array_equal(mem.depth, res.depth)
 
 
+@pytest.mark.parametrize("gname,grid", [("powerlaw", (3, 2)), ("star", (1, 1)),
+                                         ("duplicates", (2, 2)), ("isolated_ends", (1, 1)),
+                                         ("chain", (2, 2))])
+def test_bfs_kept_lists(dataset, gname, grid):
+    """Short lists kept in RAM from the first bottom-up level on (keep_edges: none, a budget
+    that holds a few lists, n): later bottom-up levels serve them from RAM on a helper thread
+    (thread id = threads, its own queue block) and read the rest; the depths equal the
+    references on every budget and thread count, and the kept lists were served."""
+    for sym in (True, False):
+        g, G = dataset(gname, *grid, symmetrize=sym, in_edges=not sym)
+        src = sources(g)[0] if gname == "chain" else sources(g)[-1]
+        served = 0
+        # (a degree's lists are kept all or none: each costs its count and IDs)
+        for keep in (0, 7, None, 4 * g.n):
+            for threads in (1, 2):
+                res = bfs.run(G, src=src, threads=threads, bottom_up="always", keep_edges=keep)
+                check(g, res, src, symmetrize=sym)
+                k = sum(s.get("kept_lists", 0) for s in res.supersteps)
+                if keep == 0:
+                    assert k == 0
+                served += k
+        if res.levels > 2:
+            assert served > 0, (gname, sym)
+        if gname == "chain":       # every list kept by the first level: none read again
+            assert all(s["bytes_read"] == 0 for s in res.supersteps[1:]), (sym, res.supersteps[1])
+
+
+def test_bfs_keep_edges_errors():
+    with pytest.raises(GrapheneError, match="keep_edges"):
+        bfs.run(None, keep_edges=-1)
+
+
 def test_bfs_direction_choice_reads_less(dataset):
     g, G = dataset("powerlaw", 1, 1, symmetrize=True)
     src = sources(g)[1]

@@ -198,6 +198,24 @@ def test_bfs_state_per_vertex(sparse_and_dense):
     assert state <= 16, state         # issue 13's budget, the offsets and iterator flags included
 
 
+def test_bfs_kept_lists_are_cache(sparse_and_dense):
+    """BFS's kept lists (short lists a bottom-up level read, kept for the next ones) are part of
+    what `--memory` buys: with the default budget they are held, reported under the adjacency
+    cache (slot starts 4 B, two flags 1 B each, at most 2n IDs of 4 B), apart from the state,
+    which stays within 16 B/vertex; `--memory none` holds none. The answer is the same."""
+    n, sparse, _ = sparse_and_dense
+    none = _run(sparse, "bfs", "--src", "0", "--threads", "2")
+    auto = _run(sparse, "bfs", "--src", "0", "--threads", "2", "--memory", "auto", "-n", "1")
+    # (held from the first bottom-up level on: the sparse graph's BFS from 0 takes one)
+    kept = {k: v["bytes"] for k, v in auto["memory"]["arrays"].items() if "kept lists" in k}
+    assert list(kept) == ["adjacency cache: kept lists (out)"], auto["memory"]["arrays"]
+    assert 6 * n < kept["adjacency cache: kept lists (out)"] <= 14 * n + 64
+    assert not any("kept lists" in k for k in none["memory"]["arrays"])
+    assert auto["memory"]["state_bytes_per_vertex"] <= 16
+    assert auto["memory"]["state_bytes_per_vertex"] == none["memory"]["state_bytes_per_vertex"]
+    assert auto["trials"][0]["n_reached"] == none["trials"][0]["n_reached"] == n
+
+
 def test_wcc_state_per_vertex(tmp_path):
     """WCC holds, beside the offsets and the IO pool: the BFS's queue, which then holds the labels
     (4 B at 4-byte IDs, plus a block per thread), its two level bitmaps and pull mask, two

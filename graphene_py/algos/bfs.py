@@ -46,6 +46,7 @@ import numpy as np
 from ..jit import njit
 
 from .. import config
+from ..errors import GrapheneError
 from . import bfs_ram
 from .common import Result, checked_source, pick_source, vertex_dtype
 from .reference import serial_bfs_depth
@@ -289,8 +290,13 @@ class Levels:
     written (WCC). visited / front: the level bitmaps, src already in visited and q[0]."""
 
     def __init__(self, em, src, parent, q, tail, cur, visited, front, force=None, steps=None,
-                 progress=None):
+                 progress=None, keep=0):
         self.em, self.parent, self.q, self.tail, self.cur = em, parent, q, tail, cur
+        # keep: stored neighbour IDs of short lists kept in RAM from the first bottom-up level
+        # on (em.keep_lists; cur needs a row for its helper thread): later bottom-up levels
+        # look at the same unvisited vertices, fewer of them, and read only the longer lists
+        self.keep = int(keep) if (keep and getattr(em, "local", False) and
+                                  cur.shape[0] > em.threads) else 0
         self.visited, self.front, self.force = visited, front, force
         self.steps = steps if steps is not None else []
         self.progress = progress
@@ -317,7 +323,11 @@ class Levels:
         return self.q[self.fs:self.fs + self.size]
 
     def _unvisited(self):
-        """The pull mask: built once by a pass, then kept up to date from the queue."""
+        """The pull mask: built once by a pass, then kept up to date from the queue. (Called
+        when a bottom-up level runs: the first asks for its short lists to be kept.)"""
+        if self.keep:
+            self.em.keep_lists(self.em.pull_dir, self.keep, cache=True)
+            self.keep = 0
         if self.mask_upto < 0:
             _mark_unvisited(self.visited, self.deg_in, self.d_in, self.mask)
         else:
@@ -386,12 +396,25 @@ class Levels:
         return self.starts
 
 
+#: default kept-list budget, in neighbour IDs per vertex (registry: keep=(6, KEEP_PER_VERTEX));
+#: kron22 from vertex 0: 1 per vertex keeps the lists of degree <= 5 and its second bottom-up
+#: level reads 161 MB, 2 those of degree <= 9 and it reads 88 kB
+KEEP_PER_VERTEX = 2
+
+
 def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,
-        gpu_mem=None, **runtime) -> BFSResult:
+        gpu_mem=None, keep_edges=None, **runtime) -> BFSResult:
     """BFS from `src` (default: pick_source). bottom_up: take a bottom-up step (unvisited vertices
     look for a parent in the frontier) whenever its estimated IO is smaller than the top-down
     step's (needs in-edges, or an undirected dataset whose out-lists are the in-lists);
-    "always" makes every level bottom-up (for tests), False every level top-down."""
+    "always" makes every level bottom-up (for tests), False every level top-down.
+    keep_edges: RAM for the short lists a bottom-up level reads, kept for the next bottom-up
+    levels, in stored neighbour IDs (default KEEP_PER_VERTEX x n; 0: none). On kron22 the first
+    bottom-up level reads every unvisited list, and every vertex the next one looks at but 132
+    has at most 9 neighbours: it reads 88 kB instead of 466 MB (Levels.keep). Part of the
+    adjacency cache, not of the state (`--memory none`: none)."""
+    if keep_edges is not None and int(keep_edges) < 0:
+        raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
     from ..iterator.edgemap import EdgeMap
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
@@ -407,9 +430,10 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     # q[fs:fs + size] and the next level is appended behind it; a vertex enters once, so n slots
     # (plus one block per thread, squeezed out) hold the whole run, and the places of the levels
     # (starts) give the depths at the end
-    q = np.empty(n + threads * BLOCK, dtype=vdt)
+    # (one more thread's block and cursor: the kept lists' helper thread, tid = threads)
+    q = np.empty(n + (threads + 1) * BLOCK, dtype=vdt)
     tail = np.zeros(1, dtype=np.int64)
-    cur = np.zeros((threads, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
+    cur = np.zeros((threads + 1, 8), dtype=np.int64)    # per-thread block cursor (64-byte rows)
     front = np.zeros((n + 63) // 64, dtype=np.uint64)
     visited = np.zeros((n + 63) // 64, dtype=np.uint64)
     track("parent", parent)
@@ -435,7 +459,9 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                                     bottom_up if em.pull_dir is not None else False,
                                     progress, steps)
         else:
-            lv = Levels(em, src, parent, q, tail, cur, visited, front, force, steps, progress)
+            lv = Levels(em, src, parent, q, tail, cur, visited, front, force, steps, progress,
+                        keep=0 if in_memory else KEEP_PER_VERTEX * n if keep_edges is None
+                        else int(keep_edges))
             starts = lv.starts
         while lv is not None and lv.size > 0:
             if hyb is not None:
@@ -540,4 +566,8 @@ CLI_OPTIONS = [
                       "out-edges, fixed seed)."),
     click.Option(["--top-down", "bottom_up"], flag_value=False, default=True,
                  help="Top-down steps only (no direction optimisation)."),
+    click.Option(["--keep-edges", "keep_edges"], type=click.IntRange(min=0), default=None,
+                 help="RAM for the short lists a bottom-up level reads, kept for the next ones, "
+                      "in neighbour IDs (default 2 per vertex; 0: keep none; --memory none: "
+                      "none)."),
 ]

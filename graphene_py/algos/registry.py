@@ -53,6 +53,9 @@ class Entry:
     #: +35% at a cache of the whole adjacency on kron22 4x4, +123% at scale 24; BENCHMARKS.md,
     #: "The `--memory` knob with the read-through cache")
     auto_cache: bool = True
+    #: whether its kept lists are part of the adjacency cache (reported apart from the O(|V|)
+    #: state; `--memory none` keeps none) rather than of its state (k-core, MS-BFS)
+    keep_cache: bool = False
 
     def state_for(self, opts: dict) -> tuple:
         for opt, st in self.state_if.items():
@@ -63,7 +66,7 @@ class Entry:
 
 ENTRIES = {e.name: e for e in (
     Entry("bfs", "bfs", "Breadth-first search from one source (direction-optimizing).",
-          state=(20, 0), auto_cache=False),
+          state=(20, 0), keep=(6, 2), auto_cache=False, keep_cache=True),
     Entry("pagerank", "pagerank",
           "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
           {"variant": "delta"}, state=(25, 0), temp=0),

@@ -216,17 +216,19 @@ class EdgeMap:
         d = self.degree(direction)
         return int(d.max()) if len(d) else 0
 
-    def keep_lists(self, direction: str = "out", budget: int = None):
+    def keep_lists(self, direction: str = "out", budget: int = None, cache: bool = False):
         """Keep the short lists of `direction` in RAM once read (iterator/shortlists.py), within
         `budget` stored entries (default n); later masked supersteps serve them from RAM. Returns
-        the ShortLists, or None where lists do not pass through this process (a cluster)."""
+        the ShortLists, or None where lists do not pass through this process (a cluster).
+        cache: reported as part of the adjacency cache, not of the run's state (ShortLists)."""
         if not self.local or direction not in self.its:
             return None
         if direction not in self.kept:
             from .shortlists import ShortLists
-            self.kept[direction] = ShortLists(self.degree(direction),
-                                              self.n if budget is None else int(budget),
-                                              self.graph.id_width, direction)
+            deg, diff = self.degree_view(direction)     # 1x1: the offsets, no degree array
+            self.kept[direction] = ShortLists(deg, self.n if budget is None else int(budget),
+                                              self.graph.id_width, direction, diff=diff,
+                                              n=self.n, cache=cache)
         return self.kept[direction]
 
     def degree_view(self, direction: str = "out"):

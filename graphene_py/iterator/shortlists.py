@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from ..jit import njit
 
+from .cost import deg_at
 from .memory import Side, track
 
 
@@ -37,13 +38,15 @@ def start_dtype(n: int):
 
 
 @njit(cache=True)
-def _layout(deg, budget, kstart):
+def _layout(deg, diff, budget, kstart):
     """Slots for the lists of the vertices of degree 1..D (a count, then the IDs) in one array of
     at most `budget` entries, D as large as fits: kstart[v]..kstart[v+1] is v's slot (empty above
-    D). Returns (D, entries)."""
+    D). deg, diff: a degree array, or (diff) one partition's offsets (cost.deg_at). Returns (D,
+    entries)."""
+    n = kstart.shape[0] - 1
     hist = np.zeros(257, dtype=np.int64)
-    for v in range(deg.shape[0]):
-        hist[min(deg[v], 256)] += 1
+    for v in range(n):
+        hist[min(deg_at(deg, diff, v), 256)] += 1
     D = 0
     tot = 0
     for d in range(1, 256):
@@ -53,8 +56,8 @@ def _layout(deg, budget, kstart):
         D = d
     kstart[0] = 0
     c = 0
-    for v in range(deg.shape[0]):
-        d = deg[v]
+    for v in range(n):
+        d = deg_at(deg, diff, v)
         if 0 < d <= D:
             c += d + 1
         kstart[v + 1] = c
@@ -84,16 +87,21 @@ def _unsplit(mask, served):
 class ShortLists:
     """The kept lists of one direction (see the module's text)."""
 
-    def __init__(self, deg, budget: int, id_width: int, direction: str = "out"):
-        n = len(deg)
+    def __init__(self, deg, budget: int, id_width: int, direction: str = "out", diff=False,
+                 n=None, cache=False):
+        """deg, diff: a degree array, or (diff) one partition's offsets (n: the vertices).
+        cache: the lists are part of the run's adjacency cache (`--memory` buys them; the
+        memory block reports them apart from the O(|V|) state), not of its state."""
+        n = len(deg) if n is None else int(n)
         self.direction = direction
         self.kstart = np.zeros(n + 1, dtype=start_dtype(n))
-        self.degree_max, entries = _layout(deg, int(budget), self.kstart)
+        self.degree_max, entries = _layout(deg, bool(diff), int(budget), self.kstart)
         self.kcache = np.zeros(max(1, entries), dtype=id_dtype(id_width))
         self.kdone = np.zeros(n, dtype=np.uint8)
         self.served = np.zeros(n, dtype=np.uint8)
         self.entries = int(entries)
-        track(f"kept lists ({direction})", self.kstart, self.kcache, self.kdone, self.served)
+        track(f"{'adjacency cache: ' if cache else ''}kept lists ({direction})", self.kstart,
+              self.kcache, self.kdone, self.served)
 
     @property
     def arrays(self):
