@@ -742,3 +742,27 @@ def test_pagerank_in_float32_keeps_its_bounds(tmp_root, gname, kind, grid):
     assert pagerank.verify(g, r) == []
     r = pagerank.run(g, variant="delta", tolerance=1e-11, max_iter=500, **SSD)
     assert r.error < 1e-11 and np.abs(r.scores - ref).sum() < 1e-9
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (3, 2)], ids=lambda g: f"{g[0]}x{g[1]}")
+@pytest.mark.parametrize("gname", ["star", "powerlaw", "disconnected", "isolated_ends"])
+def test_wcc_kept_lists(gname, grid, tmp_root):
+    """Short lists kept from the BFS's first bottom-up level (keep_edges: none, a few lists, the
+    default, all): the BFS's later levels and the propagation's supersteps take them from RAM on
+    a helper thread (the propagation's is_active tests its frontier flags, which stay set for the
+    vertices served from RAM). Labels equal the naive components' on every budget."""
+    c = case_of(gname, "sym")
+    g = dataset(tmp_root, c, grid)
+    ref = c.ref("wcc", lambda: naive.wcc_labels(c.n, c.src, c.dst))
+    served = {}
+    for keep in (0, 7, None, 4 * c.n):
+        for threads in (1, 2):
+            r = wcc.run(g, keep_edges=keep, **{**SSD, "threads": threads})
+            assert np.array_equal(r.labels, ref), (keep, threads)
+            for s in r.supersteps:
+                if s.get("kept_lists"):
+                    served[s["phase"]] = served.get(s["phase"], 0) + s["kept_lists"]
+            if keep == 0:
+                assert not any(s.get("kept_lists") for s in r.supersteps)
+    if gname == "powerlaw":      # bottom-up levels after the first, then propagation
+        assert served.get("bfs", 0) > 0 and served.get("lp", 0) > 0, served

@@ -396,7 +396,7 @@ class Levels:
         return self.starts
 
 
-#: default kept-list budget, in neighbour IDs per vertex (registry: keep=(6, KEEP_PER_VERTEX));
+#: default kept-list budget, in neighbour IDs per vertex (registry: keep=(7, KEEP_PER_VERTEX));
 #: kron22 from vertex 0: 1 per vertex keeps the lists of degree <= 5 and its second bottom-up
 #: level reads 161 MB, 2 those of degree <= 9 and it reads 88 kB
 KEEP_PER_VERTEX = 2

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import time
 
+import click
 import numpy as np
 from ..jit import njit
 
 
 from . import bfs_ram
+from ..errors import GrapheneError
 from .common import Result, vertex_dtype
 
 
@@ -149,15 +151,17 @@ def _reached(em, n, root, dirs, steps, progress):
     return visited.view(np.bool_)
 
 
-def _bfs_levels(em, n, root, steps, progress):
+def _bfs_levels(em, n, root, steps, progress, keep=0):
     """Phase 1 on an undirected dataset: BFS's direction-optimizing levels without parents (in
     RAM GAPBS's loop, algos/bfs_ram.py; else the engine's, bfs.Levels: a pull reads the lists of
-    the unvisited vertices where that is faster). Returns (q, visited): the queue, n + a block
-    per thread of 4-byte IDs, which then holds the labels, and the visited bitmap."""
+    the unvisited vertices where that is faster; keep: neighbour IDs of short lists kept in RAM
+    from its first pull on, as BFS's). Returns (q, visited): the queue, n + a block per thread
+    (and one for the kept lists' helper thread) of 4-byte IDs, which then holds the labels, and
+    the visited bitmap."""
     from .bfs import Levels
     vdt = vertex_dtype(n)
     threads = em.threads
-    q = track("labels (the BFS queue first)", np.empty(n + threads * BLOCK, dtype=vdt))
+    q = track("labels (the BFS queue first)", np.empty(n + (threads + 1) * BLOCK, dtype=vdt))
     words = (n + 63) // 64
     visited, front = np.zeros(words, dtype=np.uint64), np.zeros(words, dtype=np.uint64)
     track("BFS bitmaps", visited, front)
@@ -172,8 +176,8 @@ def _bfs_levels(em, n, root, steps, progress):
                        up_dir="out")          # undirected: the out-lists are the in-lists
     else:
         tail = np.zeros(1, dtype=np.int64)
-        cur = np.zeros((threads, 8), dtype=np.int64)
-        Levels(em, root, none, q, tail, cur, visited, front, progress=note).run()
+        cur = np.zeros((threads + 1, 8), dtype=np.int64)
+        Levels(em, root, none, q, tail, cur, visited, front, progress=note, keep=keep).run()
     return q, visited
 
 
@@ -265,7 +269,14 @@ def _roots(label):
     return c
 
 
-def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
+def run(graph, *, device="cpu", in_memory=False, keep_edges=None, **runtime) -> WCCResult:
+    """Components of an undirected dataset: a direction-optimizing BFS from the largest hub,
+    then label propagation over the vertices it did not reach. keep_edges: RAM for short lists
+    kept from the BFS's first bottom-up level on, in stored neighbour IDs (default 2 per vertex;
+    0: none): its later levels and the propagation's supersteps take them from RAM (part of the
+    adjacency cache, not of the state: `--memory none` keeps none)."""
+    if keep_edges is not None and int(keep_edges) < 0:
+        raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -294,7 +305,10 @@ def run(graph, *, device="cpu", in_memory=False, **runtime) -> WCCResult:
         if symmetric:
             # direction-optimizing, no parents; the queue becomes the labels (a cluster too:
             # the levels' state goes through the engine contract as BFS's does)
-            q, visited = _bfs_levels(em, n, root, steps, progress)
+            from .bfs import KEEP_PER_VERTEX
+            keep = 0 if in_memory else KEEP_PER_VERTEX * n if keep_edges is None \
+                else int(keep_edges)
+            q, visited = _bfs_levels(em, n, root, steps, progress, keep)
             em.deg.clear()
             label = q[:n]
             active = np.empty(n, dtype=np.uint8)
@@ -374,4 +388,9 @@ def _union_find(parent, src, dst):
     return out
 
 
-CLI_OPTIONS = []
+CLI_OPTIONS = [
+    click.Option(["--keep-edges", "keep_edges"], type=click.IntRange(min=0), default=None,
+                 help="RAM for the short lists the BFS's bottom-up levels read, kept for the next "
+                      "levels and the label propagation, in neighbour IDs (default 2 per vertex; "
+                      "0: keep none; --memory none: none)."),
+]

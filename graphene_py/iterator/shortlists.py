@@ -16,8 +16,8 @@ own kernel) on a helper thread, with thread id `em.threads`, while the disks ser
 an update indexes by thread id needs `em.threads + 1` rows. The vertices' compute sees exactly the
 lists it would have read (unweighted: kept lists hold IDs only).
 
-Costs: 4-8 bytes per vertex of slot starts, 1 of flags and 1 of the served mask, plus the budget's
-entries (4 bytes each for 32-bit IDs).
+Costs: 4-8 bytes per vertex of slot starts, 1 of flags and 2 of a superstep's masks (served from
+RAM, read), plus the budget's entries (4 bytes each for 32-bit IDs).
 """
 from __future__ import annotations
 
@@ -65,23 +65,18 @@ def _layout(deg, diff, budget, kstart):
 
 
 @njit(cache=True)
-def _split(mask, kdone, served):
-    """Move the flagged vertices whose lists are kept from `mask` to `served`; their count."""
+def _split(mask, kdone, served, rest):
+    """served: the flagged vertices whose lists are kept; rest: the other flagged ones (what the
+    disks serve). `mask` is not changed: an update may test it in is_active (WCC's propagation
+    tests its frontier flags), for the served vertices too. Returns how many are served."""
     k = 0
     for v in range(mask.shape[0]):
-        s = mask[v] != 0 and kdone[v] != 0
+        m = mask[v] != 0
+        s = m and kdone[v] != 0
         served[v] = s
-        if s:
-            mask[v] = 0
-            k += 1
+        rest[v] = m and not s
+        k += s
     return k
-
-
-@njit(cache=True)
-def _unsplit(mask, served):
-    for v in range(mask.shape[0]):
-        if served[v] != 0:
-            mask[v] = 1
 
 
 class ShortLists:
@@ -99,9 +94,10 @@ class ShortLists:
         self.kcache = np.zeros(max(1, entries), dtype=id_dtype(id_width))
         self.kdone = np.zeros(n, dtype=np.uint8)
         self.served = np.zeros(n, dtype=np.uint8)
+        self.rest = np.zeros(n, dtype=np.uint8)         # the disks' part of a masked superstep
         self.entries = int(entries)
         track(f"{'adjacency cache: ' if cache else ''}kept lists ({direction})", self.kstart,
-              self.kcache, self.kdone, self.served)
+              self.kcache, self.kdone, self.served, self.rest)
 
     @property
     def arrays(self):
@@ -118,7 +114,7 @@ class ShortLists:
         when they have one). `mask` is left as it was."""
         from .specialize import kernel_for
         served = self.served
-        k = _split(mask, self.kdone, served) if self.entries else 0
+        k = _split(mask, self.kdone, served, self.rest) if self.entries else 0
         side = None
         out = np.zeros(1, dtype=np.int64)
         if k:
@@ -130,12 +126,11 @@ class ShortLists:
                 out[0] = kern.call(*args)
             side = Side(serve)
         try:
-            st = it.run(is_active, compute, state, frontier_class.from_mask(mask), keep=self.arrays)
+            st = it.run(is_active, compute, state,
+                        frontier_class.from_mask(self.rest if k else mask), keep=self.arrays)
         finally:
             if side is not None:
                 side.join()
-            if k:
-                _unsplit(mask, served)
         st["kept_lists"] = int(k)
         st["active_edges"] = st.get("active_edges", 0) + int(out[0])
         return st
