@@ -149,9 +149,12 @@ def test_bfs_kept_lists(dataset, gname, grid):
             assert all(s["bytes_read"] == 0 for s in res.supersteps[1:]), (sym, res.supersteps[1])
 
 
-def test_bfs_keep_edges_errors():
-    with pytest.raises(GrapheneError, match="keep_edges"):
-        bfs.run(None, keep_edges=-1)
+def test_bfs_keep_edges_errors(dataset):
+    from graphene_py.algos import wcc
+    g, G = dataset("powerlaw", 1, 1, symmetrize=True)
+    for run in (bfs.run, wcc.run):
+        with pytest.raises(GrapheneError, match="keep_edges must be >= 0"):
+            run(G, keep_edges=-1)
 
 
 def test_bfs_direction_choice_reads_less(dataset):

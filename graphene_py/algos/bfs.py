@@ -402,6 +402,16 @@ class Levels:
 KEEP_PER_VERTEX = 2
 
 
+def keep_budget(n, in_memory, keep_edges) -> int:
+    """The kept lists' budget of BFS's levels (BFS, WCC's first phase) in neighbour IDs: the
+    user's keep_edges (>= 0), else KEEP_PER_VERTEX x n; none on the in-memory path."""
+    if keep_edges is not None and int(keep_edges) < 0:
+        raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
+    if in_memory:
+        return 0
+    return KEEP_PER_VERTEX * n if keep_edges is None else int(keep_edges)
+
+
 def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offload_policy=None,
         gpu_mem=None, keep_edges=None, **runtime) -> BFSResult:
     """BFS from `src` (default: pick_source). bottom_up: take a bottom-up step (unvisited vertices
@@ -413,8 +423,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     bottom-up level reads every unvisited list, and every vertex the next one looks at but 132
     has at most 9 neighbours: it reads 88 kB instead of 466 MB (Levels.keep). Part of the
     adjacency cache, not of the state (`--memory none`: none)."""
-    if keep_edges is not None and int(keep_edges) < 0:
-        raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
+    keep = keep_budget(graph.num_vertices, in_memory, keep_edges)
     from ..iterator.edgemap import EdgeMap
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
@@ -460,8 +469,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                                     progress, steps)
         else:
             lv = Levels(em, src, parent, q, tail, cur, visited, front, force, steps, progress,
-                        keep=0 if in_memory else KEEP_PER_VERTEX * n if keep_edges is None
-                        else int(keep_edges))
+                        keep=keep)
             starts = lv.starts
         while lv is not None and lv.size > 0:
             if hyb is not None:

@@ -34,7 +34,6 @@ from ..jit import njit
 
 
 from . import bfs_ram
-from ..errors import GrapheneError
 from .common import Result, vertex_dtype
 
 
@@ -275,8 +274,8 @@ def run(graph, *, device="cpu", in_memory=False, keep_edges=None, **runtime) -> 
     kept from the BFS's first bottom-up level on, in stored neighbour IDs (default 2 per vertex;
     0: none): its later levels and the propagation's supersteps take them from RAM (part of the
     adjacency cache, not of the state: `--memory none` keeps none)."""
-    if keep_edges is not None and int(keep_edges) < 0:
-        raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
+    from .bfs import keep_budget
+    keep = keep_budget(graph.num_vertices, in_memory, keep_edges)
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -305,9 +304,6 @@ def run(graph, *, device="cpu", in_memory=False, keep_edges=None, **runtime) -> 
         if symmetric:
             # direction-optimizing, no parents; the queue becomes the labels (a cluster too:
             # the levels' state goes through the engine contract as BFS's does)
-            from .bfs import KEEP_PER_VERTEX
-            keep = 0 if in_memory else KEEP_PER_VERTEX * n if keep_edges is None \
-                else int(keep_edges)
             q, visited = _bfs_levels(em, n, root, steps, progress, keep)
             em.deg.clear()
             label = q[:n]
