@@ -118,7 +118,8 @@ try:
 except SystemExit as e:
     assert e.code in (None, 0), e.code
 print(json.dumps({"numba": "numba" in sys.modules, "llvmlite": "llvmlite" in sys.modules,
-                  "hits": aot.hits()}))
+                  "hits": aot.hits(),
+                  "generated": [m for m in sys.modules if m.startswith(aot.GENERATED_PREFIX)]}))
 """
 
 
@@ -132,8 +133,9 @@ def _graphene(env, *args):
 def test_a_run_of_compiled_kernels_imports_no_numba_and_answers_the_same(tmp_path):
     """BFS and WCC from SSD in fresh processes: a run with numba saves its kernels' list, the
     lists are compiled ahead of time (into this test's own kernel folder), and the next runs take
-    only compiled kernels: neither numba nor llvmlite imported, the setup line says so, and the
-    depths and labels equal numba's."""
+    only compiled kernels: neither numba nor llvmlite imported, nor the generated kernels' modules
+    (a hit needs only their names), the setup line says so, and the depths and labels equal
+    numba's."""
     from tests import graphs
     g = graphs.powerlaw()
     el = tmp_path / "g.el"
@@ -148,7 +150,7 @@ def test_a_run_of_compiled_kernels_imports_no_numba_and_answers_the_same(tmp_pat
             "wcc": ["run", "wcc", "-g", "g", "-q"]}
     for name, args in runs.items():
         r, _ = _graphene(env, *args, "-o", str(tmp_path / f"{name}.numba.npz"))
-        assert r["numba"] and r["hits"] == 0
+        assert r["numba"] and r["hits"] == 0 and r["generated"]
     # a list saved by an older version of a kernel (one argument fewer than it takes now): its
     # entry is left to numba, the others are compiled
     import base64
@@ -169,6 +171,7 @@ def test_a_run_of_compiled_kernels_imports_no_numba_and_answers_the_same(tmp_pat
     for name, args in runs.items():             # (without -q: the setup line is wanted)
         r, err = _graphene(env, *args[:-1], "-o", str(tmp_path / f"{name}.aot.npz"))
         assert not r["numba"] and not r["llvmlite"] and r["hits"] > 0, err
+        assert r["generated"] == [], r["generated"]
         assert "compiled ahead of time, no numba" in err
     a, b = np.load(tmp_path / "bfs.numba.npz"), np.load(tmp_path / "bfs.aot.npz")
     assert np.array_equal(a["depth"], b["depth"])

@@ -183,22 +183,32 @@ class Kernel:
     def __init__(self, is_active, compute, template="process_batch"):
         self.is_active, self.compute = is_active, compute
         self.template = template
-        self.disp = None
-        self.generic = True
         a, c = _importable(is_active), _importable(compute)
-        if a and c:
-            try:
-                self.disp = _load_generated(a, c, template)
-                self.generic = False
-            except (OSError, ImportError, SyntaxError):
-                self.disp = None
-        if self.disp is None:
-            self.disp = getattr(K, template)
+        #: importable user functions: the generated kernel's names, its module loaded (written
+        #: first if new) only when a call misses the kernels compiled ahead of time: a hit
+        #: needs neither (a cold run spent ~25 ms per kernel on the cache folder's lookups)
+        self._spec = (a, c) if a and c else None
+        self.generic = self._spec is None
+        self.disp = getattr(K, template) if self.generic else None
+        self._aot_name = (None if self.generic else
+                          (jit.GENERATED_PREFIX + template, f"{a[0]}.{a[1]}|{c[0]}.{c[1]}"))
         self._entries = {}
         #: the callable of an earlier bind, by its arguments' types as aot.key_of_value gives
         #: them (a few microseconds of Python, where numba's typeof of a superstep's arguments
         #: took ~20% of a cluster node's small superstep; the key is exactly what numba types)
         self._by_key = {}
+
+    def _dispatcher(self):
+        """The kernel's numba dispatcher: the generated module's (loaded now), or the generic
+        template when that module cannot be written or imported."""
+        if self.disp is None:
+            a, c = self._spec
+            try:
+                self.disp = _load_generated(a, c, self.template)
+            except (OSError, ImportError, SyntaxError):
+                self.disp = getattr(K, self.template)
+                self.generic = True
+        return self.disp
 
     def bind(self, args):
         """args: the full argument tuple of one call (without the user functions for generated
@@ -215,23 +225,24 @@ class Kernel:
         return entry
 
     def _bind(self, args):
-        full = (self.is_active, self.compute) + args if self.generic else args
-        if not self.generic and type(self.disp) is jit._Lazy and self.disp._real is None:
-            fn = jit.compiled(self.disp.__module__, self.disp.__qualname__, full)
+        if not self.generic:
+            fn = jit.compiled(*self._aot_name, args)
             if fn is not None:             # compiled ahead of time for these types (aot.py)
                 return fn
+        disp = self._dispatcher()
+        full = (self.is_active, self.compute) + args if self.generic else args
         try:
-            sig = tuple(self.disp.typeof_pyval(x) for x in full)
+            sig = tuple(disp.typeof_pyval(x) for x in full)
         except Exception:  # noqa: BLE001 - untypable here: let the dispatcher report it
             return self._slow
         entry = self._entries.get(sig)
         if entry is None:
             with _LOCK:
-                cres = self.disp.overloads.get(sig)
+                cres = disp.overloads.get(sig)
                 if cres is None:
-                    self.disp(*full[:5], 0, *full[6:]) if self.generic else \
-                        self.disp(*full[:3], 0, *full[4:])
-                    cres = self.disp.overloads.get(sig)
+                    disp(*full[:5], 0, *full[6:]) if self.generic else \
+                        disp(*full[:3], 0, *full[4:])
+                    cres = disp.overloads.get(sig)
             if cres is None:
                 return self._slow
             ep = cres.entry_point
@@ -244,13 +255,20 @@ class Kernel:
         return entry
 
     def call(self, *args):
-        """The kernel on `args` (the user functions apart), through numba's dispatch."""
+        """The kernel on `args` (the user functions apart): the function compiled ahead of time
+        for their types, else through numba's dispatch (for any template: bind's compile-only
+        call knows process_batch's arguments)."""
+        if not self.generic:
+            fn = jit.compiled(*self._aot_name, args)
+            if fn is not None:
+                return fn(*args)
         return self._slow(*args)
 
     def _slow(self, *args):
+        disp = self._dispatcher()
         if self.generic:
-            return self.disp(self.is_active, self.compute, *args)
-        return self.disp(*args)
+            return disp(self.is_active, self.compute, *args)
+        return disp(*args)
 
 
 def kernel_for(is_active, compute, template="process_batch") -> Kernel:
