@@ -189,6 +189,18 @@ class EdgeMap:
     def threads(self) -> int:
         return next(iter(self.its.values())).threads
 
+    def on_threads(self, job) -> None:
+        """job(tid) for every tid in range(self.threads), for passes over vertex ranges between
+        supersteps: tid 0 on this thread, the others on the iterator's helper threads (one after
+        the other here when it has none: a cluster's, a stand-in's). Returns when every call
+        has; re-raises the first error."""
+        h = getattr(next(iter(self.its.values())), "_helpers", None)
+        if h is not None and h.count + 1 == self.threads:
+            h.run(job)
+        else:
+            for t in range(self.threads):
+                job(t)
+
     def degree(self, direction: str = "out") -> np.ndarray:
         """Degree of every vertex in `direction` (from the offsets in RAM; cached)."""
         if direction not in self.deg:

@@ -111,54 +111,84 @@ def _widen(row):
         row[v] = np.float64(half[v])
 
 
-@njit(cache=True)
-def _sweep_tail(F, y, indeg, outdeg, diff, base, c, thr_per_delta):
-    """After a sweep: set the vertices without in-lists to `base`, rescale to sum 1 and zero the
-    changes (the next sweep's partial sums), in two passes. Returns (error, out-edges of the
-    vertices whose change exceeds thr_per_delta * delta and how many they are, dangling mass)."""
+def _ranges(n, threads):
+    """Vertex range bounds of a pass split over the compute threads: multiples of 16 (a float32
+    row's 64-byte line), so no two threads write one cache line."""
+    b = (np.arange(threads + 1, dtype=np.int64) * n // threads) & ~np.int64(15)
+    b[-1] = n
+    return b
+
+
+def _on_ranges(em, n, kernel, *args):
+    """kernel(*args, lo, hi, out) over the compute threads' vertex ranges (_ranges) on em's
+    threads; returns the rows `out` of the threads (float64, 3 each) summed."""
+    b = _ranges(n, max(1, em.threads))
+    parts = np.zeros((len(b) - 1, 3))
+    em.on_threads(lambda t: kernel(*args, b[t], b[t + 1], parts[t]))
+    return parts.sum(axis=0)
+
+
+@njit(cache=True, nogil=True)
+def _tail_sums(F, y, indeg, outdeg, base, diff, lo, hi, out):
+    """A sweep's tail, first pass over [lo, hi): the vertices without in-lists (nothing was read
+    for them) take `base`; out[:2] = (sum of the changes, sum of the scores)."""
     ch = F[PC]
-    n = y.shape[0]
     delta = 0.0
     sigma = 0.0
-    for v in range(n):
+    for v in range(lo, hi):
         od = deg_at(outdeg, diff[1], v)
         if deg_at(indeg, diff[0], v) == 0:
             ch[v] = abs(base - _score(y, od, v))
             y[v] = base / od if od > 0 else base
         delta += ch[v]
         sigma += _score(y, od, v)
-    inv = 1.0 / sigma
-    cut = thr_per_delta * delta
+    out[0] = delta
+    out[1] = sigma
+
+
+@njit(cache=True, nogil=True)
+def _tail_scale(F, y, outdeg, inv, cut, diff, lo, hi, out):
+    """A sweep's tail, second pass over [lo, hi): rescale by inv and zero the changes (the next
+    sweep's partial sums); out[:] = (out-edges of the vertices whose change exceeds cut, how
+    many they are, dangling mass)."""
+    ch = F[PC]
     act_edges = 0.0
-    act = 0
+    act = 0.0
     dmass = 0.0
-    for v in range(n):
+    for v in range(lo, hi):
         y[v] *= inv
         od = deg_at(outdeg, diff[1], v)
         if ch[v] > cut:
             act_edges += od
-            act += 1
+            act += 1.0
         ch[v] = 0.0
         if od == 0:
             dmass += y[v]
-    return (delta + c * abs(sigma - 1.0)) / sigma, act_edges, act, dmass
+    out[0] = act_edges
+    out[1] = act
+    out[2] = dmass
 
 
-@njit(cache=True)
-def _start(y, indeg, outdeg, diff, alpha, lumped):
-    """y of a start vector summing to 1: uniform, or (lumped) one that already holds the fixed
-    point's split of mass between the vertices without in-edges and the rest. Every vertex
-    without in-edges has the same exact score b = (1-alpha)/n + alpha*D/n (D: total dangling
-    mass); guessing the rest's dangling share s as uniform gives
-    b = ((1-alpha) + alpha*s) / (n - alpha*|Z & dangling| + alpha*s*|Z|), and the rest start
-    uniform. Starting at 1/n instead leaves that split to converge at about rate alpha: on
-    Kronecker scale 22 (43% isolated vertices) 1e-4 takes 5 sweeps from here, 9 from 1/n.
-    Returns the dangling mass."""
+def _sweep_tail(em, F, y, indeg, outdeg, diff, base, c, thr_per_delta):
+    """After a sweep: set the vertices without in-lists to `base`, rescale to sum 1 and zero the
+    changes, in two passes, each split over the compute threads (one thread took 60 ms per
+    pass pair on kron22's 4.2 M vertices). Returns (error, out-edges of the vertices whose change
+    exceeds thr_per_delta * delta and how many they are, dangling mass)."""
     n = y.shape[0]
+    delta, sigma, _ = _on_ranges(em, n, _tail_sums, F, y, indeg, outdeg, base, diff)
+    act_edges, act, dmass = _on_ranges(em, n, _tail_scale, F, y, outdeg, 1.0 / sigma,
+                                       thr_per_delta * delta, diff)
+    return (delta + c * abs(sigma - 1.0)) / sigma, act_edges, int(act), dmass
+
+
+@njit(cache=True, nogil=True)
+def _start_counts(indeg, outdeg, diff, lo, hi, out):
+    """out[:] = how many vertices of [lo, hi) have no in-edges, no in- and no out-edges, and
+    in-edges but no out-edges (_start)."""
     nz = 0
     dz = 0
     dnz = 0
-    for v in range(n):
+    for v in range(lo, hi):
         od = deg_at(outdeg, diff[1], v)
         if deg_at(indeg, diff[0], v) == 0:
             nz += 1
@@ -166,13 +196,17 @@ def _start(y, indeg, outdeg, diff, alpha, lumped):
                 dz += 1
         elif od == 0:
             dnz += 1
-    b = rest = 1.0 / n
-    if lumped and nz < n:
-        s = dnz / (n - nz)
-        b = ((1.0 - alpha) + alpha * s) / (n - alpha * dz + alpha * s * nz)
-        rest = (1.0 - nz * b) / (n - nz)
+    out[0] = nz
+    out[1] = dz
+    out[2] = dnz
+
+
+@njit(cache=True, nogil=True)
+def _start_fill(y, indeg, outdeg, b, rest, diff, lo, hi, out):
+    """y over [lo, hi) of a start with score b without in-edges and `rest` with them; out[0] =
+    the dangling mass."""
     dmass = 0.0
-    for v in range(n):
+    for v in range(lo, hi):
         x = b if deg_at(indeg, diff[0], v) == 0 else rest
         od = deg_at(outdeg, diff[1], v)
         if od > 0:
@@ -180,7 +214,27 @@ def _start(y, indeg, outdeg, diff, alpha, lumped):
         else:
             y[v] = x
             dmass += x
-    return dmass
+    out[0] = dmass
+
+
+def _start(em, y, indeg, outdeg, diff, alpha, lumped):
+    """y of a start vector summing to 1: uniform, or (lumped) one that already holds the fixed
+    point's split of mass between the vertices without in-edges and the rest. Every vertex
+    without in-edges has the same exact score b = (1-alpha)/n + alpha*D/n (D: total dangling
+    mass); guessing the rest's dangling share s as uniform gives
+    b = ((1-alpha) + alpha*s) / (n - alpha*|Z & dangling| + alpha*s*|Z|), and the rest start
+    uniform. Starting at 1/n instead leaves that split to converge at about rate alpha: on
+    Kronecker scale 22 (43% isolated vertices) 1e-4 takes 5 sweeps from here, 9 from 1/n.
+    (A start weighted by in-degree was tried: closer after one sweep, but no fewer sweeps to
+    1e-4.) Both passes are split over em's compute threads. Returns the dangling mass."""
+    n = y.shape[0]
+    nz, dz, dnz = (int(x) for x in _on_ranges(em, n, _start_counts, indeg, outdeg, diff))
+    b = rest = 1.0 / n
+    if lumped and nz < n:
+        s = dnz / (n - nz)
+        b = ((1.0 - alpha) + alpha * s) / (n - alpha * dz + alpha * s * nz)
+        rest = (1.0 - nz * b) / (n - nz)
+    return float(_on_ranges(em, n, _start_fill, y, indeg, outdeg, b, rest, diff)[0])
 
 
 @njit(cache=True)
@@ -305,7 +359,7 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
             iters, err, done = _gauss_seidel(em, F, indeg, outdeg, diff, pull_dir, n, alpha, tol,
                                              max_iter, threshold, m, steps, progress)
         else:     # (a cluster: the sweeps' start, then only delta steps; no pull: uniform)
-            _start(F[Y], indeg, outdeg, diff, alpha, pull_dir is not None)
+            _start(em, F[Y], indeg, outdeg, diff, alpha, pull_dir is not None)
         if not done:
             iters, err = _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter,
                                  threshold, m, iters, steps, progress)
@@ -373,7 +427,7 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     # y in float32 (row Y's first half) while the change is above SINGLE_UNTIL, as pull
     # PageRank's; the reported error then carries float32's rounding bound
     y = _single_y(F) if pull.single(np.inf) else F[Y]
-    dmass = _start(y, indeg, outdeg, diff, alpha, True)
+    dmass = _start(em, y, indeg, outdeg, diff, alpha, True)
     consts = np.zeros(2)
     c = max(1.0, (1.0 - alpha) / alpha)
     sweeps, err = 0, np.inf
@@ -390,8 +444,8 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)
-        err, act_edges, act, dmass = _sweep_tail(F, y, indeg, outdeg, diff, base, c,
-                                                 threshold / n)
+        err, act_edges, act, dmass = _sweep_tail(em, F, y, indeg, outdeg, diff, base, c,
+                                                  threshold / n)
         if y.dtype == np.float32:
             err += _single_slack(alpha)
         sweeps += 1
