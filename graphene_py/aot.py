@@ -26,7 +26,6 @@ and flags. Any edit of the package, or another machine, finds no module and runs
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.machinery
 import importlib.util
 import json
@@ -35,6 +34,11 @@ import sys
 import threading
 
 import numpy as np
+
+try:    # CPython's own SHA-1: hashlib would load OpenSSL's libcrypto first (15-18 ms of a cold
+    from _sha1 import sha1      # start here, against ~1 ms), for the same digests
+except ImportError:             # (a Python built without it)
+    from hashlib import sha1
 
 
 _LOCK = threading.Lock()
@@ -153,7 +157,7 @@ def _numba_version() -> str:
     for name in ("_version.py", "__init__.py"):
         try:
             with open(os.path.join(folder, name), "rb") as f:
-                return f"{folder}|{hashlib.sha1(f.read()).hexdigest()}"
+                return f"{folder}|{sha1(f.read()).hexdigest()}"
         except OSError:
             continue
     return folder
@@ -163,7 +167,7 @@ def build_key(root: str = None) -> str:
     """A hash of what a compiled module must match: the package's sources (size and mtime of
     each .py file under `root`, by default graphene_py's folder), numba's and Python's versions,
     this CPU."""
-    h = hashlib.sha1()
+    h = sha1()
     root = root or os.path.dirname(os.path.abspath(__file__))
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")

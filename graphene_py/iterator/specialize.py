@@ -21,7 +21,6 @@ the per-batch calls skip numba's argument dispatch (~20 us -> ~2 us per call).
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import inspect
 import os
@@ -128,7 +127,7 @@ def _generated_source(a, c, template="process_batch"):
 def kernel_name(a, c, template="process_batch") -> str:
     """The cached kernel's name for importable (is_active, compute) `a`, `c` (see _importable)."""
     from . import atomics
-    h = hashlib.sha1()
+    h = _aot.sha1()
     for mod in (K, atomics, sys.modules[a[0]], sys.modules[c[0]]):
         _code_digest(h, mod)
     from ..aot import _numba_version
