@@ -201,12 +201,15 @@ class Kernel:
         """The kernel's numba dispatcher: the generated module's (loaded now), or the generic
         template when that module cannot be written or imported."""
         if self.disp is None:
-            a, c = self._spec
-            try:
-                self.disp = _load_generated(a, c, self.template)
-            except (OSError, ImportError, SyntaxError):
-                self.disp = getattr(K, self.template)
-                self.generic = True
+            with _LOCK:               # (a helper thread's call may come first)
+                if self.disp is None:
+                    a, c = self._spec
+                    try:
+                        disp = _load_generated(a, c, self.template)
+                    except (OSError, ImportError, SyntaxError):
+                        disp = getattr(K, self.template)
+                        self.generic = True
+                    self.disp = disp
         return self.disp
 
     def bind(self, args):
