@@ -194,7 +194,8 @@ class EdgeMap:
         supersteps: tid 0 on this thread, the others on the iterator's helper threads (one after
         the other here when it has none: a cluster's, a stand-in's). Returns when every call
         has; re-raises the first error."""
-        h = getattr(next(iter(self.its.values())), "_helpers", None)
+        it = next(iter(self.its.values()), None)       # (a cluster's has none here)
+        h = getattr(it, "_helpers", None)
         if h is not None and h.count + 1 == self.threads:
             h.run(job)
         else:
