@@ -5,10 +5,11 @@ on-disk cache (beside the module, or the generated kernels' folder, jit.kernel_c
 this step a user's first `graphene partition` pays ~20 s of compilation and a first `graphene run
 bfs` ~13 s, on any graph. `make install` runs it; run it again after upgrading numba.
 
-It builds four small datasets in a temporary folder (undirected on one disk and on two, directed
-with in-edges, weighted) through `graphene partition`, then runs every built-in algorithm on them
-through `graphene run` as a user would: from the SSD path (the default read-through cache, and
-without it), in memory, with verification. The engine path is forced (GRAPHENE_SMALL_EDGES=0; a
+It builds six small datasets in a temporary folder (undirected on one disk and on two, directed
+with in-edges, weighted, and two with many small components) through `graphene partition`, then
+runs every built-in algorithm on them through `graphene run` as a user would: from the SSD path
+(the default read-through cache, and without it), in memory, with verification; and a few
+through the Python API (a cache that holds a file in part). The engine path is forced (GRAPHENE_SMALL_EDGES=0; a
 graph this small would otherwise take the small-graph path). The runs are split over `jobs`
 processes; numba's cache takes concurrent writers. Nothing is left behind but the caches: the
 datasets live in a temporary GRAPHENE_HOME that is removed at the end.
@@ -64,10 +65,40 @@ RUNS = [
     ("dir", "apsp"), ("dir", "spmv"),
     ("w", "sssp -v"), ("w", "sssp --in-memory"), ("w", "sssp --memory none"), ("w", "spmv -v"),
     ("sparse", "kcore --k 16 --membership-only"), ("sparse", "wcc"),
+    # a grid's in-memory BFS walks its own bottom-up kernel (bfs_ram); a graph whose BFS goes
+    # bottom-up and leaves many small components serves WCC's propagation from kept lists
+    ("sym2", "bfs --in-memory"), ("tail", "wcc"), ("tail", "bfs"),
 ]
+
+#: runs again with the other planner (prepare's folder with a device profile when the user has
+#: none for it, without one when the user has one): a device profiled after install (`graphene
+#: calibrate`, or the calibration at partition) plans its requests with a cost model of its own
+#: (io/planner.py), which has kernels of its own
+OTHER_PLANNER_RUNS = [
+    ("sym", "bfs"), ("sym", "pagerank"), ("sym", "pagerank-pull"), ("sym", "wcc"),
+    ("sym", "kcore"), ("sym", "kcore --k 3 --membership-only"), ("sym", "apsp"), ("sym", "spmv"),
+    ("sym", "bc"), ("sym2", "bfs"), ("sym2", "wcc"), ("sym2", "kcore"), ("sym2", "pagerank"),
+    ("dir", "bfs"), ("dir", "wcc"), ("dir", "kcore"), ("dir", "apsp"), ("w", "sssp"),
+    ("tail", "wcc"), ("tail", "bfs"), ("sparse", "kcore --k 16 --membership-only"),
+]
+
+#: a device profile for OTHER_PLANNER_RUNS where the user has none (a virtio disk's, measured)
+SYNTHETIC_PROFILE = {"sizes": [4096, 16384, 65536, 131072, 262144, 524288],
+                     "iops": [45000.0, 37000.0, 19000.0, 9400.0, 6600.0, 3400.0]}
+
+#: (dataset, algorithm, API options): runs through the Python API, for what the CLI cannot ask
+#: for exactly: an adjacency cache that holds one file in part (a quota), as a tight `--memory`
+#: gives (iterator/session.py)
+API_RUNS = [("tail", "pagerank", {"tolerance": 1e-6}), ("tail", "kcore", {})]
+
+#: the cache of API_RUNS: less than the "tail" dataset's one file, at least PARTIAL_MIN
+PARTIAL_CACHE = 2 << 20
 
 SCALE, EDGE_FACTOR = 11, 8          # 2,048 vertices, 16,384 edges: a hub and several levels
 SPARSE_PATHS = 1000                 # paths of 4 vertices beside it in the "sparse" dataset
+#: the "tail" dataset: Kronecker 32,768 vertices, ~0.9 M directed edges (3.5 MB of lists: more
+#: than PARTIAL_CACHE) and SPARSE_PATHS paths, where BFS from the hub goes bottom-up
+TAIL_SCALE, TAIL_EDGE_FACTOR = 15, 16
 
 
 #: a share of the runs in another process: python -c SHARE K N
@@ -117,11 +148,27 @@ def _datasets(main, root: str) -> None:
     # graph's tail, so k-core membership keeps lists in RAM and WCC labels many small
     # components by propagation (paths these small graphs do not take otherwise)
     sp = os.path.join(root, "sparse.el")
-    base = (1 << SCALE) + np.arange(SPARSE_PATHS, dtype=np.int64)[:, None] * 4
-    path = np.concatenate([np.stack([base + j, base + j + 1], -1).reshape(-1, 2)
-                           for j in range(3)])
-    np.savetxt(sp, np.concatenate([np.stack([src, dst], 1), path]), fmt="%d")
+    np.savetxt(sp, np.concatenate([np.stack([src, dst], 1), _short_paths(1 << SCALE)]), fmt="%d")
     _cli(main, ["partition", sp, "--disks", disks[0], "--name", "sparse", "-s", "-q"])
+    tl = tail_edges(os.path.join(root, "tail.bin32"))
+    _cli(main, ["partition", tl, "--disks", disks[0], "--name", "tail", "-s", "-q"])
+
+
+def tail_edges(path: str) -> str:
+    """The "tail" dataset's edges written to `path` (.bin32): Kronecker TAIL_SCALE and
+    SPARSE_PATHS paths of 4 vertices beside it. Returns path."""
+    from .generate import kronecker
+    src, dst = next(kronecker(TAIL_SCALE, TAIL_EDGE_FACTOR, chunk=TAIL_EDGE_FACTOR << TAIL_SCALE))
+    edges = np.concatenate([np.stack([src, dst], 1), _short_paths(1 << TAIL_SCALE)])
+    edges.astype(np.uint32).tofile(path)
+    return path
+
+
+def _short_paths(first: int) -> np.ndarray:
+    """SPARSE_PATHS paths of 4 vertices from vertex `first` on, as (src, dst) rows."""
+    base = first + np.arange(SPARSE_PATHS, dtype=np.int64)[:, None] * 4
+    return np.concatenate([np.stack([base + j, base + j + 1], -1).reshape(-1, 2)
+                           for j in range(3)])
 
 
 def runs(main, part: int, parts: int, used: str = None) -> None:
@@ -130,9 +177,43 @@ def runs(main, part: int, parts: int, used: str = None) -> None:
     for i, (ds, args) in enumerate(RUNS):
         if i % parts == part:
             _cli(main, ["run", *args.split(), "-g", ds, "-q"])
+    for i, (ds, name, opts) in enumerate(API_RUNS):
+        if (len(RUNS) + i) % parts == part:
+            _api_run(ds, name, opts)
     if used:
         with open(used, "w") as f:
             json.dump(jit.used(), f)
+
+
+def _other_planner(main, root) -> None:
+    """OTHER_PLANNER_RUNS with the device profile of prepare's folder flipped: a synthetic one
+    where the user's profiles (copied into prepare's home) have none, none where they have one;
+    put back as it was afterwards."""
+    from .io import calibrate
+    key = calibrate.profile_key(root)
+    if key is None:
+        return
+    had = calibrate.load_all().get(key)
+    if had is None:
+        calibrate.save(key, calibrate.Profile(folders=[root], **SYNTHETIC_PROFILE))
+    else:
+        calibrate.forget([key])
+    try:
+        for ds, args in OTHER_PLANNER_RUNS:
+            _cli(main, ["run", *args.split(), "-g", ds, "-q"])
+    finally:
+        if had is None:
+            calibrate.forget([key])
+        else:
+            calibrate._update(lambda d: d.__setitem__(key, had))
+
+
+def _api_run(ds, name, opts) -> None:
+    """One API_RUNS entry: algorithm `name` on dataset `ds` with a cache of PARTIAL_CACHE bytes."""
+    from .algos import registry
+    from .graph import Graph
+    from .iterator.memory import CacheBudget
+    registry.dispatch(name, Graph.open(ds), cache=CacheBudget(PARTIAL_CACHE), **opts)
 
 
 def _preload_lists() -> list:
@@ -199,6 +280,7 @@ def prepare(main, jobs: int = 2, say=print, aot: str = "all") -> float:
                 if p.returncode != 0:
                     raise GrapheneError(f"graphene prepare: a share of the runs failed:\n"
                                         f"{out.decode(errors='replace')}")
+            _other_planner(main, root)
             entries = jit.used()
             for path in used[1:]:
                 with open(path) as f:

@@ -322,6 +322,12 @@ COMPILES = textwrap.dedent("""
     event.register("numba:compile", Compiles())
     from graphene_py.cli import main
     for args in json.loads(sys.argv[1]):
+        if args[0] == "api":          # ["api", dataset, algorithm, cache bytes]
+            from graphene_py.algos import registry
+            from graphene_py.graph import Graph
+            from graphene_py.iterator.memory import CacheBudget
+            registry.dispatch(args[2], Graph.open(args[1]), cache=CacheBudget(args[3]))
+            continue
         main.main(args, standalone_mode=False)
     print("COMPILED " + json.dumps([c for c in compiled if c.startswith("graphene_py")]),
           file=sys.stderr)
@@ -331,11 +337,16 @@ COMPILES = textwrap.dedent("""
 def test_prepare_leaves_nothing_to_compile_for_a_first_run(tmp_path, monkeypatch):
     """`graphene prepare` (make install runs it) covers every built-in algorithm, and after it a
     fresh process partitions another graph and runs the algorithms on it, from disk and in
-    memory, without compiling a single graphene_py kernel. (Cold, prepare takes about a minute;
-    after make install it finds everything cached. The ahead-of-time build, which a first run
-    would not need either, is tests/test_aot.py's: here it would only add a minute.)"""
+    memory, without compiling a single graphene_py kernel; so does a process whose device has
+    the other kind of plan (a device profile where prepare's folder had none, or none where it
+    had one), on a grid in memory, with WCC's propagation served from kept lists and with a
+    cache that holds a file in part. (Cold, prepare takes about a minute; after make install it
+    finds everything cached. The ahead-of-time build, which a first run would not need either,
+    is tests/test_aot.py's: here it would only add a minute.)"""
     from graphene_py.algos import registry
-    from graphene_py.cli_prepare import RUNS, prepare
+    from graphene_py.cli_prepare import PARTIAL_CACHE, RUNS, SYNTHETIC_PROFILE, prepare, \
+        tail_edges
+    from graphene_py.io import calibrate
     assert {a.split()[0] for _, a in RUNS} >= set(registry.names()) - {"msbfs"}
     monkeypatch.delenv("GRAPHENE_KERNEL_CACHE", raising=False)     # the user's caches
     from graphene_py.cli import main
@@ -343,18 +354,34 @@ def test_prepare_leaves_nothing_to_compile_for_a_first_run(tmp_path, monkeypatch
     g = tg.powerlaw()
     el = tmp_path / "g.el"
     el.write_text("".join(f"{a} {b}\n" for a, b in zip(g.src, g.dst)))
-    (tmp_path / "d").mkdir()
-    runs = [["partition", str(el), "--disks", str(tmp_path / "d"), "--name", "pl", "-s", "-q"]]
+    disks = [str(tmp_path / "d"), str(tmp_path / "e")]
+    for d in disks:
+        os.mkdir(d)
+    tail = tail_edges(str(tmp_path / "tail.bin32"))
+    first = [["partition", str(el), "--disks", disks[0], "--name", "pl", "-s", "-q", "--force"],
+             ["partition", str(el), "--disks", *disks, "--name", "pl2", "-s", "-q", "--force"],
+             ["partition", tail, "--disks", disks[0], "--name", "tail", "-s", "-q", "--force"]]
+    runs = []
     for a in ("bfs", "pagerank", "pagerank-pull", "wcc", "kcore", "apsp", "spmv"):
         runs += [["run", a, "-g", "pl", "-q"], ["run", a, "-g", "pl", "-q", "--in-memory"]]
-    env = dict(os.environ, GRAPHENE_HOME=str(tmp_path / "home"), GRAPHENE_SMALL_EDGES="0")
-    env.pop("GRAPHENE_KERNEL_CACHE", None)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-c", COMPILES, json.dumps(runs)], env=env,
-                       capture_output=True, text=True, timeout=600)
-    line = [x for x in p.stderr.splitlines() if x.startswith("COMPILED ")]
-    assert p.returncode == 0 and line, p.stderr[-3000:]
-    assert json.loads(line[-1][9:]) == []
+    runs += [["run", "bfs", "-g", "pl2", "-q", "--in-memory"], ["run", "wcc", "-g", "tail", "-q"],
+             ["api", "tail", "kcore", PARTIAL_CACHE]]
+    key = calibrate.profile_key(disks[0])
+    profiled = key is not None and key in calibrate.load_all()     # what prepare planned with
+    for home, flip in (("home", False), ("home2", True)):
+        env = dict(os.environ, GRAPHENE_HOME=str(tmp_path / home), GRAPHENE_SMALL_EDGES="0")
+        env.pop("GRAPHENE_KERNEL_CACHE", None)
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        (tmp_path / home).mkdir()
+        if profiled != flip and key is not None:
+            (tmp_path / home / calibrate.STORE).write_text(json.dumps(
+                {key: calibrate.Profile(**SYNTHETIC_PROFILE).to_dict()}))
+        todo = first + (runs if not flip else [r for r in runs if "--in-memory" not in r])
+        p = subprocess.run([sys.executable, "-c", COMPILES, json.dumps(todo)], env=env,
+                           capture_output=True, text=True, timeout=600)
+        line = [x for x in p.stderr.splitlines() if x.startswith("COMPILED ")]
+        assert p.returncode == 0 and line, p.stderr[-3000:]
+        assert json.loads(line[-1][9:]) == [], home
 
 
 def test_prepare_compiles_modules_that_a_no_bytecode_process_then_loads(tmp_path):
