@@ -337,6 +337,29 @@ def test_partition_calibrates_only_big_new_devices(tmp_path, monkeypatch):
     assert json.loads(r.stdout)["io_plan"] == f"device model ({key})"
 
 
+def test_partition_counts_a_devices_bytes_over_all_its_folders(tmp_path, monkeypatch):
+    """Two folders of one device, each with less than MIN_BYTES but more together: the device
+    is measured (what the dataset puts on the device counts, not what one folder holds)."""
+    el = tmp_path / "g.el"
+    el.write_text("".join(f"{i} {(i * 7 + 1) % 5000}\n" for i in range(60000)))
+    ds = [tmp_path / "d0", tmp_path / "d1"]
+    for d in ds:
+        d.mkdir()
+    r = _cli("partition", str(el), "--disks", *map(str, ds), "--name", "two", "--no-calibrate")
+    assert r.returncode == 0, r.stderr
+    from graphene_py.graph import Graph
+    files = C.dataset_files(Graph.open("two"))
+    per = [sum(os.path.getsize(p) for p in files.get(str(d), [])) for d in ds]
+    assert min(per) > 0
+    key = C.profile_key(str(ds[0]))
+    assert key is not None and key == C.profile_key(str(ds[1]))
+    monkeypatch.setattr(C, "MIN_BYTES", max(per) + 1)    # more than a folder, less than both
+    monkeypatch.setattr(C, "SECONDS", 0.02)
+    r = _cli("partition", str(el), "--disks", *map(str, ds), "--name", "two", "--force")
+    assert r.returncode == 0, r.stderr
+    assert C.lookup(key) is not None and f"{key}: 4K" in r.stderr
+
+
 def test_bfs_direction_by_time_where_the_device_is_calibrated(plg, monkeypatch):
     """With a calibrated device, BFS's direction is the faster by max(IO at the device's
     bandwidth, compute over the threads); without one, the fewer bytes. Compute made to dominate

@@ -362,8 +362,15 @@ def calibrate_dataset(g, only_missing=False, seconds=None, engine="auto", queue_
     files = dataset_files(g)
     folders = list(g.disks)
     if only_missing:
-        folders = [d for d in missing(folders)
-                   if sum(os.path.getsize(p) for p in files.get(d, [])) >= MIN_BYTES]
+        # a device's bytes: over every folder of the dataset on it (two folders of one disk
+        # with 40 MiB each put 80 MiB on it)
+        on = {}
+        for d in folders:
+            on.setdefault(profile_key(d), []).append(d)
+        want = {profile_key(d) for d in missing(folders)}
+        folders = [d for k, ds in on.items() if k in want and
+                   sum(os.path.getsize(p) for x in ds for p in files.get(x, [])) >= MIN_BYTES
+                   for d in ds]
         if not folders:
             return []
     return calibrate_folders(folders, files, seconds=seconds, engine=engine,
