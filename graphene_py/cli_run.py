@@ -342,8 +342,8 @@ def _run(name, mod, kw):
         what = (f"{setup['aot_kernels']} kernels compiled ahead of time, no numba"
                 if setup.get("aot_kernels") else f"numba {setup['numba_seconds']:.3f} s")
         _say(f"setup {setup['seconds']:.3f} s ({what}, dataset, offsets and IO engine "
-             f"{setup['open_seconds']:.3f} s{kern}): before the first trial, as the C++ "
-             f"Graphene's setup is", quiet_lines)
+             f"{setup['open_seconds']:.3f} s{kern}): before the first trial, not in its "
+             f"time (as the C++ Graphene's setup)", quiet_lines)
     from .iterator import memory as _mem
     verification = None
     proc_peak = 0

@@ -103,6 +103,7 @@ BAD_USAGE = [   # click range errors: exit 2, the option named
     (["apsp", "--num-sources", "0"], "--num-sources"),
     (["apsp", "--num-sources", "-3"], "--num-sources"),
     (["apsp", "--sources", ","], "--sources"),
+    (["apsp", "--sources", "0,,1"], "an empty item"),
     (["apsp", "--sources", "1", "--num-sources", "3"], "not both"),
     (["sssp", "--delta", "0"], "--delta"),
     (["sssp", "--delta", "-2"], "--delta"),
@@ -120,6 +121,8 @@ def test_bad_option_is_a_usage_error_before_any_work(ten, args, needle):
 
 BAD_VALUE = [   # graph-dependent checks: `Error: ...` naming the value, exit 1
     (["bfs", "--src", "99"], "Error: --src 99 is not a vertex (the graph has 10 vertices: 0..9)\n"),
+    (["bc", "-k", "11"], "Error: k = 11 sampled sources (--num-sources) is more than the 10 "
+                         "vertices of ten (exact=True / --exact: every vertex)\n"),
     (["bfs", "--src", "10"], "Error: --src 10 is not a vertex (the graph has 10 vertices: 0..9)\n"),
     (["bfs", "--src", "-1"], "Error: --src -1 is not a vertex (the graph has 10 vertices: 0..9)\n"),
     (["apsp", "--sources", "1,12"],

@@ -448,11 +448,14 @@ def _real_in(options, key, lo, hi, cli, lo_open=False, hi_open=False, why=""):
 def parse_sources(value):
     """A list of vertex IDs from `0,5,17` (str) or any sequence of integers."""
     if isinstance(value, str):
-        items = [x for x in value.replace(" ", "").split(",") if x]
+        items = value.replace(" ", "").split(",")
+        if items and items[-1] == "":          # (a trailing comma)
+            items.pop()
         try:
             return [int(x) for x in items]
         except ValueError:
-            raise GrapheneError(f"sources: expected comma-separated vertex IDs, got {value!r}") from None
+            raise GrapheneError(f"sources: expected comma-separated vertex IDs, got {value!r}"
+                                + (" (an empty item)" if "" in items else "")) from None
     return [int(x) for x in np.asarray(value).ravel()]
 
 
@@ -511,6 +514,12 @@ def check_options(name: str, graph, options: dict, cli: bool = False) -> None:
             if not 0 <= v < n:
                 raise _vertex_error(_flag("sources", cli), v, n)
     _int_in(o, "num_sources", 1, None, cli)
+    if name == "bc" and o.get("k") is not None and not o.get("exact") and \
+            o.get("sources") is None and int(o["k"]) > n:
+        # (NetworkX refuses a sample larger than the population too)
+        raise GrapheneError(f"k = {int(o['k']):,} sampled sources (--num-sources) is more than "
+                            f"the {n:,} vertices of {graph.name} (exact=True / --exact: every "
+                            f"vertex)")
     _int_in(o, "trials", 1, None, cli)
     _real_in(o, "alpha", 0.0, 1.0, cli, lo_open=True, hi_open=True)
     _real_in(o, "tolerance", 0.0, None, cli)

@@ -58,9 +58,13 @@ def _sources_option(ctx, param, value):
     (graphene_py/names.py resolves them once the dataset is open)."""
     if value is None:
         return None
-    out = [x.strip() for x in value.split(",") if x.strip()]
+    out = [x.strip() for x in value.split(",")]
+    if out and not out[-1]:             # (a trailing comma)
+        out.pop()
     if not out:
         raise click.BadParameter(f"expected at least one vertex, got {value!r}")
+    if "" in out:
+        raise click.BadParameter(f"an empty item in {value!r}")
     return out
 
 
