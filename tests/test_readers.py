@@ -333,6 +333,10 @@ TEXT_ERRORS = [
     (b"0 1\n7\n", {}, 2, r"found 1", "7"),
     (b"0 1\n1,,2\n", {}, 2, r"empty field", "1,,2"),
     (b"0 1\n1 2\n3 4", {"max_id": 3}, 3, r"vertex ID 4 above max_id 3", "3 4"),  # no final newline
+    # hints: a trailing comment read as a weight column; 4-byte IDs asked for and a larger one
+    (b"0 1 # c\n", {}, 1, r"weight '#' is not a number \(a comment after an edge", "0 1 # c"),
+    (b"0 1\n5000000000 2\n", {"max_id": (1 << 32) - 1}, 2,
+     r"above max_id 4294967295 \(--id-width 8 holds larger IDs\)", "5000000000 2"),
 ]
 
 

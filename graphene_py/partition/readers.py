@@ -1085,9 +1085,11 @@ class EdgeReader:
                 if self.max_id < MAX_ID and int(tok) - 1 > self.max_id:
                     what = f"{what_id} {tok} (0-based {int(tok) - 1}) above max_id {self.max_id}"
             else:
-                what = f"vertex ID {tok} above max_id {self.max_id}"
+                what = f"vertex ID {tok} above max_id {self.max_id}" + _wider(self.max_id)
         elif err == _E_WNONNUM:
             what = f"weight {tok!r} is not a number"
+            if tok[:1] in ("#", "%"):
+                what += " (a comment after an edge? comments take lines of their own)"
         elif err == _E_WBAD:
             what = f"bad weight {tok!r} (NaN, infinite or beyond float32)"
         elif err == _E_COLS:
@@ -1187,7 +1189,7 @@ class EdgeReader:
         which = "source" if s_ > lim else "destination"
         v = s_ if s_ > lim else d_
         what = (f"{which} vertex ID {v} above 2^63-1" if v > MAX_ID
-                else f"{which} vertex ID {v} above max_id {lim}")
+                else f"{which} vertex ID {v} above max_id {lim}{_wider(lim)}")
         raise InputFormatError(self.path, None, f"{what} in record {rec} at byte offset "
                                f"{rec * self.record_bytes}", f"src={s_} dst={d_}")
 
@@ -1278,3 +1280,8 @@ def read_edges(path, **kw):
     if r.weighted:
         w = np.concatenate([c.weight for c in chunks]) if chunks else np.empty(0, np.float32)
     return src, dst, w, r
+
+
+def _wider(max_id) -> str:
+    """The hint for an ID above max_id where 4-byte IDs set the limit."""
+    return " (--id-width 8 holds larger IDs)" if max_id == (1 << 32) - 1 else ""
