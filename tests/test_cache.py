@@ -355,10 +355,20 @@ def test_plan_picks_kept_lists_before_the_cache(mid, name, default_per_vertex):
     big = _plan(mid, name, "4G", opts, output=out)
     assert big["keep_edges"] == default_per_vertex * n          # the default budget, whole
     base = big["state_bytes_estimate"] - slots - 4 * default_per_vertex * n
-    # just enough for the slots and n/2 IDs: n/2 of them kept, no cache left
-    need = big["runtime_bytes"] + big["io_buffer_bytes"] + base
+    # just enough for the slots and n/2 IDs beside the least IO buffers (16 MiB): n/2 of them
+    # kept, no cache left
+    need = big["runtime_bytes"] + (16 << 20) + base
     mid_plan = _plan(mid, name, str(need + slots + 2 * n), opts, output=out)
     assert mid_plan["keep_edges"] == n // 2 and mid_plan["cache_bytes"] == 0
+    assert mid_plan["io_buffer_bytes"] == 16 << 20
+    # that budget beside the default buffers (64 MiB): the buffers shrink first, to 32 MiB
+    # where that holds the whole default budget of IDs
+    room = big["runtime_bytes"] + (64 << 20) + base + slots + 2 * n
+    p = _plan(mid, name, str(room), opts, output=out)
+    assert p["keep_edges"] == default_per_vertex * n and p["io_buffer_bytes"] == 32 << 20
+    # ... but not for the user's buffers
+    p = _plan(mid, name, str(room), opts, runtime={"buffer_mb": 64}, output=out)
+    assert p["keep_edges"] == n // 2 and p["io_buffer_bytes"] == 64 << 20
     # below the slots and n/4 IDs: none kept (not even slots), the rest is cache
     small = _plan(mid, name, str(need + slots), opts, output=out)
     assert small["keep_edges"] == 0 and small["cache_bytes"] == slots
@@ -452,7 +462,8 @@ def test_auto_memory_fits_the_defaults_to_the_room(mid):
     full = registry.memory_plan("kcore", mid, 1 << 40, {}, {}, None, runtime_bytes=rt)
     assert full["keep_edges"] == 4 * mid.num_vertices
     need = rt + full["io_buffer_bytes"] + full["state_bytes_estimate"]
-    room = need - 2 * mid.num_vertices * mid.id_width
+    # (the plan shrinks the IO buffers to 16 MiB for kept lists first: 48 MiB less)
+    room = need - 2 * mid.num_vertices * mid.id_width - (48 << 20)
     want = registry.memory_plan("kcore", mid, room, {}, {}, None, runtime_bytes=rt)["keep_edges"]
     assert mid.num_vertices // 4 < want < 4 * mid.num_vertices
     ref = json.loads(_cli("run", "kcore", "-g", mid.path, "--json").stdout)
@@ -461,7 +472,8 @@ def test_auto_memory_fits_the_defaults_to_the_room(mid):
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["result"]["keep_edges"] == want
-    assert f"do not hold this run's defaults: running with --keep-edges {want}" in p.stderr
+    assert (f"do not hold this run's defaults: running with --buffer-mb 16, --keep-edges {want}"
+            in p.stderr)
     assert d["result"]["max_core"] == ref["result"]["max_core"]
     p = _cli_room(rt, "run", "kcore", "-g", mid.path, "--json", "-o", mid.path + "/../kc.npz")
     assert p.returncode == 0, p.stderr
