@@ -39,12 +39,18 @@ def profile_lines(key, prof):
               help="Delete the stored profiles of these devices (every profile with no GRAPH and "
                    "no --disks): runs then plan with the fixed request sizes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def calibrate_cmd(graph, disks, seconds, engine, queue_depth, show, forget, as_json):
+@click.option("--graph", "-g", "graph_opt", default=None, metavar="NAME|PATH",
+              help="The dataset, as `graphene run -g` takes it (the same as GRAPH).")
+def calibrate_cmd(graph, disks, seconds, engine, queue_depth, show, forget, as_json, graph_opt):
     """Measure how fast the disks of dataset GRAPH (default: the last partitioned) serve random
     reads of 4 KB .. 512 KB, and keep the result ($GRAPHENE_HOME/devices.json, one profile per
     device and block-IO cgroup). `graphene run` then picks each superstep's merge gap and request
     size for that device. `graphene partition` measures a new device by itself."""
     from .io import calibrate as cal
+    if graph_opt is not None:
+        if graph is not None and graph != graph_opt:
+            raise click.UsageError("give GRAPH or --graph, not both")
+        graph = graph_opt
     if show and forget:
         raise click.UsageError("give --show or --forget, not both")
     if disks and graph:

@@ -239,6 +239,12 @@ def _run(name, mod, kw):
     from .names import resolve_options
     algo_opts = resolve_options(graph, algo_opts, cli=True)    # --src/--sources by name -> IDs
     common.check_options(name, graph, {**algo_opts, **runtime, "in_memory": in_memory}, cli=True)
+    cores = config.default_threads()
+    if runtime.get("threads") and int(runtime["threads"]) > 2 * cores and not quiet and \
+            cluster is None:
+        click.echo(f"warning: --threads {runtime['threads']} is more than twice the {cores} "
+                   f"core(s) this process may use: the threads take turns (and each one's IO "
+                   f"buffers are memory)", err=True)
     # an algorithm that can write its main array straight to a .npy (MS-BFS's depths: 4 bytes per
     # vertex per source) streams into a temporary file beside the output, renamed at the end
     stream = None

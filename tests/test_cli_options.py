@@ -172,6 +172,18 @@ def test_good_edge_values_are_accepted(ten, tmp_path):
     assert "warning" not in r.stderr          # tolerance 0 asks for exactly --max-iter iterations
 
 
+def test_threads_far_above_the_cores_warn(ten, monkeypatch):
+    """More than twice the cores the process may use is allowed (a run still finishes) but said,
+    where up to twice is not (hyper-threads, IO waits)."""
+    from graphene_py import config
+    monkeypatch.setattr(config, "default_threads", lambda: 2)
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-t", "5")
+    assert r.exit_code == 0, r.output
+    assert "warning: --threads 5 is more than twice the 2 core(s)" in r.stderr
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-t", "4")
+    assert r.exit_code == 0 and "warning" not in r.stderr, r.output
+
+
 def test_api_checks_options(ten):
     import graphene_py as gp
     from graphene_py.errors import GrapheneError

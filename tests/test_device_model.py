@@ -304,6 +304,11 @@ def test_calibrate_command(tmp_path):
     assert r.returncode == 1 and r.stderr.startswith("Error: --disks") and "Traceback" not in r.stderr
     r = _cli("calibrate", "--show", "--forget", env=env)
     assert r.returncode == 2
+    # the dataset as `graphene run` takes it too: -g NAME
+    r = _cli("calibrate", "-g", "nope", env=env)
+    assert r.returncode == 1 and "nope" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("calibrate", "x", "-g", "y", env=env)
+    assert r.returncode == 2 and "not both" in r.stderr
 
 
 def test_partition_calibrates_only_big_new_devices(tmp_path, monkeypatch):
