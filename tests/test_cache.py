@@ -380,6 +380,21 @@ def test_plan_picks_kept_lists_before_the_cache(mid, name, default_per_vertex):
     assert given["memory_bytes"] - given["cache_bytes"] > big["memory_bytes"] - big["cache_bytes"]
 
 
+@pytest.mark.parametrize("name", ["bfs", "wcc"])
+def test_plan_estimate_covers_what_the_run_holds(mid, name):
+    """The plan's O(|V|) estimate (no kept lists, no cache) is at least the state the run
+    allocates and what its trial grows by, on a 2x2 grid (two columns of offsets, degree
+    arrays): a plan below them would let a run under a memory cap be killed."""
+    from graphene_py.algos import registry
+    p = _cli("run", name, "-g", mid.path, "--json", "--memory", "none")
+    assert p.returncode == 0, p.stderr
+    m = json.loads(p.stdout)["memory"]
+    est = registry.memory_plan(name, mid, "4G", {"threads": 2}, {"keep_edges": 0}, None,
+                               runtime_bytes=100 << 20)["state_bytes_estimate"]
+    n = mid.num_vertices
+    assert est >= m["state_bytes"] and est >= m["trial_growth_bytes_per_vertex"] * n
+
+
 def test_plan_membership_keeps_no_lists(mid):
     p = _plan(mid, "kcore", "4G", {"k": 5, "membership_only": True})
     assert "keep_edges" not in p
