@@ -385,8 +385,9 @@ def build_aot(entries, jobs: int = 2, say=None) -> dict:
                 got = json.load(f)
             stale += len(got["stale"])
             if say and got["stale"]:
-                say(f"  {len(got['stale'])} kernels left to numba (their types no longer fit "
-                    f"the kernel, e.g. {got['stale'][0]})")
+                say(f"  {len(got['stale'])} entries of earlier runs' kernel lists skipped: "
+                    f"this version's kernels take other types (harmless; e.g. "
+                    f"{got['stale'][0].split(':')[0]})")
             got = got["listed"]
             suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
             final = os.path.join(lib_dir(), pj + suffix)
