@@ -9,9 +9,10 @@ It builds six small datasets in a temporary folder (undirected on one disk and o
 with in-edges, weighted, and two with many small components) through `graphene partition`, then
 runs every built-in algorithm on them through `graphene run` as a user would: from the SSD path
 (the default read-through cache, and without it), in memory, with verification; and a few
-through the Python API (a cache that holds a file in part). The engine path is forced (GRAPHENE_SMALL_EDGES=0; a
-graph this small would otherwise take the small-graph path). The runs are split over `jobs`
-processes; numba's cache takes concurrent writers. Nothing is left behind but the caches: the
+through the Python API (a cache that holds a file in part). The engine path is forced
+(GRAPHENE_SMALL_EDGES=0; a graph this small would otherwise take the small-graph path). The
+runs are split over `jobs` processes; numba's cache takes concurrent writers. A few runs follow
+with the other request planner (OTHER_PLANNER_RUNS). Nothing is left behind but the caches: the
 datasets live in a temporary GRAPHENE_HOME that is removed at the end.
 
 Before all that (bytecode) it compiles graphene_py's own modules to bytecode beside them, as pip

@@ -355,8 +355,9 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
         # algorithm reads again), up to the algorithm's default budget; none when not even the
         # slots and one ID per 4 vertices fit (kron22 k-core: 13.0 s with none, 9.8 s with n/4,
         # 5.1 s with n, 2.5 s with the default 4n); and before IO buffers above 16 MiB, when
-        # the user left those out (k-core on Kronecker scale 20 at --memory 300M: 11.0 s with
-        # 64 MiB of buffers and no kept lists, against 1.2 s with room)
+        # the user left those out (the k-core decomposition of Kronecker scale 20 at --memory
+        # 300M: 7.98 s with 64 MiB of buffers and no kept lists, 0.82 s with 32 MiB and 4n;
+        # BENCHMARKS.md)
         want = int(e.keep[1] * n)
 
         def kept(io_):
