@@ -619,6 +619,37 @@ def test_delta_pagerank_sweeps_are_gauss_seidel(tmp_root, in_memory):
         assert pagerank.verify(g, r) == []
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_delta_pagerank_counts_pieces_of_high_degree_apart(tmp_root, threads):
+    """A sweep counts a split list's IDs in a byte, against the degrees in a byte; a vertex of
+    in- or out-degree delta.BIG (255) or more has its degrees and its count in a table of its
+    own. Vertices on both sides of that bound, with in-lists split over the 2x2 grid's columns
+    and over small extents, and one with a large out-degree only (directed, in-edges: its
+    in-degree is small): every score must be the fixed point's, over several sweeps (the
+    counts must be cleared for the next)."""
+    from graphene_py.algos.pagerank import delta
+    D = delta.BIG
+    n = 3000
+    leaves = np.arange(4, n)
+    ring = np.append(leaves[1:], leaves[0])
+    src = np.concatenate([leaves[:D - 1], leaves[:D], leaves[:2000], np.full(D + 5, 3), leaves,
+                          [0, 1, 2]])
+    dst = np.concatenate([np.zeros(D - 1, np.int64), np.ones(D, np.int64),
+                          np.full(2000, 2), leaves[-(D + 5):], ring, [5, 6, 7]])
+    disks = [os.path.join(tmp_root, f"big{i}") for i in range(2)]
+    for d in disks:
+        os.makedirs(d, exist_ok=True)
+    g = partition_arrays(src, dst, num_vertices=n, disks=disks, name="bigdeg", rows=2, cols=2,
+                         in_edges=True, force=True, register=False)
+    r = pagerank.run(g, variant="delta", tolerance=1e-10, max_iter=100, threads=threads,
+                     max_io=4096)
+    assert r.iterations >= 3
+    ref = naive.pagerank(n, src, dst, ALPHA)
+    assert np.abs(r.scores - ref).sum() <= ALPHA / (1 - ALPHA) * r.error * 1.001 + 1e-12
+    for v in (0, 1, 2, 3):       # in-degree 254, 255, 2000; out-degree 260
+        assert abs(r.scores[v] - ref[v]) <= 1e-9 * max(1.0, ref[v] * n), v
+
+
 @pytest.mark.parametrize("budget", [None, 1])
 def test_delta_pagerank_pushes_atomically_when_memory_is_short(tmp_root, budget):
     """A directed dataset without in-edges runs delta PageRank by pushes only. With memory to

@@ -168,21 +168,24 @@ def test_bfs_direction_choice_reads_less(dataset):
     assert do.totals()["bytes_read"] < td.totals()["bytes_read"]
 
 
+@pytest.mark.parametrize("grid", [(1, 1), (2, 2)])
 @pytest.mark.parametrize("kind", ["sym", "in"])
-def test_degrees_from_offsets_same_choices(dataset, monkeypatch, kind):
-    # on a 1x1 grid the cost model reads degrees from the offsets (no degree array): every
-    # level's direction and bytes equal those chosen with degree arrays
+def test_degrees_from_offsets_same_choices(dataset, monkeypatch, kind, grid):
+    # the cost model reads degrees from the iterator's compact offsets on every grid (no degree
+    # array): every level's direction and bytes equal those chosen with degrees summed into an
+    # array first (io/offsets.py of_degrees)
+    from graphene_py.io import offsets as co
     from graphene_py.iterator.edgemap import EdgeMap
-    g, G = dataset("powerlaw", 1, 1, symmetrize=kind == "sym", in_edges=kind == "in")
+    g, G = dataset("powerlaw", *grid, symmetrize=kind == "sym", in_edges=kind == "in")
     src = sources(g)[1]
     got = bfs.run(G, src=src)
     assert got.n_reached > 1
     seen = []
     real = EdgeMap.degree_view
     monkeypatch.setattr(EdgeMap, "degree_view", lambda self, d="out": (
-        seen.append(real(self, d)[1]), (self.degree(d), False))[1])
+        seen.append(real(self, d)[0] is self.its[d].offs), co.of_degrees(self.degree(d)))[1])
     ref = bfs.run(G, src=src)
-    assert seen and seen[0]       # the offsets were in use before the patch
+    assert seen and all(seen)     # the iterators' offsets were in use before the patch
     assert np.array_equal(got.depth, ref.depth)
     key = [(s["direction"], s["bytes_read"]) for s in got.supersteps]
     assert key == [(s["direction"], s["bytes_read"]) for s in ref.supersteps]

@@ -14,6 +14,7 @@ import pytest
 from graphene_py import config
 from graphene_py.io import devices as D
 from graphene_py.io import engines as E
+from graphene_py.io.offsets import decode
 from graphene_py.iterator import Frontier, IoIterator
 from graphene_py.iterator import session as S
 from graphene_py.partition import partition_arrays
@@ -187,9 +188,10 @@ def test_offsets_loaded_in_parallel_match_files(ds3):
     with IoIterator(G, threads=2) as it:
         for i, p in enumerate(G.partitions):
             want = np.fromfile(p.off_path, dtype="<u8")
-            got = it._offs_u[it.part_base[i]:it.part_base[i + 1]]
+            got = decode(it.offs, it.part_base[i], it.part_base[i + 1])
             assert np.array_equal(got, want)
-            assert p.offsets() is not None and np.shares_memory(p.offsets(), it._offs_u)
+            # held compact: the whole array they were read into is not kept by the Partition
+            assert p._off is None
 
 
 def test_offsets_numpy_path_for_big_endian_hosts(ds3, monkeypatch):
@@ -199,7 +201,7 @@ def test_offsets_numpy_path_for_big_endian_hosts(ds3, monkeypatch):
     monkeypatch.setattr(S.sys, "byteorder", "big")
     with IoIterator(G, threads=2) as it:
         for i, p in enumerate(G.partitions):
-            assert np.array_equal(it._offs_u[it.part_base[i]:it.part_base[i + 1]],
+            assert np.array_equal(decode(it.offs, it.part_base[i], it.part_base[i + 1]),
                                   np.fromfile(p.off_path, dtype="<u8"))
 
 

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from graphene_py.io.offsets import bound_bytes_of
 from graphene_py.iterator import memory
 from graphene_py.partition import partition_arrays
 
@@ -69,7 +70,7 @@ def test_ledger_tracks_by_name_and_address():
 def test_memory_block_accounts_for_the_arrays_and_the_process(sparse_and_dense):
     """BFS from vertex 0 reaches every vertex: parent (int32 below 2^31 vertices) is n entries, the
     queue n + a block per thread (it becomes the depths in place: not an array of its own), the
-    offsets n + 1 int32 (every partition has < 2^31 edges). The state sum is the sum of its arrays, and the RSS the
+    offsets n + 1 entries of about 2 bytes (io/offsets.py). The state sum is the sum of its arrays, and the RSS the
     trial added stays within what the block says it allocated (plus JIT and allocator slack)."""
     n, sparse, _ = sparse_and_dense
     d = _run(sparse, "bfs", "--src", "0")
@@ -77,7 +78,8 @@ def test_memory_block_accounts_for_the_arrays_and_the_process(sparse_and_dense):
     arrays = {k: v["bytes"] for k, v in mem["arrays"].items()}
     assert arrays["parent"] == 4 * n and "depth" not in arrays
     assert 4 * n <= arrays["queue"] <= 4 * n + 2**16
-    assert arrays["offsets (out)"] == 4 * (n + 1)
+    # compact offsets (io/offsets.py): 2 bytes per entry, a base per 128, groups held whole
+    assert 2 * (n + 1) <= arrays["offsets (out)"] <= bound_bytes_of(n + 1, d["num_edges"], 1)
     assert arrays["io buffers (out)"] > 0 and mem["io_buffer_bytes"] == arrays["io buffers (out)"]
     state = sum(b for k, b in arrays.items() if not k.startswith(("io buffers", "partitions")))
     assert mem["state_bytes"] == state
@@ -153,10 +155,13 @@ def test_writeback_hands_written_pages_back_to_the_file(tmp_path):
 
 
 #: the arrays (beside offsets, IO pool and plan) and their bytes per vertex
+_SWEEPS = {"scores and changes (2 float64)": 16, "piece counts": 1, "degrees in a byte": 1,
+           # (a table of the vertices of degree 255 or more: none in these graphs)
+           "degrees of the vertices of high degree": 0,
+           "piece counts of the vertices of high degree": 0}
 _PR_ARRAYS = {
-    "delta": {"scores and changes (2 float64)": 16, "piece counts": 4},
-    "delta-pushes": {"scores and changes (2 float64)": 16, "piece counts": 4,
-                     "shares (float32)": 4, "active flags": 1, "per-thread sums": 16},
+    "delta": _SWEEPS,
+    "delta-pushes": {**_SWEEPS, "shares (float32)": 4, "active flags": 1, "per-thread sums": 16},
     "pull": {"scores / out-degree (float32 while the change is large)": 4, "per-thread sums": 8},
 }
 
@@ -167,11 +172,11 @@ _PR_ARRAYS = {
     ("pull", ("pagerank-pull",))])
 def test_pagerank_state_per_vertex(sparse_and_dense, case, algo):
     """Issue 13's budget for PageRank is 24 B/vertex beside the IO pool: delta PageRank's sweeps
-    hold 16 B of scores and changes and 4 of piece counts, and on this 1x1 grid the degrees are
-    differences of the offsets (4 B; a degree array of 4 B is gone): 24 with the offsets. Its
-    pushes keep the scores and changes and add 4 B of float32 shares and a flag (the piece counts
-    gone) plus 8 B per thread of pushed sums where memory has room (2 threads here); pull PageRank
-    holds 8 B of y and 8 of sums. Any further n-sized array fails this."""
+    hold 16 B of scores and changes, a byte of piece counts and one of degrees (the degrees are
+    read from the compact offsets, ~2 B): ~20 with the offsets. Its pushes keep the scores and
+    changes and add 4 B of float32 shares and a flag plus 8 B per thread of pushed sums where
+    memory has room (2 threads here); pull PageRank holds 8 B of y and 8 of sums. Any further
+    n-sized array fails this."""
     n, sparse, _ = sparse_and_dense
     d = _run(sparse, *algo, "--threads", "2")
     arrays = {k: v["bytes"] for k, v in d["memory"]["arrays"].items()}
@@ -179,7 +184,7 @@ def test_pagerank_state_per_vertex(sparse_and_dense, case, algo):
         ("io buffers", "offsets", "block bitmaps", "superstep plan", "iterator mask"))}
     assert beside == _PR_ARRAYS[case]
     if case != "delta-pushes":
-        assert d["memory"]["state_bytes_per_vertex"] <= 24.1, d["memory"]   # offsets included
+        assert d["memory"]["state_bytes_per_vertex"] <= 20.2, d["memory"]   # offsets included
 
 
 def test_bfs_state_per_vertex(sparse_and_dense):
@@ -196,6 +201,40 @@ def test_bfs_state_per_vertex(sparse_and_dense):
     assert d["trials"][0]["n_reached"] == n
     state = d["memory"]["state_bytes_per_vertex"]
     assert state <= 16, state         # issue 13's budget, the offsets and iterator flags included
+
+
+@pytest.fixture(scope="module")
+def grid_dataset(tmp_path_factory):
+    """The sparse graph's shape (400 k vertices, a ring and 200 k random edges, symmetrized) on a
+    2x2 grid over two folders: two column partitions' offsets per vertex."""
+    tmp = tmp_path_factory.mktemp("memgrid")
+    n = 400_000
+    rng = np.random.default_rng(1)
+    ring = np.arange(n, dtype=np.int64)
+    src = np.concatenate([ring, rng.integers(0, n, 200_000, dtype=np.int64)])
+    dst = np.concatenate([(ring + 1) % n, rng.integers(0, n, 200_000, dtype=np.int64)])
+    disks = [tmp / "g0", tmp / "g1"]
+    for d in disks:
+        d.mkdir()
+    g = partition_arrays(src, dst, num_vertices=n, disks=[str(d) for d in disks], name="grid",
+                         rows=2, cols=2, symmetrize=True, register=False, durable=False)
+    return n, g.path
+
+
+@pytest.mark.parametrize("algo,budget", [
+    (("bfs", "--src", "0"), 16), (("wcc",), 16), (("kcore", "--k", "3", "--membership-only"), 16),
+    (("pagerank",), 24), (("pagerank-pull",), 24)], ids=lambda a: a[0] if isinstance(a, tuple)
+    else str(a))
+def test_state_per_vertex_on_a_grid(grid_dataset, algo, budget):
+    """Issue 13's budgets on a 2x2 grid, the offsets of both column partitions included: they are
+    held compact (~2 B per entry, io/offsets.py) and every degree is read from them (no degree
+    array: a 4 B one per direction would break BFS's and WCC's 16)."""
+    n, path = grid_dataset
+    d = _run(path, *algo, "--threads", "2")
+    arrays = d["memory"]["arrays"]
+    assert not any(k.startswith("degrees (") for k in arrays), arrays
+    assert arrays["offsets (out)"]["bytes_per_vertex"] <= 4.3
+    assert d["memory"]["state_bytes_per_vertex"] <= budget, arrays
 
 
 def test_bfs_kept_lists_are_cache(sparse_and_dense):

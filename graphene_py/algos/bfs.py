@@ -84,7 +84,7 @@ from ..iterator.atomics import atomic_or as _or  # noqa: E402
 from ..iterator.queue import BLOCK, push, squeeze_from  # noqa: E402
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
-from ..iterator.cost import deg_at  # noqa: E402
+from ..io.offsets import DEG_BLOCK, deg_at, degrees_into  # noqa: E402
 from ..iterator.ramlists import last_at_most  # noqa: E402
 
 
@@ -251,10 +251,15 @@ def _hybrid(graph, device, policy=None, gpu_mem=None):
 @njit(cache=True)
 def _mark_unvisited(visited, deg, diff, mask):
     cnt = 0
-    for v in range(mask.shape[0]):
-        a = visited[v >> 6] & (np.uint64(1) << np.uint64(v & 63)) == 0 and deg_at(deg, diff, v) > 0
-        mask[v] = a
-        cnt += a
+    n = mask.shape[0]
+    dg = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(deg, diff, v0, v1, dg)
+        for v in range(v0, v1):
+            a = visited[v >> 6] & (np.uint64(1) << np.uint64(v & 63)) == 0 and dg[v - v0] > 0
+            mask[v] = a
+            cnt += a
     return cnt
 
 
@@ -303,6 +308,7 @@ class Levels:
         self.fs, self.size, self.qend, self.level = 0, 1, 1, 0
         self.starts = [0]
         self.front_cost = None      # the frontier's push bytes when the last level had them
+        self.front_edges = None     # and its edges (the same degrees: pull over the out-lists)
         # degrees for the cost model: the offsets themselves on a 1x1 grid (no degree array)
         self.deg_out, self.d_out = em.degree_view("out")
         self.up = em.pull_dir is not None and force != "push"
@@ -344,7 +350,7 @@ class Levels:
         self.q[self.fs:self.fs + self.size] = f
         self.qend = self.fs + self.size
         _visited_from_depth(depth, self.visited)
-        self.front_cost = None
+        self.front_cost = self.front_edges = None
         if self.up:
             self.unvisited_cost = self.em.pull_cost(depth < 0)
             self.unvisited_edges = None       # (the bytes alone decide from here)
@@ -357,7 +363,8 @@ class Levels:
         state = (self.visited, self.front, self.parent, q, self.tail, self.cur)
         est = None
         if up:
-            front_edges = int(_edges_of(self.deg_out, self.d_out, self.frontier))
+            front_edges = (self.front_edges if self.front_edges is not None else
+                           int(_edges_of(self.deg_out, self.d_out, self.frontier)))
             est = self.work.estimate(front_edges, self.unvisited_edges)
         st = em.edge_map(state, self.frontier, push=VISIT, pull=ADOPT,
                          pull_mask=self._unvisited if up else None,
@@ -377,16 +384,16 @@ class Levels:
         self.steps.append(st)
         if self.progress is not None:
             self.progress(st)
-        self.front_cost = None
+        self.front_cost = self.front_edges = None
         if up:
             found = q[fs:fs + size]
-            found_cost = em.models[em.pull_dir].lists(self.deg_in, found, capped=False,
-                                                      diff=self.d_in)
+            found_cost, found_edges = em.models[em.pull_dir].lists_and_edges(
+                self.deg_in, found, diff=self.d_in)
             self.unvisited_cost -= found_cost
             if self.unvisited_edges is not None:
-                self.unvisited_edges -= int(_edges_of(self.deg_in, self.d_in, found))
+                self.unvisited_edges -= found_edges
             if em.pull_dir == "out":     # the same lists, by the same model: the push's bytes
-                self.front_cost = found_cost
+                self.front_cost, self.front_edges = found_cost, found_edges
         self.level += 1
         return st
 

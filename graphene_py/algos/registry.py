@@ -24,7 +24,6 @@ import importlib
 import sys
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from ..errors import GrapheneError
 
@@ -69,7 +68,7 @@ ENTRIES = {e.name: e for e in (
           state=(20, 0), keep=(7, 2), auto_cache=False, keep_cache=True),
     Entry("pagerank", "pagerank",
           "Delta PageRank: Gauss-Seidel sweeps, then pushes of the large changes.",
-          {"variant": "delta"}, state=(25, 0), temp=0),
+          {"variant": "delta"}, state=(19, 0), temp=0),
     Entry("pagerank-pull", "pagerank", "Classic pull PageRank (power iteration, GAPBS stop rule).",
           {"variant": "pull"}, state=(34, 8)),
     Entry("wcc", "wcc", "Weakly connected components (BFS, then label propagation).",
@@ -308,15 +307,12 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
         count = (len(str(src).split(",")) if isinstance(src, str) else len(src)) if src is not None \
             else int(opts.get("num_sources") or 32)      # on-disk depths: a log of n entries)
         per_vertex += 4 * count + 8
-    if name == "pagerank":      # delta: degrees and piece counts in 8 bytes from 2^31 edges on,
-        w = 8 if graph.num_edges >= (1 << 31) else 4    # and in- and out-degrees when directed
-        per_vertex += 2 * (w - 4) + (w if graph.directed else 0)
-    # offsets: every partition keeps 4 bytes (8 when a partition has >= 2^31 edges) per row of
-    # its row range, so each edge direction holds cols (out-lists) or rows (in-lists) x that
-    from ..iterator.session import offsets_dtype
-    dirs = [("out", graph.num_cols)] + ([("in", graph.num_rows)] if graph.directed and
-                                        graph.in_partitions is not None else [])
-    per_vertex += sum(k * np.dtype(offsets_dtype(graph.parts(d))).itemsize for d, k in dirs)
+    # offsets: every partition keeps an entry per row of its row range, so each edge direction
+    # holds cols (out-lists) or rows (in-lists) x n entries, compact (io/offsets.py: at most
+    # 2.5 bytes per entry and 128 bytes per 65536 edges); the degrees come from them
+    from ..io.offsets import bound_bytes
+    dirs = ["out"] + (["in"] if graph.directed and graph.in_partitions is not None else [])
+    offsets_bytes = sum(bound_bytes(graph.parts(d)) for d in dirs)
     # + temporaries: numpy expressions over n-sized arrays between supersteps (cost estimates,
     # masks, sums) hold up to two 8-byte arrays at once (kron22 4x4 BFS: 45 MiB above its state)
     # (k-core and MS-BFS: their trial growth stays below their allocated state; scale 24 edge
@@ -330,7 +326,9 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
         keep_slot, keep_id = e.keep[0] * n, graph.id_width
         if given_keep is not None:
             per_vertex += e.keep[0] if int(given_keep) > 0 else 0
-    state = n * per_vertex + (int(given_keep) * keep_id if keep_id and given_keep else 0)
+    state = n * per_vertex + offsets_bytes + (int(given_keep) * keep_id if keep_id and given_keep
+                                              else 0)
+    per_vertex += offsets_bytes // max(1, n)        # (for the message)
     # the runtime: what this process holds now (imports, numba's target: pass it from the run's
     # own process, where shared libraries may sit in 2 MiB file pages) plus a margin, or the
     # measured constant

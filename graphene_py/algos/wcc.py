@@ -102,7 +102,7 @@ from ..iterator.atomics import atomic_min as _amin  # noqa: E402
 from ..iterator.edgemap import EdgeMap, Update  # noqa: E402
 from ..iterator.memory import track  # noqa: E402
 from ..iterator.queue import BLOCK  # noqa: E402
-from ..iterator.cost import deg_at  # noqa: E402
+from ..io.offsets import DEG_BLOCK, degrees_into  # noqa: E402
 from ..io.bitmap import ctz64  # noqa: E402
 
 
@@ -113,14 +113,22 @@ def _hub_and_flags(dout, diff_out, din, diff_in, both, has_edges):
     degree array of n entries."""
     best = -1
     root = 0
-    for v in range(has_edges.shape[0]):
-        d = deg_at(dout, diff_out, v)
+    n = has_edges.shape[0]
+    do = np.empty(DEG_BLOCK, dtype=np.int64)
+    di = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(dout, diff_out, v0, v1, do)
         if both:
-            d += deg_at(din, diff_in, v)
-        has_edges[v] = d > 0
-        if d > best:
-            best = d
-            root = v
+            degrees_into(din, diff_in, v0, v1, di)
+        for v in range(v0, v1):
+            d = do[v - v0]
+            if both:
+                d += di[v - v0]
+            has_edges[v] = d > 0
+            if d > best:
+                best = d
+                root = v
     return root
 
 #: the BFS marks flags (every writer stores 1); propagation lowers labels (min) and flags changes

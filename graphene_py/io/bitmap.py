@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from .. import config
 from ..jit import intrinsic, njit
+from .offsets import compact, off_at
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
@@ -130,8 +131,9 @@ def _mark_ranges(bits, starts, ends, shift):
 
 
 @njit(cache=True, nogil=True)
-def _mark_queue(bits, offsets, row_lo, vertices, id_width, shift):
-    rowlen = offsets.shape[0] - 1
+def _mark_queue(bits, O, b0, rowlen, row_lo, vertices, id_width, shift):
+    """O: compact offsets (iterator/offsets.py), this partition's from entry b0, rowlen + 1
+    entries."""
     new = np.uint64(0)
     useful = 0
     # Coalesce at block granularity: the current run of blocks [rb0, rb1] grows while the next
@@ -142,31 +144,30 @@ def _mark_queue(bits, offsets, row_lo, vertices, id_width, shift):
         i = np.int64(vertices[k]) - row_lo
         if i < 0 or i >= rowlen:
             continue
-        s = np.int64(offsets[i]) * id_width
-        e = np.int64(offsets[i + 1]) * id_width
+        s = off_at(O, b0 + i) * id_width
+        e = off_at(O, b0 + i + 1) * id_width
         if e <= s:
             continue
         useful += e - s
-        b0 = s >> shift
-        b1 = (e - 1) >> shift
-        if b0 >= rb0 and b0 <= rb1 + 1:
-            if b1 > rb1:
-                rb1 = b1
+        c0 = s >> shift
+        c1 = (e - 1) >> shift
+        if c0 >= rb0 and c0 <= rb1 + 1:
+            if c1 > rb1:
+                rb1 = c1
             continue
         if rb1 >= rb0:
             new += _set_block_range(bits, rb0, rb1)
-        rb0 = b0
-        rb1 = b1
+        rb0 = c0
+        rb1 = c1
     if rb1 >= rb0:
         new += _set_block_range(bits, rb0, rb1)
     return np.int64(new), useful
 
 
 @njit(cache=True, nogil=True)
-def _mark_scan(bits, offsets, row_lo, active, words, id_width, shift):
+def _mark_scan(bits, O, b0, rowlen, row_lo, active, words, id_width, shift):
     """active: uint8 per global vertex; words: the same bytes as uint64 (8 flags per word, for
-    skipping runs of inactive vertices)."""
-    rowlen = offsets.shape[0] - 1
+    skipping runs of inactive vertices); O, b0, rowlen as _mark_queue's."""
     hi = min(rowlen, active.shape[0] - row_lo)
     nwords = words.shape[0]
     new = np.uint64(0)
@@ -182,22 +183,22 @@ def _mark_scan(bits, offsets, row_lo, active, words, id_width, shift):
         if active[g] == 0:
             i += 1
             continue
-        s = np.int64(offsets[i]) * id_width
-        e = np.int64(offsets[i + 1]) * id_width
+        s = off_at(O, b0 + i) * id_width
+        e = off_at(O, b0 + i + 1) * id_width
         i += 1
         if e <= s:
             continue
         useful += e - s
-        b0 = s >> shift
-        b1 = (e - 1) >> shift
-        if b0 <= rb1 + 1 and b0 >= rb0:
-            if b1 > rb1:
-                rb1 = b1
+        c0 = s >> shift
+        c1 = (e - 1) >> shift
+        if c0 <= rb1 + 1 and c0 >= rb0:
+            if c1 > rb1:
+                rb1 = c1
             continue
         if rb1 >= rb0:
             new += _set_block_range(bits, rb0, rb1)
-        rb0 = b0
-        rb1 = b1
+        rb0 = c0
+        rb1 = c1
     if rb1 >= rb0:
         new += _set_block_range(bits, rb0, rb1)
     return np.int64(new), useful
@@ -275,8 +276,16 @@ def mark_queue(bits, offsets, row_lo: int, vertices, id_width: int,
     """Mark the blocks of the adjacency lists of the queued global vertex IDs that fall in this
     partition's row range; others are ignored. Returns (new_blocks, useful_bytes)."""
     offs, sh = _prep(bits, offsets, id_width, block_size)
+    return mark_queue_at(bits, compact(offs), 0, len(offs) - 1, row_lo, vertices, id_width, sh)
+
+
+def mark_queue_at(bits, O, b0: int, rowlen: int, row_lo: int, vertices, id_width: int, sh: int):
+    """mark_queue over compact offsets O (iterator/offsets.py), the partition's from entry b0
+    (rowlen + 1 entries), blocks of 1 << sh bytes; the bitmap is the planner's own (sized for
+    the file)."""
     v = vertices if vertices.dtype == np.int64 else np.asarray(vertices, dtype=np.int64)
-    return _mark_queue(bits, offs, np.int64(row_lo), v, np.int64(id_width), sh)
+    return _mark_queue(bits, O, np.int64(b0), np.int64(rowlen), np.int64(row_lo), v,
+                       np.int64(id_width), np.int64(sh))
 
 
 def mark_scan(bits, offsets, row_lo: int, active, id_width: int,
@@ -284,9 +293,15 @@ def mark_scan(bits, offsets, row_lo: int, active, id_width: int,
     """Mark the blocks of every vertex v of the row with active[v] true (active: bool/uint8 per
     global vertex). Returns (new_blocks, useful_bytes)."""
     offs, sh = _prep(bits, offsets, id_width, block_size)
+    return mark_scan_at(bits, compact(offs), 0, len(offs) - 1, row_lo, active, id_width, sh)
+
+
+def mark_scan_at(bits, O, b0: int, rowlen: int, row_lo: int, active, id_width: int, sh: int):
+    """mark_scan over compact offsets O, as mark_queue_at."""
     a = active
     if a.dtype not in (np.bool_, np.uint8):
         a = np.asarray(a != 0, dtype=np.uint8)
     a = np.ascontiguousarray(a).view(np.uint8)
     words = a[: a.shape[0] // 8 * 8].view(np.uint64)
-    return _mark_scan(bits, offs, np.int64(row_lo), a, words, np.int64(id_width), sh)
+    return _mark_scan(bits, O, np.int64(b0), np.int64(rowlen), np.int64(row_lo), a, words,
+                      np.int64(id_width), np.int64(sh))

@@ -27,8 +27,9 @@ import numpy as np
 from ..jit import njit
 
 from .. import config
-from .bitmap import (_check_block_size, ctz64, mark_queue, mark_scan, new_bitmap, popcount64,
-                     shift_of, widen)
+from .offsets import compact
+from .bitmap import (_check_block_size, ctz64, mark_queue_at, mark_scan_at, new_bitmap,
+                     popcount64, shift_of, widen)
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -262,7 +263,8 @@ class SuperstepPlanner:
     bits in one bitmap per file (queue walk for small frontiers, vertex-flag scan above
     config.SCAN_THRESHOLD of |V|, nothing for "all"), and each file's bits merge into extents.
 
-    offsets    uint64, every partition's offsets concatenated (part_base[i]:part_base[i+1])
+    offsets    every partition's offsets concatenated (part_base[i]:part_base[i+1]), compact
+               (io/offsets.py); a plain array is compacted
     file_parts the partition of each file; file_bytes its size; file_worker its IO worker
     page_blocks whole groups of this many blocks are read (4 KB pages when their checksums are
                verified: every page read is then whole)
@@ -275,6 +277,8 @@ class SuperstepPlanner:
     def __init__(self, offsets, part_base, part_row_lo, part_nedges, file_parts, file_bytes,
                  file_worker, nworkers, id_width, block_size, max_gap, max_io, scan_max_io,
                  page_blocks, dense_step, threads, model=None, skip=None):
+        if not isinstance(offsets, tuple):
+            offsets = compact(offsets)
         self.offsets, self.part_base, self.part_row_lo = offsets, part_base, part_row_lo
         self.part_nedges = part_nedges
         self.file_parts, self.file_bytes, self.file_worker = file_parts, file_bytes, file_worker
@@ -310,16 +314,19 @@ class SuperstepPlanner:
         scan = kind == "mask" or count > config.SCAN_THRESHOLD * n
         res = np.zeros((self.F, 2), dtype=np.int64)
 
+        sh = shift_of(self.block_size)
+
         def mark(f):
             i = self.file_parts[f]
-            off = self.offsets[self.part_base[i]:self.part_base[i + 1]]
+            b0 = int(self.part_base[i])
+            rowlen = int(self.part_base[i + 1]) - b0 - 1
             row_lo = int(self.part_row_lo[i])
             if scan:
-                res[f] = mark_scan(self.bitmaps[f], off, row_lo, active, self.id_width,
-                                   self.block_size)
+                res[f] = mark_scan_at(self.bitmaps[f], self.offsets, b0, rowlen, row_lo, active,
+                                      self.id_width, sh)
             else:
-                res[f] = mark_queue(self.bitmaps[f], off, row_lo, ids, self.id_width,
-                                    self.block_size)
+                res[f] = mark_queue_at(self.bitmaps[f], self.offsets, b0, rowlen, row_lo, ids,
+                                       self.id_width, sh)
 
         if parallel is not None and self.F > 1 and (scan or count >= PAR_MARK_QUEUE):
             T = self.threads

@@ -29,6 +29,7 @@ from . import kernels as K
 from .frontier import Frontier
 from .memory import as_budget, track
 from .pyapi import Block, TableApi  # noqa: F401  (Block: part of the package's API)
+from ..io import offsets as _co
 from .session import (BATCH, DENSE_EXTENT, PAGE, Helpers, IoSession, _load_offsets, _round_up,
                       _shared_offsets, offsets_dtype)
 from .session import drop_memory_cache  # noqa: F401  (part of the package's API)
@@ -90,13 +91,19 @@ class IoIterator(IoSession, TableApi):
         lens = [p.row_hi - p.row_lo + 1 for p in parts]
         self.part_base = np.zeros(P + 1, dtype=np.int64)
         np.cumsum(lens, out=self.part_base[1:])
-        self._offs_u = _shared_offsets(parts, self.part_base)
-        if self._offs_u is None:
-            self._offs_u = np.empty(int(self.part_base[-1]), dtype=offsets_dtype(parts))
-            _load_offsets(parts, self._offs_u, self.part_base)
-        self.offs = (self._offs_u.view(np.int64) if self._offs_u.dtype == np.uint64 else
-                     self._offs_u)
-        track(f"offsets ({direction})", self._offs_u)
+        # loaded whole (checked against their files' CRCs), then held compactly (offsets.py:
+        # ~2 bytes per entry): the whole array is dropped, and the Partitions' caches with it
+        full = _shared_offsets(parts, self.part_base)
+        if full is None:
+            full = np.empty(int(self.part_base[-1]), dtype=offsets_dtype(parts))
+            _load_offsets(parts, full, self.part_base)
+        self.offs = _co.compact(full)
+        self._ram_offs = None      # whole offsets made for ram_lists()
+        for p in parts:
+            if p._off is not None and p._off.base is full:
+                p._off = None
+        del full
+        track(f"offsets ({direction})", *_co.arrays(self.offs))
         self.part_row_lo = np.array([p.row_lo for p in parts], dtype=np.int64)
         self.part_nedges = np.array([p.num_edges for p in parts], dtype=np.int64)
         self.part_col_lo = np.array([p.col_lo for p in parts], dtype=np.int64)
@@ -165,7 +172,7 @@ class IoIterator(IoSession, TableApi):
                                         byte_factor=1.0 + 4.0 / self.id_width if wf else 1.0,
                                         threads=self.threads)
             self.planner = _pl.SuperstepPlanner(
-                self._offs_u, self.part_base, self.part_row_lo, self.part_nedges, self.file_parts,
+                self.offs, self.part_base, self.part_row_lo, self.part_nedges, self.file_parts,
                 self.file_bytes, self.file_worker, self.nworkers, self.id_width, self.block_size,
                 self.max_gap, self.max_io, self.scan_max_io, self.page_blocks, self.slot_bytes,
                 self.threads, model=model)
@@ -531,7 +538,10 @@ class IoIterator(IoSession, TableApi):
                                         for r in range(len(row_part) - 1))):
             raise ValueError(f"{self.graph.name}: the {self.direction}-rows do not tile 0..n")
         o = np.array(order, dtype=np.int64)
-        return (buf, self.offs, np.array(row_lo, dtype=np.int64),
+        if self._ram_offs is None:      # whole offsets for these kernels (held compact here)
+            self._ram_offs = track(f"offsets, whole for the lists in RAM ({self.direction})",
+                                   _co.decode(self.offs, dtype=offsets_dtype(self.parts)))
+        return (buf, self._ram_offs, np.array(row_lo, dtype=np.int64),
                 np.array(row_part, dtype=np.int64), self.part_base[o].copy(),
                 self.part_row_lo[o].copy(), ebase_of[o].copy())
 

@@ -10,13 +10,15 @@ adjacency bytes (a dense superstep streams each file once).
     model.all(deg)                      # bytes for every list
     list_cost(d, w, cols, block)        # one list, inside other numba kernels
 
-`deg` is a degree per vertex, or (diff=True) the offsets of a direction held as one partition
-(a 1x1 grid): deg_at(deg, diff, v) is then offs[v+1] - offs[v], and no degree array is needed.
+`deg, diff` are a direction's degrees as EdgeMap.degree_view gives them: its compact offsets and
+their grid (io/offsets.py deg_at): no degree array.
     pull_direction(graph)               # the edge direction a pull (bottom-up) step scans, or None
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..io.offsets import DEG_BLOCK, deg_at, degrees_into, n_of
 from ..jit import njit
 
 from .. import config
@@ -29,44 +31,57 @@ def list_cost(d, w, cols, block):
     return d * w + block * min(d, cols)
 
 
-@njit(inline="always")
-def deg_at(deg, diff, v):
-    """v's degree from a degree array, or (diff) from one partition's offsets."""
-    if diff:
-        return np.int64(deg[v + 1]) - np.int64(deg[v])
-    return np.int64(deg[v])
-
-
 @njit(cache=True)
-def cost_of(deg, q, w, cols, block, diff=False):
+def cost_of(deg, q, w, cols, block, dd):
     c = 0
     for k in range(q.shape[0]):
-        d = deg_at(deg, diff, q[k])
+        d = deg_at(deg, dd, q[k])
         if d > 0:
             c += list_cost(d, w, cols, block)
     return c
 
 
 @njit(cache=True)
-def cost_all(deg, w, cols, block, diff=False):
+def cost_and_edges(deg, q, w, cols, block, dd):
+    """(cost_of's bytes, the lists' edges) of the queued vertices, their degrees read once."""
     c = 0
-    for v in range(deg.shape[0] - (1 if diff else 0)):
-        d = deg_at(deg, diff, v)
+    m = 0
+    for k in range(q.shape[0]):
+        d = deg_at(deg, dd, q[k])
         if d > 0:
             c += list_cost(d, w, cols, block)
+            m += d
+    return c, m
+
+
+@njit(cache=True)
+def cost_all(deg, w, cols, block, dd):
+    c = 0
+    n = n_of(dd)
+    dg = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(deg, dd, v0, v1, dg)
+        for v in range(v0, v1):
+            d = dg[v - v0]
+            if d > 0:
+                c += list_cost(d, w, cols, block)
     return c
 
 
 @njit(cache=True)
-def cost_where(mask, deg, w, cols, block, diff=False):
+def cost_where(mask, deg, w, cols, block, dd):
     """cost_all over the vertices with mask[v] true."""
     c = 0
-    for v in range(mask.shape[0]):
-        if not mask[v]:
-            continue
-        d = deg_at(deg, diff, v)
-        if d > 0:
-            c += list_cost(d, w, cols, block)
+    n = mask.shape[0]
+    dg = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(deg, dd, v0, v1, dg)
+        for v in range(v0, v1):
+            d = dg[v - v0]
+            if mask[v] and d > 0:
+                c += list_cost(d, w, cols, block)
     return c
 
 
@@ -91,12 +106,17 @@ class Model:
         self.cap = sum(p.adj_bytes for p in parts)           # every list read once
         self.cols = max(1, len(parts) // max(1, graph.num_rows))
 
-    def lists(self, deg, queue, capped: bool = True, diff: bool = False) -> int:
+    def lists(self, deg, queue, capped: bool = True, diff=None) -> int:
         c = int(cost_of(deg, queue, self.w, self.cols, self.block, diff))
         return min(c, self.cap) if capped else c
 
-    def all(self, deg, diff: bool = False) -> int:
+    def lists_and_edges(self, deg, queue, diff=None):
+        """(lists(..., capped=False), the lists' edges), the degrees read once."""
+        c, m = cost_and_edges(deg, queue, self.w, self.cols, self.block, diff)
+        return int(c), int(m)
+
+    def all(self, deg, diff=None) -> int:
         return int(cost_all(deg, self.w, self.cols, self.block, diff))
 
-    def where(self, mask, deg, diff: bool = False) -> int:
+    def where(self, mask, deg, diff=None) -> int:
         return int(cost_where(mask, deg, self.w, self.cols, self.block, diff))

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import jit as _jit
+from ..io import offsets as _co
 from .cost import Model, pull_direction
 from .memory import track
 
@@ -245,16 +246,24 @@ class EdgeMap:
         return self.kept[direction]
 
     def degree_view(self, direction: str = "out"):
-        """(array, diff) for the cost model's kernels (iterator/cost.py deg_at): a degree array
-        already made, or the offsets themselves when the direction is one partition (a 1x1
-        grid: no degree array at all), else a new degree array."""
-        if direction not in self.deg:
+        """(O, dd): every vertex's degree in `direction` as io/offsets.py's deg_at(O, dd, v)
+        reads it, for the kernels of the cost model, BFS, WCC and PageRank: the compact offsets
+        the iterator holds and their grid (no degree array); where there are none (a cluster's
+        EdgeMap), compact prefix sums of the degrees."""
+        views = self.__dict__.setdefault("_dview", {})
+        if direction not in views:
             it = self.its.get(direction)
+            dd = None
             parts = getattr(it, "parts", None)
-            if parts is not None and len(parts) == 1 and parts[0].row_lo == 0 and \
-                    parts[0].row_hi == self.n and getattr(it, "offs", None) is not None:
-                return it.offs, True
-        return self.degree(direction), False
+            if parts is not None and isinstance(getattr(it, "offs", None), tuple):
+                dd = _co.grid(it.part_base, [p.row_lo for p in parts],
+                              [p.row_hi for p in parts], self.n)
+            if dd is not None:
+                views[direction] = (it.offs, dd)
+            else:
+                views[direction] = _co.of_degrees(self.degree(direction))
+                track(f"degrees ({direction}, compact)", *_co.arrays(views[direction][0]))
+        return views[direction]
 
     def push_cost(self, ids) -> int:
         deg, diff = self.degree_view("out")

@@ -16,6 +16,7 @@ import numpy as np
 from ..jit import njit
 
 from .atomics import atomic_add, prefetch
+from ..io.offsets import _off3 as off3, off_at
 
 #: how many neighbour IDs ahead process_batch asks for the element of Update.reads' slot
 AHEAD = 32
@@ -28,6 +29,7 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
     edges = 0
     wempty = wbuf[:0]
     keeping = kdone.shape[0] != 0
+    olo, obase, oexc = offs          # compact offsets (io/offsets.py), unpacked once
     for k in range(n):
         r = comp[k, 0]
         pos = comp[k, 1]
@@ -48,7 +50,7 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
         hi = rowlen
         while hi - lo > 1:
             mid = (lo + hi) >> 1
-            if offs[b0 + mid] <= e_lo:
+            if off3(olo, obase, oexc, b0 + mid) <= e_lo:
                 lo = mid
             else:
                 hi = mid
@@ -57,11 +59,11 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
         wbase = np.int64(0)
         if weighted:
             wbase = ((comp[k, 2] - req_woff[r]) >> 2)
-        s = offs[b0 + i]
+        s = off3(olo, obase, oexc, b0 + i)
         while i < rowlen:
             if s >= e_hi:
                 break
-            e = offs[b0 + i + 1]
+            e = off3(olo, obase, oexc, b0 + i + 1)
             if e > s:
                 v = row_lo + i
                 if use_mask == 0 or mask[v] != 0:
@@ -271,7 +273,7 @@ def add_degrees(offs, part_base, part_row_lo, deg):
         b0 = part_base[p]
         lo = part_row_lo[p]
         for i in range(part_base[p + 1] - b0 - 1):
-            deg[lo + i] += offs[b0 + i + 1] - offs[b0 + i]
+            deg[lo + i] += off_at(offs, b0 + i + 1) - off_at(offs, b0 + i)
 
 
 @njit(cache=True, nogil=True)
@@ -284,7 +286,7 @@ def part_max_degrees(offs, part_base):
         b0 = part_base[p]
         m = 0
         for i in range(part_base[p + 1] - b0 - 1):
-            d = np.int64(offs[b0 + i + 1] - offs[b0 + i])
+            d = off_at(offs, b0 + i + 1) - off_at(offs, b0 + i)
             if d > m:
                 m = d
         out[p] = m

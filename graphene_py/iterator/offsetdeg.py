@@ -11,17 +11,18 @@ no O(|V|) degree array at all. `RowGroups(it)` describes the rows; in a kernel:
 from __future__ import annotations
 
 import numpy as np
+from ..io.offsets import off_at
 from ..jit import njit
 
 
-@njit(inline="always")
+@njit
 def row_degree(offs, part_base, pidx, j0, j1, i):
     """Degree of the i-th vertex of a row range: its list lengths over the row's partitions
     pidx[j0:j1]."""
     d = np.int64(0)
     for j in range(j0, j1):
         b = part_base[pidx[j]] + i
-        d += np.int64(offs[b + 1]) - np.int64(offs[b])
+        d += off_at(offs, b + 1) - off_at(offs, b)
     return d
 
 

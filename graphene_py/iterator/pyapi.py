@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from ..errors import GrapheneError
+from ..io import offsets as _co
 from . import kernels as K
 from .frontier import Frontier
 
@@ -168,7 +169,11 @@ class Block:
         pi = self.part
         b0 = int(it.part_base[pi])
         self.rowlen = int(it.part_base[pi + 1]) - b0 - 1
-        self.offs = it.offs[b0:b0 + self.rowlen + 1]
+        # the partition's offsets whole (the iterator holds them compact), once per start()
+        full = py.setdefault("full_offs", {})
+        if pi not in full:
+            full[pi] = _co.decode(it.offs, b0, b0 + self.rowlen + 1)
+        self.offs = full[pi]
         self.row_lo = int(it.part_row_lo[pi])
         ne = int(it.part_nedges[pi])
         self.e_lo = int(py["offs"][r]) >> it.id_shift

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from ..jit import njit
 
-from .cost import deg_at
+from ..io.offsets import DEG_BLOCK, degrees_into
 from .memory import Side, track
 
 
@@ -41,12 +41,16 @@ def start_dtype(n: int):
 def _layout(deg, diff, budget, kstart):
     """Slots for the lists of the vertices of degree 1..D (a count, then the IDs) in one array of
     at most `budget` entries, D as large as fits: kstart[v]..kstart[v+1] is v's slot (empty above
-    D). deg, diff: a degree array, or (diff) one partition's offsets (cost.deg_at). Returns (D,
+    D). deg, diff: the degrees as EdgeMap.degree_view gives them (io/offsets.py deg_at). Returns (D,
     entries)."""
     n = kstart.shape[0] - 1
     hist = np.zeros(257, dtype=np.int64)
-    for v in range(n):
-        hist[min(deg_at(deg, diff, v), 256)] += 1
+    dg = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(deg, diff, v0, v1, dg)
+        for v in range(v0, v1):
+            hist[min(dg[v - v0], 256)] += 1
     D = 0
     tot = 0
     for d in range(1, 256):
@@ -56,11 +60,14 @@ def _layout(deg, diff, budget, kstart):
         D = d
     kstart[0] = 0
     c = 0
-    for v in range(n):
-        d = deg_at(deg, diff, v)
-        if 0 < d <= D:
-            c += d + 1
-        kstart[v + 1] = c
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(deg, diff, v0, v1, dg)
+        for v in range(v0, v1):
+            d = dg[v - v0]
+            if 0 < d <= D:
+                c += d + 1
+            kstart[v + 1] = c
     return D, c
 
 
@@ -82,15 +89,15 @@ def _split(mask, kdone, served, rest):
 class ShortLists:
     """The kept lists of one direction (see the module's text)."""
 
-    def __init__(self, deg, budget: int, id_width: int, direction: str = "out", diff=False,
+    def __init__(self, deg, budget: int, id_width: int, direction: str = "out", diff=None,
                  n=None, cache=False):
-        """deg, diff: a degree array, or (diff) one partition's offsets (n: the vertices).
+        """deg, diff: the degrees as EdgeMap.degree_view gives them (n: the vertices).
         cache: the lists are part of the run's adjacency cache (`--memory` buys them; the
         memory block reports them apart from the O(|V|) state), not of its state."""
-        n = len(deg) if n is None else int(n)
+        n = int(diff[2 + diff[0]]) if n is None else int(n)
         self.direction = direction
         self.kstart = np.zeros(n + 1, dtype=start_dtype(n))
-        self.degree_max, entries = _layout(deg, bool(diff), int(budget), self.kstart)
+        self.degree_max, entries = _layout(deg, diff, int(budget), self.kstart)
         self.kcache = np.zeros(max(1, entries), dtype=id_dtype(id_width))
         self.kdone = np.zeros(n, dtype=np.uint8)
         self.served = np.zeros(n, dtype=np.uint8)

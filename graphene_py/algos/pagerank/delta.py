@@ -2,12 +2,12 @@
 then pushes of the large pending changes (see the package's text for the definitions and the stop
 rule).
 
-State, per vertex (the IO buffers apart): 16 bytes of float64 rows F, the offsets (4 bytes while
-a partition's edges fit), the degrees in 4 bytes while they fit (8 for a directed dataset: in- and
-out-degrees; none on a 1x1 grid, where they are differences of the offsets: EdgeMap.degree_view),
-and
-- during the sweeps, a 4-byte count of a split list's pieces: 24 bytes on an undirected 1x1 grid;
-- during the pushes, each active vertex's share in float32 and its flag: 25 bytes there,
+State, per vertex (the IO buffers apart): 16 bytes of float64 rows F, the offsets (about 2 bytes
+per column partition, io/offsets.py: the degrees are read from them, EdgeMap.degree_view), and
+- during the sweeps, the in- and out-degrees in a byte (one for an undirected dataset) and a
+  byte counting a split list's IDs seen, and 12 bytes for each vertex of a degree of 255 or
+  more: 20-21 bytes on an undirected 1x1 grid, 22-23 on a 2x2 one;
+- during the pushes, each active vertex's share in float32 and its flag: 23 bytes there,
   and 8 per compute thread where memory has room for per-thread rows of pushed sums (else the
   pushes add into the pending changes atomically).
 Every pass between supersteps is one numba loop: no n-sized numpy temporaries.
@@ -23,7 +23,7 @@ import numpy as np
 from ...jit import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
-from ...iterator.cost import deg_at
+from ...io.offsets import DEG_BLOCK, deg_at, degrees_into
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from . import pull
@@ -54,46 +54,100 @@ def _score(y, d, v):
     return y[v] * d if d > 0 else y[v]
 
 
-@njit(inline="always")
-def _sweep_list(v, nbrs, F, y, seen, d, od, consts):
-    """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once (d, od:
-    v's in- and out-degree; y: row Y of F, or its float32 half: _single_y)."""
+#: a vertex whose in- or out-degree is at least this keeps its degrees and its count of IDs seen
+#: in a sorted table of its own (_sweep's `big`), the others in a byte each
+BIG = 255
+
+
+@njit(cache=True)
+def _sweep(v, nbrs, wts, tid, state):
+    """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once (y: row
+    Y of F, or its float32 half: _single_y). d8[v] is v's in-degree and od8[v] its out-degree
+    (one array for an undirected dataset), in a byte: a split list's pieces count the IDs seen
+    in `seen` (a byte) and the piece completing the count finishes v. A vertex with a degree of
+    BIG or more (d8[v] == BIG) has its degrees in `big` (rows: vertex, in-degree, out-degree;
+    sorted by vertex) and its count in bigc. Nothing here reads the offsets: a sweep calls this
+    once per list piece, and the lookups of a degree in the compact offsets took a third of the
+    sweep on Kronecker 20 on a 2x2 grid."""
+    F, y, seen, d8, od8, big, bigc, consts = state
     s = 0.0
     for i in range(len(nbrs)):
         s += y[np.int64(nbrs[i])]
     k = np.int64(nbrs.shape[0])
-    if k != d:
-        # one piece of a list split over chunks: add it; the piece completing the count finishes v
-        _fadd(F[PC], v, s)
-        if np.int64(_add_ar(seen, v, k)) + k != d:
-            return
-        s = F[PC, v]
-        seen[v] = 0
+    d = np.int64(d8[v])
+    if d == BIG:
+        j = _find(big, v)
+        d = np.int64(big[1, j])
+        if k != d:
+            _fadd(F[PC], v, s)
+            if np.int64(_add_ar(bigc, j, k)) + k != d:
+                return
+            s = F[PC, v]
+            bigc[j] = 0
+        od = np.int64(big[2, j])
+    else:
+        if k != d:
+            # one piece of a list split over chunks: add it; the piece completing the count
+            # finishes v
+            _fadd(F[PC], v, s)
+            if np.int64(_add_ar(seen, v, k)) + k != d:
+                return
+            s = F[PC, v]
+            seen[v] = 0          # (cleared for the next sweep)
+        od = np.int64(od8[v])
     new = consts[0] + consts[1] * s
     F[PC, v] = abs(new - _score(y, od, v))
     y[v] = new / od if od > 0 else new
 
 
-@njit(cache=True)
-def _sweep(v, nbrs, wts, tid, state):
-    """A sweep's list, the degrees from arrays."""
-    F, y, seen, indeg, outdeg, consts = state
-    _sweep_list(v, nbrs, F, y, seen, np.int64(indeg[v]), np.int64(outdeg[v]), consts)
+@njit
+def _find(big, v):
+    """The column of vertex v in big (row 0 sorted, v in it)."""
+    lo = 0
+    hi = big.shape[1] - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if np.int64(big[0, mid]) < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
-@njit(cache=True)
-def _sweep_offs(v, nbrs, wts, tid, state):
-    """A sweep's list, both degrees as differences of offsets (1x1 grids), with no per-list test
-    of where they come from."""
-    F, y, seen, ioffs, ooffs, consts = state
-    _sweep_list(v, nbrs, F, y, seen, np.int64(ioffs[v + 1]) - np.int64(ioffs[v]),
-                np.int64(ooffs[v + 1]) - np.int64(ooffs[v]), consts)
+@njit(cache=True, nogil=True)
+def _bytes_of(indeg, din_dd, outdeg, dout_dd, d8, od8, big):
+    """d8[v] = v's in-degree and od8[v] its out-degree, both BIG when either is BIG or more; od8
+    may be d8 itself (an undirected dataset: the same degrees). Those vertices' columns of big
+    (vertex, in-degree, out-degree), when it has room for them. Returns how many they are."""
+    n = d8.shape[0]
+    K = big.shape[1]
+    k = 0
+    din = np.empty(DEG_BLOCK, dtype=np.int64)
+    dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(indeg, din_dd, v0, v1, din)
+        degrees_into(outdeg, dout_dd, v0, v1, dout)
+        for v in range(v0, v1):
+            a = din[v - v0]
+            b = dout[v - v0]
+            if a >= BIG or b >= BIG:
+                od8[v] = BIG
+                d8[v] = BIG
+                if k < K:
+                    big[0, k] = v
+                    big[1, k] = a
+                    big[2, k] = b
+                k += 1
+            else:
+                od8[v] = b
+                d8[v] = a
+    return k
 
 
 #: a sweep updates one shared score array in place, in list order: no declared writes (it runs
 #: on one machine only)
 SWEEP = Update(_always, _sweep, combine="sum", reads=1)
-SWEEP_OFFS = Update(_always, _sweep_offs, combine="sum", reads=1)
 
 
 def _single_y(F):
@@ -135,13 +189,19 @@ def _tail_sums(F, y, indeg, outdeg, base, diff, lo, hi, out):
     ch = F[PC]
     delta = 0.0
     sigma = 0.0
-    for v in range(lo, hi):
-        od = deg_at(outdeg, diff[1], v)
-        if deg_at(indeg, diff[0], v) == 0:
-            ch[v] = abs(base - _score(y, od, v))
-            y[v] = base / od if od > 0 else base
-        delta += ch[v]
-        sigma += _score(y, od, v)
+    dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    din = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
+        degrees_into(outdeg, diff[1], v0, v1, dout)
+        degrees_into(indeg, diff[0], v0, v1, din)
+        for v in range(v0, v1):
+            od = dout[v - v0]
+            if din[v - v0] == 0:
+                ch[v] = abs(base - _score(y, od, v))
+                y[v] = base / od if od > 0 else base
+            delta += ch[v]
+            sigma += _score(y, od, v)
     out[0] = delta
     out[1] = sigma
 
@@ -155,15 +215,19 @@ def _tail_scale(F, y, outdeg, inv, cut, diff, lo, hi, out):
     act_edges = 0.0
     act = 0.0
     dmass = 0.0
-    for v in range(lo, hi):
-        y[v] *= inv
-        od = deg_at(outdeg, diff[1], v)
-        if ch[v] > cut:
-            act_edges += od
-            act += 1.0
-        ch[v] = 0.0
-        if od == 0:
-            dmass += y[v]
+    dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
+        degrees_into(outdeg, diff[1], v0, v1, dout)
+        for v in range(v0, v1):
+            y[v] *= inv
+            od = dout[v - v0]
+            if ch[v] > cut:
+                act_edges += od
+                act += 1.0
+            ch[v] = 0.0
+            if od == 0:
+                dmass += y[v]
     out[0] = act_edges
     out[1] = act
     out[2] = dmass
@@ -188,14 +252,20 @@ def _start_counts(indeg, outdeg, diff, lo, hi, out):
     nz = 0
     dz = 0
     dnz = 0
-    for v in range(lo, hi):
-        od = deg_at(outdeg, diff[1], v)
-        if deg_at(indeg, diff[0], v) == 0:
-            nz += 1
-            if od == 0:
-                dz += 1
-        elif od == 0:
-            dnz += 1
+    dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    din = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
+        degrees_into(outdeg, diff[1], v0, v1, dout)
+        degrees_into(indeg, diff[0], v0, v1, din)
+        for v in range(v0, v1):
+            od = dout[v - v0]
+            if din[v - v0] == 0:
+                nz += 1
+                if od == 0:
+                    dz += 1
+            elif od == 0:
+                dnz += 1
     out[0] = nz
     out[1] = dz
     out[2] = dnz
@@ -206,14 +276,20 @@ def _start_fill(y, indeg, outdeg, b, rest, diff, lo, hi, out):
     """y over [lo, hi) of a start with score b without in-edges and `rest` with them; out[0] =
     the dangling mass."""
     dmass = 0.0
-    for v in range(lo, hi):
-        x = b if deg_at(indeg, diff[0], v) == 0 else rest
-        od = deg_at(outdeg, diff[1], v)
-        if od > 0:
-            y[v] = x / od
-        else:
-            y[v] = x
-            dmass += x
+    dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    din = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
+        degrees_into(outdeg, diff[1], v0, v1, dout)
+        degrees_into(indeg, diff[0], v0, v1, din)
+        for v in range(v0, v1):
+            x = b if din[v - v0] == 0 else rest
+            od = dout[v - v0]
+            if od > 0:
+                y[v] = x / od
+            else:
+                y[v] = x
+                dmass += x
     out[0] = dmass
 
 
@@ -279,12 +355,17 @@ def _scores_from_y(F, outdeg, diff):
     """y -> x in place (row P); returns the dangling mass."""
     y = F[Y]
     dmass = 0.0
-    for v in range(y.shape[0]):
-        d = deg_at(outdeg, diff[1], v)
-        if d > 0:
-            y[v] *= d
-        else:
-            dmass += y[v]
+    n = y.shape[0]
+    dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(0, n, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, n)
+        degrees_into(outdeg, diff[1], v0, v1, dout)
+        for v in range(v0, v1):
+            d = dout[v - v0]
+            if d > 0:
+                y[v] *= d
+            else:
+                dmass += y[v]
     return dmass
 
 
@@ -346,11 +427,11 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
     m = max(1, graph.num_edges)
     with EdgeMap(graph, pull=pull_dir == "in", in_memory=in_memory, **runtime) as em:
-        # degrees from the offsets themselves on a 1x1 grid (no degree array), else arrays;
-        # diff says which (iterator/cost.py deg_at): [in-degrees, out-degrees]
+        # degrees from the compact offsets the iterators hold (no degree array): diff holds
+        # their grids (io/offsets.py deg_at), (in-degrees', out-degrees')
         outdeg, d_out = em.degree_view("out")
         indeg, d_in = em.degree_view(pull_dir) if pull_dir is not None else (outdeg, d_out)
-        diff = np.array([d_in, d_out], dtype=np.bool_)
+        diff = (d_in, d_out)
         F = track("scores and changes (2 float64)", np.zeros((2, n)))
         iters, done = 0, False
         if pull_dir is not None and em.local:
@@ -422,8 +503,21 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
                   steps, progress):
     """Phase 1 of delta PageRank, in F (row Y on return: y of x summing to 1; row PC zero).
     Returns (sweeps, error, converged)."""
-    # the per-sweep counts of a split list's pieces: 4 bytes while degrees fit
-    seen = track("piece counts", np.zeros(n, dtype=em.ddt))
+    # the sweeps' bytes per vertex (_sweep): a split list's count of IDs seen, the in- and
+    # out-degrees (one array when they are the same: an undirected dataset); the vertices of a
+    # degree of BIG or more in a table (Kronecker scale 24 edge factor 64: 7.5% of them)
+    seen = track("piece counts", np.zeros(n, dtype=np.uint8))
+    d8 = track("degrees in a byte", np.empty(n, dtype=np.uint8))
+    same = indeg is outdeg and diff[0] is diff[1]
+    od8 = d8 if same else track("out-degrees in a byte", np.empty(n, dtype=np.uint8))
+    narrow = n < (1 << 32) and em.graph.num_edges < (1 << 32)
+    none = np.zeros((3, 0), dtype=np.uint32 if narrow else np.int64)
+    k = int(_bytes_of(indeg, diff[0], outdeg, diff[1], d8, od8, none))
+    big = track("degrees of the vertices of high degree", np.zeros((3, k), dtype=none.dtype))
+    bigc = track("piece counts of the vertices of high degree",
+                 np.zeros(k, dtype=np.uint32 if narrow else np.int64))
+    if k:
+        _bytes_of(indeg, diff[0], outdeg, diff[1], d8, od8, big)
     # y in float32 (row Y's first half) while the change is above SINGLE_UNTIL, as pull
     # PageRank's; the reported error then carries float32's rounding bound
     y = _single_y(F) if pull.single(np.inf) else F[Y]
@@ -434,13 +528,8 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     while sweeps < max_iter:
         base = (1.0 - alpha) / n + alpha * dmass / n
         consts[:] = (base, alpha)
-        if diff.all():
-            st = em.dense((F, y, seen, indeg, outdeg, consts), SWEEP_OFFS, direction,
-                          again=sweeps + 1 < max_iter)
-        else:
-            st = em.dense((F, y, seen, indeg if not diff[0] else em.degree(direction),
-                           outdeg if not diff[1] else em.degree("out"), consts), SWEEP, direction,
-                          again=sweeps + 1 < max_iter)
+        st = em.dense((F, y, seen, d8, od8, big, bigc, consts), SWEEP,
+                      direction, again=sweeps + 1 < max_iter)
         # vertices without in-lists (nothing was read for them) take `base`; then rescale to sum
         # 1: Gauss-Seidel does not conserve the total mass, and without the rescaling that mode
         # would converge only at rate alpha (the fixed point is only defined up to this scale)

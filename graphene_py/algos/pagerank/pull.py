@@ -6,6 +6,7 @@ from ...jit import njit
 
 from ...iterator.edgemap import EdgeMap
 from ...iterator.memory import track
+from ...io.offsets import off_at
 from ...iterator.offsetdeg import RowGroups, row_degree
 from .steps import PULL, PUSH, _normalized, _note, _out_degrees
 
@@ -90,7 +91,7 @@ def _finish_from_offsets(acc, y, out, alpha, mode, dmass, offs, part_base, pidx,
         for v in range(lo, ghi[g]):
             if j1 - j0 == 1:                     # one column partition: one difference
                 b = part_base[pidx[j0]] + v - lo
-                d = np.int64(offs[b + 1]) - np.int64(offs[b])
+                d = off_at(offs, b + 1) - off_at(offs, b)
             else:
                 d = row_degree(offs, part_base, pidx, j0, j1, v - lo)
             if mode == START:
