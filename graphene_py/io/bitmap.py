@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from .. import config
 from ..jit import intrinsic, njit
-from .offsets import compact, off_at
+from .offsets import off3, compact
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
@@ -132,8 +132,9 @@ def _mark_ranges(bits, starts, ends, shift):
 
 @njit(cache=True, nogil=True)
 def _mark_queue(bits, O, b0, rowlen, row_lo, vertices, id_width, shift):
-    """O: compact offsets (iterator/offsets.py), this partition's from entry b0, rowlen + 1
+    """O: compact offsets (io/offsets.py), this partition's from entry b0, rowlen + 1
     entries."""
+    olo, obase, oexc = O
     new = np.uint64(0)
     useful = 0
     # Coalesce at block granularity: the current run of blocks [rb0, rb1] grows while the next
@@ -144,8 +145,8 @@ def _mark_queue(bits, O, b0, rowlen, row_lo, vertices, id_width, shift):
         i = np.int64(vertices[k]) - row_lo
         if i < 0 or i >= rowlen:
             continue
-        s = off_at(O, b0 + i) * id_width
-        e = off_at(O, b0 + i + 1) * id_width
+        s = off3(olo, obase, oexc, b0 + i) * id_width
+        e = off3(olo, obase, oexc, b0 + i + 1) * id_width
         if e <= s:
             continue
         useful += e - s
@@ -168,6 +169,7 @@ def _mark_queue(bits, O, b0, rowlen, row_lo, vertices, id_width, shift):
 def _mark_scan(bits, O, b0, rowlen, row_lo, active, words, id_width, shift):
     """active: uint8 per global vertex; words: the same bytes as uint64 (8 flags per word, for
     skipping runs of inactive vertices); O, b0, rowlen as _mark_queue's."""
+    olo, obase, oexc = O
     hi = min(rowlen, active.shape[0] - row_lo)
     nwords = words.shape[0]
     new = np.uint64(0)
@@ -183,8 +185,8 @@ def _mark_scan(bits, O, b0, rowlen, row_lo, active, words, id_width, shift):
         if active[g] == 0:
             i += 1
             continue
-        s = off_at(O, b0 + i) * id_width
-        e = off_at(O, b0 + i + 1) * id_width
+        s = off3(olo, obase, oexc, b0 + i) * id_width
+        e = off3(olo, obase, oexc, b0 + i + 1) * id_width
         i += 1
         if e <= s:
             continue
@@ -280,7 +282,7 @@ def mark_queue(bits, offsets, row_lo: int, vertices, id_width: int,
 
 
 def mark_queue_at(bits, O, b0: int, rowlen: int, row_lo: int, vertices, id_width: int, sh: int):
-    """mark_queue over compact offsets O (iterator/offsets.py), the partition's from entry b0
+    """mark_queue over compact offsets O (io/offsets.py), the partition's from entry b0
     (rowlen + 1 entries), blocks of 1 << sh bytes; the bitmap is the planner's own (sized for
     the file)."""
     v = vertices if vertices.dtype == np.int64 else np.asarray(vertices, dtype=np.int64)

@@ -39,11 +39,13 @@ SPAN = 0xFFFF
 def off_at(O, b):
     """Entry b of compact offsets O (int64)."""
     lo, base, exc = O
-    return _off3(lo, base, exc, b)
+    return off3(lo, base, exc, b)
 
 
 @njit
-def _off3(lo, base, exc, b):
+def off3(lo, base, exc, b):
+    """off_at over O's three arrays: a kernel that reads many entries unpacks O once (a tuple
+    unpacked in every call costs a reference count per array where numba cannot prune it)."""
     x = base[b >> 7]
     if x >= 0:
         y = x + np.int64(lo[b])
@@ -81,12 +83,12 @@ def deg_at(O, dd, v):
 
 @njit
 def _len3(lo, base, exc, b):
-    """_off3(b + 1) - _off3(b): one base entry when both are in one short group."""
+    """off3(b + 1) - off3(b): one base entry when both are in one short group."""
     x = base[b >> 7]
     if x >= 0 and (b & 127) != 127:
         d = np.int64(lo[b + 1]) - np.int64(lo[b])
     else:
-        d = _off3(lo, base, exc, b + 1) - _off3(lo, base, exc, b)
+        d = off3(lo, base, exc, b + 1) - off3(lo, base, exc, b)
     return d
 
 
@@ -125,7 +127,7 @@ def degrees_into(O, dd, v0, v1, out):
 
 @njit
 def _lengths_add(lo, base, exc, b, m, out, o):
-    """out[o + i] += the list length of entry b + i (_off3(b + i + 1) - _off3(b + i)), i < m:
+    """out[o + i] += the list length of entry b + i (off3(b + i + 1) - off3(b + i)), i < m:
     inside a short group a difference of two uint16 (a loop the compiler vectorizes)."""
     i = 0
     while i < m:
@@ -138,7 +140,7 @@ def _lengths_add(lo, base, exc, b, m, out, o):
                 out[q + t] += np.int64(lo[t + 1]) - np.int64(lo[t])
             i = stop - b
         else:
-            out[o + i] += _off3(lo, base, exc, j + 1) - _off3(lo, base, exc, j)
+            out[o + i] += off3(lo, base, exc, j + 1) - off3(lo, base, exc, j)
             i += 1
 
 
@@ -192,7 +194,7 @@ def _fill(full, lo, base, exc):
 def _decode(O, b0, out):
     lo, base, exc = O
     for i in range(out.shape[0]):
-        out[i] = _off3(lo, base, exc, b0 + i)
+        out[i] = off3(lo, base, exc, b0 + i)
 
 
 def compact(full) -> tuple:

@@ -16,7 +16,7 @@ import numpy as np
 from ..jit import njit
 
 from .atomics import atomic_add, prefetch
-from ..io.offsets import _off3 as off3, off_at
+from ..io.offsets import off3
 
 #: how many neighbour IDs ahead process_batch asks for the element of Update.reads' slot
 AHEAD = 32
@@ -269,11 +269,12 @@ def weight_extents(offs, lens, id_width, wfile_bytes_of, file_ids, out_off, out_
 
 @njit(cache=True, nogil=True)
 def add_degrees(offs, part_base, part_row_lo, deg):
+    olo, obase, oexc = offs
     for p in range(part_row_lo.shape[0]):
         b0 = part_base[p]
         lo = part_row_lo[p]
         for i in range(part_base[p + 1] - b0 - 1):
-            deg[lo + i] += off_at(offs, b0 + i + 1) - off_at(offs, b0 + i)
+            deg[lo + i] += off3(olo, obase, oexc, b0 + i + 1) - off3(olo, obase, oexc, b0 + i)
 
 
 @njit(cache=True, nogil=True)
@@ -282,11 +283,12 @@ def part_max_degrees(offs, part_base):
     from part_base[p])."""
     P = part_base.shape[0] - 1
     out = np.zeros(P, dtype=np.int64)
+    olo, obase, oexc = offs
     for p in range(P):
         b0 = part_base[p]
         m = 0
         for i in range(part_base[p + 1] - b0 - 1):
-            d = off_at(offs, b0 + i + 1) - off_at(offs, b0 + i)
+            d = off3(olo, obase, oexc, b0 + i + 1) - off3(olo, obase, oexc, b0 + i)
             if d > m:
                 m = d
         out[p] = m

@@ -6,7 +6,7 @@ from ...jit import njit
 
 from ...iterator.edgemap import EdgeMap
 from ...iterator.memory import track
-from ...io.offsets import off_at
+from ...io.offsets import off3
 from ...iterator.offsetdeg import RowGroups, row_degree
 from .steps import PULL, PUSH, _normalized, _note, _out_degrees
 
@@ -84,6 +84,7 @@ def _finish_from_offsets(acc, y, out, alpha, mode, dmass, offs, part_base, pidx,
     base = (1.0 - alpha) / n + alpha * dmass[0] / n
     err = 0.0
     dsum = 0.0
+    olo, obase, oexc = offs          # compact offsets (io/offsets.py), unpacked once
     for g in range(glo.shape[0]):
         j0 = gstart[g]
         j1 = gstart[g + 1]
@@ -91,7 +92,7 @@ def _finish_from_offsets(acc, y, out, alpha, mode, dmass, offs, part_base, pidx,
         for v in range(lo, ghi[g]):
             if j1 - j0 == 1:                     # one column partition: one difference
                 b = part_base[pidx[j0]] + v - lo
-                d = off_at(offs, b + 1) - off_at(offs, b)
+                d = off3(olo, obase, oexc, b + 1) - off3(olo, obase, oexc, b)
             else:
                 d = row_degree(offs, part_base, pidx, j0, j1, v - lo)
             if mode == START:
