@@ -55,34 +55,25 @@ def cost_and_edges(deg, q, w, cols, block, dd):
 
 
 @njit(cache=True)
-def cost_all(deg, w, cols, block, dd):
+def cost_where(mask, deg, w, cols, block, dd):
+    """The bytes of the lists of the vertices with mask[v] true; of every vertex when mask is
+    empty."""
     c = 0
     n = n_of(dd)
+    every = mask.shape[0] == 0
     dg = np.empty(DEG_BLOCK, dtype=np.int64)
     for v0 in range(0, n, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, n)
         degrees_into(deg, dd, v0, v1, dg)
         for v in range(v0, v1):
             d = dg[v - v0]
-            if d > 0:
+            if d > 0 and (every or mask[v]):
                 c += list_cost(d, w, cols, block)
     return c
 
 
-@njit(cache=True)
-def cost_where(mask, deg, w, cols, block, dd):
-    """cost_all over the vertices with mask[v] true."""
-    c = 0
-    n = mask.shape[0]
-    dg = np.empty(DEG_BLOCK, dtype=np.int64)
-    for v0 in range(0, n, DEG_BLOCK):
-        v1 = min(v0 + DEG_BLOCK, n)
-        degrees_into(deg, dd, v0, v1, dg)
-        for v in range(v0, v1):
-            d = dg[v - v0]
-            if mask[v] and d > 0:
-                c += list_cost(d, w, cols, block)
-    return c
+#: cost_where's mask for every vertex
+_EVERY = np.zeros(0, dtype=np.uint8)
 
 
 def pull_direction(graph, bottom_up=True):
@@ -116,7 +107,7 @@ class Model:
         return int(c), int(m)
 
     def all(self, deg, diff=None) -> int:
-        return int(cost_all(deg, self.w, self.cols, self.block, diff))
+        return int(cost_where(_EVERY, deg, self.w, self.cols, self.block, diff))
 
     def where(self, mask, deg, diff=None) -> int:
         return int(cost_where(mask, deg, self.w, self.cols, self.block, diff))
