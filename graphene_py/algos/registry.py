@@ -308,8 +308,9 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
             else int(opts.get("num_sources") or 32)      # on-disk depths: a log of n entries)
         per_vertex += 4 * count + 8
     # offsets: every partition keeps an entry per row of its row range, so each edge direction
-    # holds cols (out-lists) or rows (in-lists) x n entries, compact (io/offsets.py: at most
-    # 2.5 bytes per entry and 128 bytes per 65536 edges); the degrees come from them
+    # holds cols (out-lists) or rows (in-lists) x n entries, compact (io/offsets.py
+    # bound_bytes: 2 bytes per entry, 8 per group of 128, a group held whole per 65536 edges
+    # and per partition); the degrees come from them
     from ..io.offsets import bound_bytes
     dirs = ["out"] + (["in"] if graph.directed and graph.in_partitions is not None else [])
     offsets_bytes = sum(bound_bytes(graph.parts(d)) for d in dirs)
