@@ -17,7 +17,9 @@ load on first use, so `import graphene_py` stays cheap.
 __version__ = "0.1.0"
 
 from .errors import DatasetError, GrapheneError, InputFormatError  # noqa: E402,F401
-from .graph import Graph  # noqa: E402,F401
+
+# Graph (graphene_py.graph) loads on first use, like the rest: importing this package imports no
+# numpy, so the `graphene` command (cli.py) can still set numpy's BLAS threads before numpy loads.
 
 #: graphene_py.<name>(graph, **options): every algorithm of algos/registry.py, "-" spelled "_"
 #: (graphene_py.pagerank_pull); these are the built-in ones
@@ -47,6 +49,10 @@ def __getattr__(name):
         fn = _algorithm(name)
         globals()[name] = fn
         return fn
+    if name == "Graph":
+        from .graph import Graph
+        globals()["Graph"] = Graph
+        return Graph
     if name == "Cluster":
         from .cluster import Cluster
         return Cluster

@@ -8,9 +8,17 @@ from __future__ import annotations
 import os
 import sys
 
-import click
+# numpy's OpenBLAS starts a thread per further core when numpy is imported, and those threads spin
+# waiting for work (blas_thread_server) while this process imports and sets up: on 2 cores, a
+# fresh `graphene run kcore --k 17 --membership-only -g kron22` spent 0.29 s more CPU and 0.18 s
+# more wall with them (median of 8 cold interleaved pairs, BENCHMARKS.md). No command here calls
+# BLAS (jit.py): one thread, unless the user set it. (Before any import of numpy: the package's
+# __init__ imports none.)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from .errors import GrapheneError, VerificationError
+import click  # noqa: E402
+
+from .errors import GrapheneError, VerificationError  # noqa: E402
 
 
 #: exit code when stdout's reader went away (`graphene run bfs --nl | head -1`): 128 + SIGPIPE, what

@@ -274,3 +274,26 @@ def test_sssp_buckets_at_a_width_that_does_not_divide_the_distances(tmp_path, mo
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def _threads_after_cli_import(env):
+    code = ("import os, sys\nimport graphene_py\nbefore = 'numpy' in sys.modules\n"
+            "from graphene_py import cli\nimport numpy\n"
+            "print(before, os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    before, setting, tasks = out.stdout.split()
+    return before, setting, int(tasks)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2,
+                    reason="counts the process's threads in /proc on a machine of 2+ cores")
+def test_the_command_starts_no_blas_threads():
+    """`import graphene_py` imports no numpy, so the CLI sets OpenBLAS to one thread before numpy
+    loads: its process then has no thread but the main one (numpy's OpenBLAS otherwise starts one
+    per further core, which spin through the command's start-up). A user's own setting stays."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    assert _threads_after_cli_import(env) == ("False", "1", 1)
+    before, setting, tasks = _threads_after_cli_import(dict(env, OPENBLAS_NUM_THREADS="2"))
+    assert (before, setting, tasks) == ("False", "2", 2)
