@@ -33,6 +33,7 @@ def mark(what):
 mark("interpreter")
 if os.environ.get("STARTUP_TREE"):
     sys.path[0:0] = [os.environ["STARTUP_TREE"]]
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")     # as graphene_py/cli.py does, before numpy
 import numpy
 mark("numpy")
 from graphene_py import cli
