@@ -16,8 +16,8 @@ from numba import njit
 from graphene_py.errors import GrapheneError, GrapheneIOError
 from graphene_py.iterator import (Frontier, IoIterator, atomic_add, atomic_cas, atomic_min,
                                   prefetch)
-from graphene_py.io.offsets import decode
-from graphene_py.iterator.offsetdeg import RowGroups, row_degree
+from graphene_py.io.offsets import decode, degrees_into
+from graphene_py.iterator.edgemap import EdgeMap
 from graphene_py.partition import partition_arrays
 from tests import graphs as tg
 
@@ -520,25 +520,26 @@ def test_offset_beyond_int32_is_damage_not_a_wrong_list(dataset, tmp_path):
 
 
 @njit
-def _degrees_by_rows(n, offs, part_base, pidx, gstart, glo, ghi):
+def _degrees_by_blocks(n, offs, dd, block):
     out = np.full(n, -1, np.int64)
-    for g in range(glo.shape[0]):
-        for v in range(glo[g], ghi[g]):
-            out[v] = row_degree(offs, part_base, pidx, gstart[g], gstart[g + 1], v - glo[g])
+    for v0 in range(0, n, block):
+        v1 = min(v0 + block, n)
+        degrees_into(offs, dd, v0, v1, out[v0:v1])
     return out
 
 
 @pytest.mark.parametrize("grid", [(1, 1), (3, 2), (2, 3)], ids=lambda g: f"{g[0]}x{g[1]}")
-def test_degrees_from_the_offsets_by_row(dataset, grid):
-    # RowGroups + row_degree (PageRank's degree-free pass): every vertex's degree, summed over its
-    # row's column partitions, from the offsets the iterator holds
+def test_degrees_from_the_offsets_by_blocks(dataset, grid):
+    # EdgeMap.degree_view + degrees_into (PageRank's degree-free passes, split over threads by
+    # vertex ranges): every vertex's degree, summed over its row's column partitions, from the
+    # compact offsets the iterators hold, for blocks that do and do not align with the groups
     g, G = dataset("powerlaw", *grid, in_edges=True)
-    for direction in ("out", "in"):
-        with IoIterator(G, direction, engine="uring", threads=1) as it:
-            rg = RowGroups(it)
-            assert rg.covers(g.n)
-            got = _degrees_by_rows(g.n, *rg.args)
-            assert np.array_equal(got, G.degrees(direction))
+    with EdgeMap(G, pull=True, threads=1) as em:
+        for direction in ("out", "in"):
+            offs, dd = em.degree_view(direction)
+            for block in (1, 7, 512):
+                got = _degrees_by_blocks(g.n, offs, dd, block)
+                assert np.array_equal(got, G.degrees(direction)), (direction, block)
 
 
 @pytest.mark.parametrize("weights", [False, True])

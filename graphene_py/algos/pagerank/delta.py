@@ -28,7 +28,7 @@ from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from . import pull
 from .pull import _single_slack
-from .steps import _always, _note, _pushing
+from .steps import _always, _note, _on_ranges, _pushing
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
@@ -163,23 +163,6 @@ def _widen(row):
     half = row.view(np.float32)
     for v in range(row.shape[0] - 1, -1, -1):
         row[v] = np.float64(half[v])
-
-
-def _ranges(n, threads):
-    """Vertex range bounds of a pass split over the compute threads: multiples of 16 (a float32
-    row's 64-byte line), so no two threads write one cache line."""
-    b = (np.arange(threads + 1, dtype=np.int64) * n // threads) & ~np.int64(15)
-    b[-1] = n
-    return b
-
-
-def _on_ranges(em, n, kernel, *args):
-    """kernel(*args, lo, hi, out) over the compute threads' vertex ranges (_ranges) on em's
-    threads; returns the rows `out` of the threads (float64, 3 each) summed."""
-    b = _ranges(n, max(1, em.threads))
-    parts = np.zeros((len(b) - 1, 3))
-    em.on_threads(lambda t: kernel(*args, b[t], b[t + 1], parts[t]))
-    return parts.sum(axis=0)
 
 
 @njit(cache=True, nogil=True)

@@ -66,3 +66,20 @@ def _normalized(p):
     """p / sum(p), in place (numpy's pairwise sum: exact to rounding; no second n-array)."""
     p /= p.sum()
     return p
+
+
+def _ranges(n, threads):
+    """Vertex range bounds of a pass split over the compute threads: multiples of 16 (a float32
+    row's 64-byte line), so no two threads write one cache line."""
+    b = (np.arange(threads + 1, dtype=np.int64) * n // threads) & ~np.int64(15)
+    b[-1] = n
+    return b
+
+
+def _on_ranges(em, n, kernel, *args):
+    """kernel(*args, lo, hi, out) over the compute threads' vertex ranges (_ranges) on em's
+    threads; returns the rows `out` of the threads (float64, 3 each) summed."""
+    b = _ranges(n, max(1, em.threads))
+    parts = np.zeros((len(b) - 1, 3))
+    em.on_threads(lambda t: kernel(*args, b[t], b[t + 1], parts[t]))
+    return parts.sum(axis=0)
