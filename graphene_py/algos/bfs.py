@@ -256,8 +256,9 @@ def _mark_unvisited(visited, deg, diff, mask):
     for v0 in range(0, n, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, n)
         degrees_into(deg, diff, v0, v1, dg)
-        for v in range(v0, v1):
-            a = visited[v >> 6] & (np.uint64(1) << np.uint64(v & 63)) == 0 and dg[v - v0] > 0
+        for v in range(v0, v1):            # branch-free: unvisited and with edges
+            a = np.uint8(((visited[v >> 6] >> np.uint64(v & 63)) & np.uint64(1)) == 0) \
+                & np.uint8(dg[v - v0] > 0)
             mask[v] = a
             cnt += a
     return cnt
