@@ -797,3 +797,30 @@ def test_wcc_kept_lists(gname, grid, tmp_root):
                 assert not any(s.get("kept_lists") for s in r.supersteps)
     if gname == "powerlaw":      # bottom-up levels after the first, then propagation
         assert served.get("bfs", 0) > 0 and served.get("lp", 0) > 0, served
+
+
+class _SerialThreads:
+    """A stand-in EdgeMap whose on_threads runs the threads' jobs one after the other, in the
+    order given: a pass that depends on the order of its ranges fails one of two orders."""
+
+    def __init__(self, order):
+        self.order = order
+        self.threads = len(order)
+
+    def on_threads(self, job):
+        for t in self.order:
+            job(t)
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0), (2, 0, 1)])
+def test_delta_pagerank_widens_float32_scores_in_place_in_any_range_order(order):
+    """Delta PageRank's float32 scores become float64 in place (_widen): ranges of the upper half
+    first, each split over threads. Odd and even lengths around the serial cut; checked: taking
+    the lower half's bound as floor(n/2) fails the order (0, 1) at odd lengths."""
+    from graphene_py.algos.pagerank import delta as D
+    for n in [0, 1, 5, 17, D.WIDEN_SERIAL, D.WIDEN_SERIAL + 1, 2 * D.WIDEN_SERIAL + 1, 1_000_003]:
+        vals = np.random.default_rng(n).random(n).astype(np.float32)
+        row = np.zeros(n)
+        row.view(np.float32)[:n] = vals
+        D._widen(_SerialThreads(order), row)
+        assert np.array_equal(row, vals.astype(np.float64)), n

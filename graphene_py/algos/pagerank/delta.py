@@ -28,7 +28,7 @@ from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from . import pull
 from .pull import _single_slack
-from .steps import _always, _note, _on_ranges, _pushing
+from .steps import _always, _note, _on_ranges, _pushing, _ranges
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
@@ -115,17 +115,15 @@ def _find(big, v):
 
 
 @njit(cache=True, nogil=True)
-def _bytes_of(indeg, din_dd, outdeg, dout_dd, d8, od8, big):
-    """d8[v] = v's in-degree and od8[v] its out-degree, both BIG when either is BIG or more; od8
-    may be d8 itself (an undirected dataset: the same degrees). Those vertices' columns of big
-    (vertex, in-degree, out-degree), when it has room for them. Returns how many they are."""
-    n = d8.shape[0]
-    K = big.shape[1]
+def _bytes_of(indeg, din_dd, outdeg, dout_dd, d8, od8, lo, hi, out):
+    """Over [lo, hi): d8[v] = v's in-degree and od8[v] its out-degree, both BIG when either is
+    BIG or more; od8 may be d8 itself (an undirected dataset: the same degrees). out[0] = how
+    many vertices of [lo, hi) have BIG (their columns of `big`: _big_fill)."""
     k = 0
     din = np.empty(DEG_BLOCK, dtype=np.int64)
     dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    for v0 in range(0, n, DEG_BLOCK):
-        v1 = min(v0 + DEG_BLOCK, n)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(indeg, din_dd, v0, v1, din)
         degrees_into(outdeg, dout_dd, v0, v1, dout)
         for v in range(v0, v1):
@@ -134,15 +132,42 @@ def _bytes_of(indeg, din_dd, outdeg, dout_dd, d8, od8, big):
             if a >= BIG or b >= BIG:
                 od8[v] = BIG
                 d8[v] = BIG
-                if k < K:
-                    big[0, k] = v
-                    big[1, k] = a
-                    big[2, k] = b
                 k += 1
             else:
                 od8[v] = b
                 d8[v] = a
-    return k
+    out[0] = k
+
+
+@njit(cache=True, nogil=True)
+def _big_fill(indeg, din_dd, outdeg, dout_dd, d8, big, start, lo, hi):
+    """The columns of big (vertex, in-degree, out-degree) of [lo, hi)'s vertices of d8 BIG, from
+    column `start` on (sorted by vertex: the ranges' starts are their counts' prefix sums)."""
+    k = start
+    for v in range(lo, hi):
+        if d8[v] == BIG:
+            big[0, k] = v
+            big[1, k] = deg_at(indeg, din_dd, v)
+            big[2, k] = deg_at(outdeg, dout_dd, v)
+            k += 1
+
+
+def _degree_bytes(em, indeg, din_dd, outdeg, dout_dd, d8, od8, dtype):
+    """d8, od8 (_bytes_of) and the table `big` of the vertices of a degree of BIG or more, both
+    passes split over em's compute threads by vertex ranges. Returns big."""
+    n = d8.shape[0]
+    b = _ranges(n, max(1, em.threads))
+    counts = np.zeros((len(b) - 1, 3))
+    em.on_threads(lambda t: _bytes_of(indeg, din_dd, outdeg, dout_dd, d8, od8, b[t], b[t + 1],
+                                      counts[t]))
+    starts = np.zeros(len(b), dtype=np.int64)
+    np.cumsum(counts[:, 0].astype(np.int64), out=starts[1:])
+    big = track("degrees of the vertices of high degree",
+                np.zeros((3, int(starts[-1])), dtype=dtype))
+    if big.shape[1]:
+        em.on_threads(lambda t: _big_fill(indeg, din_dd, outdeg, dout_dd, d8, big, starts[t],
+                                          b[t], b[t + 1]))
+    return big
 
 
 #: a sweep updates one shared score array in place, in list order: no declared writes (it runs
@@ -156,13 +181,32 @@ def _single_y(F):
     return F[Y].view(np.float32)[:F.shape[1]]
 
 
-@njit(cache=True)
-def _widen(row):
-    """The float32 values in row's first half (_single_y) -> float64 in place, from the top
-    down: value v lands on the bytes of float32 values 2v and 2v+1, both read by then."""
+@njit(cache=True, nogil=True)
+def _widen_range(row, lo, hi):
+    """row[v] = the float32 value v of row's first half, for v in [lo, hi): they land on the
+    bytes of float32 values [2 lo, 2 hi), which the caller has widened already (or are past n)."""
     half = row.view(np.float32)
-    for v in range(row.shape[0] - 1, -1, -1):
+    for v in range(hi - 1, lo - 1, -1):
         row[v] = np.float64(half[v])
+
+
+#: _widen's ranges below this many values run on one thread
+WIDEN_SERIAL = 1 << 16
+
+
+def _widen(em, row):
+    """The float32 values in row's first half (_single_y) -> float64 in place. Value v lands on
+    the bytes of float32 values 2v and 2v+1, so the values of [ceil(n/2), n) go first (onto
+    bytes past the values), then the half below them (onto values of the range before), and so
+    on: a range [lo, hi) with hi <= 2 lo reads bytes below those it writes, so each range splits
+    over em's compute threads; the last WIDEN_SERIAL values go from the top down on one."""
+    hi = row.shape[0]
+    while hi > WIDEN_SERIAL:
+        lo = (hi + 1) // 2
+        b = lo + _ranges(hi - lo, max(1, em.threads))
+        em.on_threads(lambda t: _widen_range(row, b[t], b[t + 1]))
+        hi = lo
+    _widen_range(row, 0, hi)
 
 
 @njit(cache=True, nogil=True)
@@ -333,15 +377,14 @@ PUSH_SHARE = Update(_pushing, _push_share, combine="sum", writes=(1,), reads=1)
 PUSH_ROWS = Update(_pushing, _push_rows, combine="sum", writes=(1,))
 
 
-@njit(cache=True)
-def _scores_from_y(F, outdeg, diff):
-    """y -> x in place (row P); returns the dangling mass."""
+@njit(cache=True, nogil=True)
+def _scores_range(F, outdeg, diff, lo, hi, out):
+    """y -> x in place (row P) over [lo, hi); out[0] = the dangling mass there."""
     y = F[Y]
     dmass = 0.0
-    n = y.shape[0]
     dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    for v0 in range(0, n, DEG_BLOCK):
-        v1 = min(v0 + DEG_BLOCK, n)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(outdeg, diff[1], v0, v1, dout)
         for v in range(v0, v1):
             d = dout[v - v0]
@@ -349,7 +392,12 @@ def _scores_from_y(F, outdeg, diff):
                 y[v] *= d
             else:
                 dmass += y[v]
-    return dmass
+    out[0] = dmass
+
+
+def _scores_from_y(em, F, outdeg, diff):
+    """y -> x in place (row P), split over em's compute threads; returns the dangling mass."""
+    return float(_on_ranges(em, F.shape[1], _scores_range, F, outdeg, diff)[0])
 
 
 @njit(cache=True)
@@ -452,7 +500,7 @@ def _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter, threshold, m
     into = acc if acc.shape[0] else F[R]
     st = (em.dense((F[Y], F[R], consts), PULL_SHARE, pull_dir) if pull_dir is not None else
           em.dense((F[Y], into, consts), push))
-    dmass = _scores_from_y(F, outdeg, diff)
+    dmass = _scores_from_y(em, F, outdeg, diff)
     rabs, total = _settle(F, acc, (1.0 - alpha) / n + alpha * dmass / n, True)
     err = _delta_error(rabs, total)
     iters += 1
@@ -494,13 +542,11 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     same = indeg is outdeg and diff[0] is diff[1]
     od8 = d8 if same else track("out-degrees in a byte", np.empty(n, dtype=np.uint8))
     narrow = n < (1 << 32) and em.graph.num_edges < (1 << 32)
-    none = np.zeros((3, 0), dtype=np.uint32 if narrow else np.int64)
-    k = int(_bytes_of(indeg, diff[0], outdeg, diff[1], d8, od8, none))
-    big = track("degrees of the vertices of high degree", np.zeros((3, k), dtype=none.dtype))
+    big = _degree_bytes(em, indeg, diff[0], outdeg, diff[1], d8, od8,
+                        np.uint32 if narrow else np.int64)
+    k = big.shape[1]
     bigc = track("piece counts of the vertices of high degree",
                  np.zeros(k, dtype=np.uint32 if narrow else np.int64))
-    if k:
-        _bytes_of(indeg, diff[0], outdeg, diff[1], d8, od8, big)
     # y in float32 (row Y's first half) while the change is above SINGLE_UNTIL, as pull
     # PageRank's; the reported error then carries float32's rounding bound
     y = _single_y(F) if pull.single(np.inf) else F[Y]
@@ -525,14 +571,14 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
         done = err < tol or sweeps >= max_iter
         sparse = act_edges <= PULL_FRACTION * m
         if y.dtype == np.float32 and (not pull.single(err) or done or sparse):
-            _widen(F[Y])                     # float64 from here on (and for what follows)
+            _widen(em, F[Y])                 # float64 from here on (and for what follows)
             y = F[Y]
             if sparse and not done and not pull.single(tol):
                 # one float64 sweep first: pushes would take float32's rounding (~1e-7) off at
                 # rate alpha per superstep, where a sweep takes it at once
                 continue
         if done:
-            _scores_from_y(F, outdeg, diff)
+            _scores_from_y(em, F, outdeg, diff)
             return sweeps, err, True
         if sparse:                           # the changes are sparse now: switch to pushes
             break
