@@ -293,7 +293,8 @@ def test_the_command_starts_no_blas_threads():
     """`import graphene_py` imports no numpy, so the CLI sets OpenBLAS to one thread before numpy
     loads: its process then has no thread but the main one (numpy's OpenBLAS otherwise starts one
     per further core, which spin through the command's start-up). A user's own setting stays."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     assert _threads_after_cli_import(env) == ("False", "1", 1)
     before, setting, tasks = _threads_after_cli_import(dict(env, OPENBLAS_NUM_THREADS="2"))
     assert (before, setting, tasks) == ("False", "2", 2)

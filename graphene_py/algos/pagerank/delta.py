@@ -115,16 +115,17 @@ def _find(big, v):
 
 
 @njit(cache=True, nogil=True)
-def _bytes_of(indeg, din_dd, outdeg, dout_dd, d8, od8, lo, hi, out):
+def _bytes_of(indeg, din_dd, outdeg, dout_dd, same, d8, od8, lo, hi, out):
     """Over [lo, hi): d8[v] = v's in-degree and od8[v] its out-degree, both BIG when either is
     BIG or more; od8 may be d8 itself (an undirected dataset: the same degrees). out[0] = how
     many vertices of [lo, hi) have BIG (their columns of `big`: _big_fill)."""
     k = 0
-    din = np.empty(DEG_BLOCK, dtype=np.int64)
     dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    din = dout if same else np.empty(DEG_BLOCK, dtype=np.int64)   # same: one degree array
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
-        degrees_into(indeg, din_dd, v0, v1, din)
+        if not same:
+            degrees_into(indeg, din_dd, v0, v1, din)
         degrees_into(outdeg, dout_dd, v0, v1, dout)
         for v in range(v0, v1):
             a = din[v - v0]
@@ -158,8 +159,9 @@ def _degree_bytes(em, indeg, din_dd, outdeg, dout_dd, d8, od8, dtype):
     n = d8.shape[0]
     b = _ranges(n, max(1, em.threads))
     counts = np.zeros((len(b) - 1, 3))
-    em.on_threads(lambda t: _bytes_of(indeg, din_dd, outdeg, dout_dd, d8, od8, b[t], b[t + 1],
-                                      counts[t]))
+    same = indeg is outdeg and din_dd is dout_dd
+    em.on_threads(lambda t: _bytes_of(indeg, din_dd, outdeg, dout_dd, same, d8, od8, b[t],
+                                      b[t + 1], counts[t]))
     starts = np.zeros(len(b), dtype=np.int64)
     np.cumsum(counts[:, 0].astype(np.int64), out=starts[1:])
     big = track("degrees of the vertices of high degree",
@@ -210,18 +212,19 @@ def _widen(em, row):
 
 
 @njit(cache=True, nogil=True)
-def _tail_sums(F, y, indeg, outdeg, base, diff, lo, hi, out):
+def _tail_sums(F, y, indeg, outdeg, base, diff, same, lo, hi, out):
     """A sweep's tail, first pass over [lo, hi): the vertices without in-lists (nothing was read
     for them) take `base`; out[:2] = (sum of the changes, sum of the scores)."""
     ch = F[PC]
     delta = 0.0
     sigma = 0.0
     dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    din = np.empty(DEG_BLOCK, dtype=np.int64)
+    din = dout if same else np.empty(DEG_BLOCK, dtype=np.int64)   # same: one degree array
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(outdeg, diff[1], v0, v1, dout)
-        degrees_into(indeg, diff[0], v0, v1, din)
+        if not same:
+            degrees_into(indeg, diff[0], v0, v1, din)
         for v in range(v0, v1):
             od = dout[v - v0]
             if din[v - v0] == 0:
@@ -260,31 +263,39 @@ def _tail_scale(F, y, outdeg, inv, cut, diff, lo, hi, out):
     out[2] = dmass
 
 
+def _same(indeg, outdeg, diff):
+    """Whether the in- and out-degrees are one (an undirected dataset): the passes then decode
+    one of them."""
+    return indeg is outdeg and diff[0] is diff[1]
+
+
 def _sweep_tail(em, F, y, indeg, outdeg, diff, base, c, thr_per_delta):
     """After a sweep: set the vertices without in-lists to `base`, rescale to sum 1 and zero the
     changes, in two passes, each split over the compute threads (one thread took 60 ms per
     pass pair on kron22's 4.2 M vertices). Returns (error, out-edges of the vertices whose change
     exceeds thr_per_delta * delta and how many they are, dangling mass)."""
     n = y.shape[0]
-    delta, sigma, _ = _on_ranges(em, n, _tail_sums, F, y, indeg, outdeg, base, diff)
+    delta, sigma, _ = _on_ranges(em, n, _tail_sums, F, y, indeg, outdeg, base, diff,
+                                 _same(indeg, outdeg, diff))
     act_edges, act, dmass = _on_ranges(em, n, _tail_scale, F, y, outdeg, 1.0 / sigma,
                                        thr_per_delta * delta, diff)
     return (delta + c * abs(sigma - 1.0)) / sigma, act_edges, int(act), dmass
 
 
 @njit(cache=True, nogil=True)
-def _start_counts(indeg, outdeg, diff, lo, hi, out):
+def _start_counts(indeg, outdeg, diff, same, lo, hi, out):
     """out[:] = how many vertices of [lo, hi) have no in-edges, no in- and no out-edges, and
     in-edges but no out-edges (_start)."""
     nz = 0
     dz = 0
     dnz = 0
     dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    din = np.empty(DEG_BLOCK, dtype=np.int64)
+    din = dout if same else np.empty(DEG_BLOCK, dtype=np.int64)   # same: one degree array
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(outdeg, diff[1], v0, v1, dout)
-        degrees_into(indeg, diff[0], v0, v1, din)
+        if not same:
+            degrees_into(indeg, diff[0], v0, v1, din)
         for v in range(v0, v1):
             od = dout[v - v0]
             if din[v - v0] == 0:
@@ -299,16 +310,17 @@ def _start_counts(indeg, outdeg, diff, lo, hi, out):
 
 
 @njit(cache=True, nogil=True)
-def _start_fill(y, indeg, outdeg, b, rest, diff, lo, hi, out):
+def _start_fill(y, indeg, outdeg, b, rest, diff, same, lo, hi, out):
     """y over [lo, hi) of a start with score b without in-edges and `rest` with them; out[0] =
     the dangling mass."""
     dmass = 0.0
     dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    din = np.empty(DEG_BLOCK, dtype=np.int64)
+    din = dout if same else np.empty(DEG_BLOCK, dtype=np.int64)   # same: one degree array
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(outdeg, diff[1], v0, v1, dout)
-        degrees_into(indeg, diff[0], v0, v1, din)
+        if not same:
+            degrees_into(indeg, diff[0], v0, v1, din)
         for v in range(v0, v1):
             x = b if din[v - v0] == 0 else rest
             od = dout[v - v0]
@@ -331,13 +343,14 @@ def _start(em, y, indeg, outdeg, diff, alpha, lumped):
     (A start weighted by in-degree was tried: closer after one sweep, but no fewer sweeps to
     1e-4.) Both passes are split over em's compute threads. Returns the dangling mass."""
     n = y.shape[0]
-    nz, dz, dnz = (int(x) for x in _on_ranges(em, n, _start_counts, indeg, outdeg, diff))
+    same = _same(indeg, outdeg, diff)
+    nz, dz, dnz = (int(x) for x in _on_ranges(em, n, _start_counts, indeg, outdeg, diff, same))
     b = rest = 1.0 / n
     if lumped and nz < n:
         s = dnz / (n - nz)
         b = ((1.0 - alpha) + alpha * s) / (n - alpha * dz + alpha * s * nz)
         rest = (1.0 - nz * b) / (n - nz)
-    return float(_on_ranges(em, n, _start_fill, y, indeg, outdeg, b, rest, diff)[0])
+    return float(_on_ranges(em, n, _start_fill, y, indeg, outdeg, b, rest, diff, same)[0])
 
 
 @njit(cache=True)
@@ -539,7 +552,7 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
     # degree of BIG or more in a table (Kronecker scale 24 edge factor 64: 7.5% of them)
     seen = track("piece counts", np.zeros(n, dtype=np.uint8))
     d8 = track("degrees in a byte", np.empty(n, dtype=np.uint8))
-    same = indeg is outdeg and diff[0] is diff[1]
+    same = _same(indeg, outdeg, diff)
     od8 = d8 if same else track("out-degrees in a byte", np.empty(n, dtype=np.uint8))
     narrow = n < (1 << 32) and em.graph.num_edges < (1 << 32)
     big = _degree_bytes(em, indeg, diff[0], outdeg, diff[1], d8, od8,
