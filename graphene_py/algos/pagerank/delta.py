@@ -225,13 +225,15 @@ def _tail_sums(F, y, indeg, outdeg, base, diff, same, lo, hi, out):
         degrees_into(outdeg, diff[1], v0, v1, dout)
         if not same:
             degrees_into(indeg, diff[0], v0, v1, din)
-        for v in range(v0, v1):
+        for v in range(v0, v1):          # selects, not branches (_tail_scale says why)
             od = dout[v - v0]
-            if din[v - v0] == 0:
-                ch[v] = abs(base - _score(y, od, v))
-                y[v] = base / od if od > 0 else base
-            delta += ch[v]
-            sigma += _score(y, od, v)
+            odf = np.float64(od) if od > 0 else 1.0      # (a score is y * od, or y when od is 0)
+            z = din[v - v0] == 0
+            c = abs(base - y[v] * odf) if z else ch[v]
+            ch[v] = c
+            y[v] = base / odf if z else y[v]
+            delta += c
+            sigma += y[v] * odf
     out[0] = delta
     out[1] = sigma
 
@@ -250,14 +252,16 @@ def _tail_scale(F, y, outdeg, inv, cut, diff, lo, hi, out):
         v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(outdeg, diff[1], v0, v1, dout)
         for v in range(v0, v1):
+            # branch-free: whether a vertex's change passes the cut follows no pattern; with
+            # branches this pass took 57-65 ms on one thread over kron22, without them 38 ms
+            # (an ad-hoc timing on this project's 2-vCPU machine)
             y[v] *= inv
             od = dout[v - v0]
-            if ch[v] > cut:
-                act_edges += od
-                act += 1.0
+            a = np.float64(ch[v] > cut)
+            act_edges += od * a
+            act += a
             ch[v] = 0.0
-            if od == 0:
-                dmass += y[v]
+            dmass += y[v] * np.float64(od == 0)
     out[0] = act_edges
     out[1] = act
     out[2] = dmass
