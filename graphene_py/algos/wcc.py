@@ -199,15 +199,12 @@ def _labels_from_visited(label, visited, has_edges, active):
             first = w * 64 + np.int64(ctz64(visited[w]))
             break
     c = 0
-    for v in range(n):
-        r = (visited[v >> 6] >> np.uint64(v & 63)) & np.uint64(1)
-        if r:
-            label[v] = first
-            c += 1
-            active[v] = 0
-        else:
-            label[v] = v
-            active[v] = has_edges[v]
+    for v in range(n):            # selects, not branches: which vertices were reached follows
+        r = (visited[v >> 6] >> np.uint64(v & 63)) & np.uint64(1)     # no pattern
+        got = r != 0
+        label[v] = first if got else v
+        c += np.int64(r)
+        active[v] = 0 if got else has_edges[v]
     return c
 
 

@@ -65,10 +65,13 @@ def cost_where(mask, deg, w, cols, block, dd):
     for v0 in range(0, n, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, n)
         degrees_into(deg, dd, v0, v1, dg)
-        for v in range(v0, v1):
-            d = dg[v - v0]
-            if d > 0 and (every or mask[v]):
-                c += list_cost(d, w, cols, block)
+        # branch-free (a list of degree 0 costs 0): a frontier's flags follow no pattern
+        if every:
+            for v in range(v0, v1):
+                c += list_cost(dg[v - v0], w, cols, block)
+        else:
+            for v in range(v0, v1):
+                c += list_cost(dg[v - v0], w, cols, block) * np.int64(mask[v] != 0)
     return c
 
 
