@@ -248,20 +248,17 @@ def _hybrid(graph, device, policy=None, gpu_mem=None):
     return (BfsLevels(dg), policy), "hybrid CPU/GPU"
 
 
-@njit(cache=True)
-def _mark_unvisited(visited, deg, diff, mask):
-    cnt = 0
-    n = mask.shape[0]
+@njit(cache=True, nogil=True)
+def _mark_unvisited(visited, deg, diff, mask, lo, hi):
+    """The pull mask over [lo, hi): mask[v] = v is unvisited and has edges."""
     dg = np.empty(DEG_BLOCK, dtype=np.int64)
-    for v0 in range(0, n, DEG_BLOCK):
-        v1 = min(v0 + DEG_BLOCK, n)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(deg, diff, v0, v1, dg)
         for v in range(v0, v1):            # branch-free: unvisited and with edges
             a = np.uint8(((visited[v >> 6] >> np.uint64(v & 63)) & np.uint64(1)) == 0) \
                 & np.uint8(dg[v - v0] > 0)
             mask[v] = a
-            cnt += a
-    return cnt
 
 
 HYBRID = True      # run(device="auto") moves between the SSD path and the GPU level by level
@@ -336,7 +333,8 @@ class Levels:
             self.em.keep_lists(self.em.pull_dir, self.keep, cache=True)
             self.keep = 0
         if self.mask_upto < 0:
-            _mark_unvisited(self.visited, self.deg_in, self.d_in, self.mask)
+            self.em.on_ranges(len(self.mask), lambda t, lo, hi: _mark_unvisited(
+                self.visited, self.deg_in, self.d_in, self.mask, lo, hi))   # (split over threads)
         else:
             _clear_found(self.mask, self.q, self.mask_upto, self.fs + self.size)
         self.mask_upto = self.fs + self.size

@@ -203,6 +203,14 @@ class EdgeMap:
             for t in range(self.threads):
                 job(t)
 
+    def on_ranges(self, n: int, job, align: int = 64) -> None:
+        """job(t, lo, hi) for thread t's share [lo, hi) of 0..n, on the compute threads
+        (on_threads): bounds at multiples of `align` (64: no two threads write one 64-bit word
+        of a vertex bitmap, nor one cache line of a byte row)."""
+        T = max(1, self.threads)
+        b = [min(n, (n * t // T) // align * align) for t in range(T)] + [n]
+        self.on_threads(lambda t: job(t, b[t], b[t + 1]))
+
     def degree(self, direction: str = "out") -> np.ndarray:
         """Degree of every vertex in `direction` (from the offsets in RAM; cached)."""
         if direction not in self.deg:
@@ -217,7 +225,14 @@ class EdgeMap:
         degree array where the iterator holds them."""
         it = self.its.get(direction)
         if direction not in self.deg and hasattr(it, "add_degrees"):
-            it.add_degrees(out)
+            offs, dd = self.degree_view(direction)
+            if isinstance(offs, tuple) and dd is not None:
+                # the compact offsets' block walk, split over the compute threads
+                from .kernels import add_degrees_range
+                self.on_ranges(len(out), lambda t, lo, hi: add_degrees_range(offs, dd, lo, hi,
+                                                                            out))
+            else:
+                it.add_degrees(out)
         else:
             out += self.degree(direction)
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..jit import njit
 
 from .atomics import atomic_add, prefetch
-from ..io.offsets import off3
+from ..io.offsets import DEG_BLOCK, degrees_into, off3
 
 #: how many neighbour IDs ahead process_batch asks for the element of Update.reads' slot
 AHEAD = 32
@@ -275,6 +275,18 @@ def add_degrees(offs, part_base, part_row_lo, deg):
         lo = part_row_lo[p]
         for i in range(part_base[p + 1] - b0 - 1):
             deg[lo + i] += off3(olo, obase, oexc, b0 + i + 1) - off3(olo, obase, oexc, b0 + i)
+
+
+@njit(cache=True, nogil=True)
+def add_degrees_range(offs, dd, lo, hi, deg):
+    """deg[v] += v's degree for v in [lo, hi), summed over its row's column partitions (the
+    compact offsets and their grid, io/offsets.py), DEG_BLOCK vertices at a time."""
+    d = np.empty(DEG_BLOCK, dtype=np.int64)
+    for v0 in range(lo, hi, DEG_BLOCK):
+        v1 = min(v0 + DEG_BLOCK, hi)
+        degrees_into(offs, dd, v0, v1, d)
+        for v in range(v0, v1):
+            deg[v] += d[v - v0]
 
 
 @njit(cache=True, nogil=True)
