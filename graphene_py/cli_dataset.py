@@ -120,8 +120,8 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
     from .partition.partitioner import partition
     t0 = time.time()
     # the partitioner's kernels load from numba's cache the way a run's do (jit.ready: no
-    # refresh of numba's registries, no SciPy BLAS probe): 0.78 s of a tiny input's 1.15 s,
-    # 0.4 s on kron22's 1.99 GB text
+    # refresh of numba's registries, no SciPy BLAS probe): a cold partition of 1.3 M edges
+    # took 0.43 s less (BENCHMARKS.md, "Where the user sits", 2026-11-29)
     from . import jit
     jit.ready(blas=False)
     for flag, v in (("--rows", rows), ("--cols", cols)):   # before anything is read or written

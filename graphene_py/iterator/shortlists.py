@@ -78,7 +78,7 @@ def _split(mask, kdone, served, rest):
     disks serve). `mask` is not changed: an update may test it in is_active (WCC's propagation
     tests its frontier flags), for the served vertices too. Returns how many are served."""
     k = 0
-    for v in range(mask.shape[0]):        # branch-free (7x faster here on random flags)
+    for v in range(mask.shape[0]):        # branch-free: a frontier's flags follow no pattern
         m = np.uint8(mask[v] != 0)
         kd = np.uint8(kdone[v] != 0)
         s = m & kd

@@ -252,9 +252,8 @@ def _tail_scale(F, y, outdeg, inv, cut, diff, lo, hi, out):
         v1 = min(v0 + DEG_BLOCK, hi)
         degrees_into(outdeg, diff[1], v0, v1, dout)
         for v in range(v0, v1):
-            # branch-free: whether a vertex's change passes the cut follows no pattern; with
-            # branches this pass took 57-65 ms on one thread over kron22, without them 38 ms
-            # (an ad-hoc timing on this project's 2-vCPU machine)
+            # branch-free: whether a vertex's change passes the cut follows no pattern, so a
+            # branch on it mispredicts about half the time
             y[v] *= inv
             od = dout[v - v0]
             a = np.float64(ch[v] > cut)

@@ -120,8 +120,8 @@ def _finish_from_offsets(acc, y, out, alpha, mode, base, offs, dd, lo, hi, res):
 
 
 def _finish(em, acc, y, out, alpha, mode, dmass, offs, dd):
-    """_finish_from_offsets over every vertex, split over em's compute threads (one thread took
-    71 ms a pass on kron22's 4.2 M vertices, 12 passes in a 10-iteration run). dmass: the
+    """_finish_from_offsets over every vertex, split over em's compute threads (a 10-iteration run
+    makes 12 of these passes; BENCHMARKS.md, "Where the user sits", 2026-11-29). dmass: the
     dangling mass of y's scores on entry, of the new ones on return (a one-entry row). Returns
     the L1 change."""
     n = y.shape[0]
