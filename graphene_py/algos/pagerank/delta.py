@@ -211,6 +211,23 @@ def _widen(em, row):
     _widen_range(row, 0, hi)
 
 
+@njit(inline="always")
+def _degree_rows(same):
+    """The block rows of out- and in-degrees of the passes below: one row when the in- and
+    out-degrees are one (same: an undirected dataset)."""
+    dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    return dout, (dout if same else np.empty(DEG_BLOCK, dtype=np.int64))
+
+
+@njit(inline="always")
+def _in_out(indeg, outdeg, diff, same, v0, v1, din, dout):
+    """dout, din = the out- and in-degrees of vertices v0..v1 (diff: their grids, in then out);
+    the in-degrees are not decoded again when they are the out-degrees."""
+    degrees_into(outdeg, diff[1], v0, v1, dout)
+    if not same:
+        degrees_into(indeg, diff[0], v0, v1, din)
+
+
 @njit(cache=True, nogil=True)
 def _tail_sums(F, y, indeg, outdeg, base, diff, same, lo, hi, out):
     """A sweep's tail, first pass over [lo, hi): the vertices without in-lists (nothing was read
@@ -218,13 +235,10 @@ def _tail_sums(F, y, indeg, outdeg, base, diff, same, lo, hi, out):
     ch = F[PC]
     delta = 0.0
     sigma = 0.0
-    dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    din = dout if same else np.empty(DEG_BLOCK, dtype=np.int64)   # same: one degree array
+    dout, din = _degree_rows(same)
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
-        degrees_into(outdeg, diff[1], v0, v1, dout)
-        if not same:
-            degrees_into(indeg, diff[0], v0, v1, din)
+        _in_out(indeg, outdeg, diff, same, v0, v1, din, dout)
         for v in range(v0, v1):          # selects, not branches (_tail_scale says why)
             od = dout[v - v0]
             odf = np.float64(od) if od > 0 else 1.0      # (a score is y * od, or y when od is 0)
@@ -292,13 +306,10 @@ def _start_counts(indeg, outdeg, diff, same, lo, hi, out):
     nz = 0
     dz = 0
     dnz = 0
-    dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    din = dout if same else np.empty(DEG_BLOCK, dtype=np.int64)   # same: one degree array
+    dout, din = _degree_rows(same)
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
-        degrees_into(outdeg, diff[1], v0, v1, dout)
-        if not same:
-            degrees_into(indeg, diff[0], v0, v1, din)
+        _in_out(indeg, outdeg, diff, same, v0, v1, din, dout)
         for v in range(v0, v1):
             od = dout[v - v0]
             if din[v - v0] == 0:
@@ -317,13 +328,10 @@ def _start_fill(y, indeg, outdeg, b, rest, diff, same, lo, hi, out):
     """y over [lo, hi) of a start with score b without in-edges and `rest` with them; out[0] =
     the dangling mass."""
     dmass = 0.0
-    dout = np.empty(DEG_BLOCK, dtype=np.int64)
-    din = dout if same else np.empty(DEG_BLOCK, dtype=np.int64)   # same: one degree array
+    dout, din = _degree_rows(same)
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
-        degrees_into(outdeg, diff[1], v0, v1, dout)
-        if not same:
-            degrees_into(indeg, diff[0], v0, v1, din)
+        _in_out(indeg, outdeg, diff, same, v0, v1, din, dout)
         for v in range(v0, v1):
             x = b if din[v - v0] == 0 else rest
             od = dout[v - v0]
