@@ -187,6 +187,31 @@ def test_pagerank_matches_reference(gf, kind):
     assert abs(st["iterations"] - it) <= 1
 
 
+@pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.uniform], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("method", ["tile", "pull"])
+def test_pagerank_stops_at_the_iteration_the_rule_names(gf, method):
+    """The stop rule reads each iteration's change while the next one already runs: the scores
+    returned must be those of the first iteration under tol (a run capped at that many
+    iterations; atomics may round differently), not the extra iteration's, with its change."""
+    from graphene_py import gpu
+    dg, indptr, indices, _ = make("sym", gf())
+    for tol in (1e-3, 1e-6):
+        st = {}
+        got = gpu.pagerank(dg, tol=tol, max_iter=200, method=method, stats=st)
+        it = st["iterations"]
+        assert st["error"] < tol and it < 200
+        capped, later, before = {}, {}, {}
+        same = gpu.pagerank(dg, tol=0.0, max_iter=it, method=method, stats=capped)
+        nxt = gpu.pagerank(dg, tol=0.0, max_iter=it + 1, method=method, stats=later)
+        step = np.abs(nxt - same).sum()
+        assert step > 0
+        assert np.abs(got - same).sum() < 1e-3 * step
+        assert capped["iterations"] == it and abs(capped["error"] - st["error"]) <= 1e-9 * tol
+        if it > 1:
+            gpu.pagerank(dg, tol=0.0, max_iter=it - 1, method=method, stats=before)
+            assert before["error"] >= tol
+
+
 @pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.disconnected, G.uniform], ids=lambda f: f.__name__)
 def test_pagerank_converged_equals_networkx(gf):
     from graphene_py import gpu

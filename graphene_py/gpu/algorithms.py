@@ -334,6 +334,14 @@ def _pr_tiles(dg, key, iptr, iidx, bins, opts):
                 if o["stage"] else 1 << 62)
 
 
+def _guess_change(host, it):
+    """Iteration it + 1's L1 change from the changes read so far (host[1..it]): the last one times
+    the last ratio; inf before two are known."""
+    if it < 2 or host[it - 1] <= 0:
+        return float("inf")
+    return float(host[it] * min(1.0, host[it] / host[it - 1]))
+
+
 @_oom_to_error
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
              max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=None,
@@ -397,20 +405,30 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     new = cp.empty(n, dtype=cp.float64)
     contrib = cp.empty(n, dtype=cp.float32)
     cnext = cp.empty(n, dtype=cp.float32)
-    acc = cp.zeros(3, dtype=cp.float64)        # [0], [2]: dangling mass (ping-pong), [1]: L1 change
+    # One slot per iteration for the sums the kernels add into, zeroed once: dang[i] the dangling
+    # mass iteration i + 1 spreads (dang[0] from the start scores), errs[i] iteration i's L1 change.
+    # No fill between iterations, and an iteration's change stays readable while the next runs.
+    dang = cp.zeros(max_iter + 1, dtype=cp.float64)
+    errs = cp.zeros(max_iter + 1, dtype=cp.float64)
     k_contrib = mod.get_function("pr_contrib")
     hub = 8192 if (hub_cache and lay is not None) else 0
     ks = {w: mod.get_function(f"pr_pull<{w}, {hub if w != 1 else 0}>") for w in (1, 8, 32, 0)}
     # Iteration 1's contributions; later ones come out of the pull kernels themselves.
-    k_contrib((_grid(n),), (BLOCK,), (score, optr, contrib, np.int32(n), acc[0:1], inv_arg, has_inv))
+    k_contrib((_grid(n),), (BLOCK,), (score, optr, contrib, np.int32(n), dang[0:1], inv_arg, has_inv))
+    prof = {} if (stats is not None and stats.get("profile")) else None
+    # The stop rule without a pause per iteration: iteration i's change is copied to pinned host
+    # memory behind its kernels and read once iteration i + 1 is queued, so the GPU does not wait
+    # for the host's next launches. Only when the changes so far (they shrink geometrically) put
+    # iteration i's within 2x of tol is it read before i + 1 is queued; a stop after a queued
+    # iteration wastes that one, which writes only the buffers of iteration i - 1.
+    stream = cp.cuda.get_current_stream()
+    host = np.frombuffer(cp.cuda.alloc_pinned_memory(8 * (max_iter + 1)), np.float64, max_iter + 1)
+    done = []                       # (i, an event after iteration i's copy, its scores), unread
     it = 0
     err = float("inf")
-    prof = {} if (stats is not None and stats.get("profile")) else None
-    for it in range(1, max_iter + 1):
-        dcur = acc[0:1] if it % 2 else acc[2:3]
-        dnext = acc[2:3] if it % 2 else acc[0:1]
-        dnext.fill(0)
-        acc[1:2].fill(0)
+    result = score
+    for i in range(1, max_iter + 1):
+        dcur, dnext, ei = dang[i - 1:i], dang[i:i + 1], errs[i:i + 1]
         if tl is not None:
             if prof is not None:
                 e0 = cp.cuda.Event()
@@ -422,7 +440,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
                     np.int64(tl["load_min"]), hub_sum), shared_mem=tl["smem"])
             k_fin((_grid(tl["nhubs"] * 32),), (BLOCK,), (
                 tl["hubs"], np.int32(tl["nhubs"]), hub_sum, tl["rest_ptr"], tl["rest_idx"], contrib, score,
-                new, np.float64(alpha), np.int32(n), dcur, acc[1:2], optr, cnext, dnext))
+                new, np.float64(alpha), np.int32(n), dcur, ei, optr, cnext, dnext))
             if prof is not None:
                 e1 = cp.cuda.Event()
                 e1.record()
@@ -438,7 +456,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
                 e0 = cp.cuda.Event()
                 e0.record()
             ks[w]((g,), (bt,), (lst, np.int32(ln), iptr, iidx, contrib, score, new,
-                                np.float64(alpha), np.int32(n), dcur, acc[1:2], optr, cnext, dnext))
+                                np.float64(alpha), np.int32(n), dcur, ei, optr, cnext, dnext))
             if prof is not None:
                 e1 = cp.cuda.Event()
                 e1.record()
@@ -446,11 +464,24 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
                 prof.setdefault(f"W{w}", [0, 0.0])
                 prof[f"W{w}"][0] = ln
                 prof[f"W{w}"][1] += cp.cuda.get_elapsed_time(e0, e1)
+        cp.cuda.runtime.memcpyAsync(host.ctypes.data + 8 * i, ei.data.ptr, 8,
+                                    cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+        ev = cp.cuda.Event(block=False, disable_timing=True)
+        ev.record(stream)
+        done.append((i, ev, new))
         score, new = new, score
         contrib, cnext = cnext, contrib
-        err = float(acc[1].get())
-        if err < tol:
+        stop = False
+        while done and not stop:
+            if len(done) == 1 and i < max_iter and _guess_change(host, it) >= 2 * tol:
+                break                          # read with the next iteration queued
+            j, evj, sj = done.pop(0)
+            evj.synchronize()
+            it, err, result = j, float(host[j]), sj
+            stop = err < tol
+        if stop:
             break
+    score = result
     if stats is not None:
         stats.update(iterations=it, error=err, reordered=inv is not None,
                      method="tile" if tl is not None else "pull")
