@@ -438,6 +438,9 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
                     tl["chunk_lo"], tl["chunk_tile"], tl["tile_ptr"], tl["words"], contrib, np.int32(n),
                     np.int32(tl["nseg"]), np.int32(tl["gbits"]), np.int32(tl["sbits"]),
                     np.int64(tl["load_min"]), hub_sum), shared_mem=tl["smem"])
+            if prof is not None:
+                em = cp.cuda.Event()
+                em.record()
             k_fin((_grid(tl["nhubs"] * 32),), (BLOCK,), (
                 tl["hubs"], np.int32(tl["nhubs"]), hub_sum, tl["rest_ptr"], tl["rest_idx"], contrib, score,
                 new, np.float64(alpha), np.int32(n), dcur, ei, optr, cnext, dnext))
@@ -447,6 +450,8 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
                 e1.synchronize()
                 prof.setdefault("tile", [tl["nhubs"], 0.0])
                 prof["tile"][1] += cp.cuda.get_elapsed_time(e0, e1)
+                prof.setdefault("tile_finish", [tl["nhubs"], 0.0])   # part of "tile"
+                prof["tile_finish"][1] += cp.cuda.get_elapsed_time(em, e1)
         for w, lst, ln in bins:
             if ln == 0:
                 continue
