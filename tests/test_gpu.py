@@ -245,11 +245,17 @@ def test_pagerank_reorder_off_same_result(gf):
 # Small tiles so that the tiny graphs still have many groups, segments and chunks: all edges tiled
 # and staged always; sparse tiles left to the per-hub rest lists, never staged, float partial sums;
 # everything in the rest lists; no staging buffer at all.
-TILE_SMALL = [dict(gbits=2, sbits=3, chunk=5, load_min=0, dense_min=0, stage=True),
-              dict(gbits=2, sbits=3, chunk=7, load_min=1 << 40, fixed=False, dense_min=3, stage=True),
+TILE_SMALL = [dict(gbits=2, sbits=3, chunk=5, load_min=0, dense_min=0, stage=True, runs=False),
+              dict(gbits=2, sbits=3, chunk=7, load_min=1 << 40, fixed=False, dense_min=3, stage=True,
+                   runs=False),
               dict(gbits=1, sbits=15, chunk=1 << 20, load_min=3, threads=64, dense_min=1 << 40,
-                   stage=True),
-              dict(gbits=2, sbits=2, chunk=3, stage=False, dense_min=2)]
+                   stage=True, runs=False),
+              dict(gbits=2, sbits=2, chunk=3, stage=False, dense_min=2, runs=False),
+              # hub-major tiles, runs of equal hubs summed per lane and across the warp: chunks
+              # cut inside runs and at odd word offsets (the 16-byte loads' alignment)
+              dict(gbits=2, sbits=3, chunk=5, dense_min=0, runs=True),
+              dict(gbits=3, sbits=12, chunk=37, dense_min=2, runs=True, fixed=False, threads=64),
+              dict(gbits=1, sbits=15, chunk=1 << 20, dense_min=0, runs=True)]
 
 
 @pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
@@ -268,6 +274,34 @@ def test_pagerank_tile_equals_pull(gf, kind):
             assert st["method"] == ("tile" if has_hubs else "pull")
             np.testing.assert_allclose(got, pull, rtol=1e-5, atol=1e-10)
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("gbits,sbits,dense_min", [(2, 3, 0), (3, 5, 4), (1, 15, 0)])
+def test_hub_tiles_in_hub_order_hold_each_tiles_edges_sorted_by_hub(gbits, sbits, dense_min):
+    """order="hub" (pr_tile's runs) keeps every tile's edges, re-sorted by hub then source: the
+    warp's reduction relies on equal hubs sitting next to each other."""
+    import cupy as cp
+    tg = G.powerlaw()
+    dg, indptr, indices, _ = make("directed_in", tg)
+    iptr, iidx = dg.in_csr()
+    deg = cp.diff(iptr)
+    hubs = cp.nonzero(deg >= 3)[0].astype(cp.int32)
+    a = dg.hub_tiles(("test", 0), iptr, iidx, hubs, gbits, sbits, 5, dense_min, order="source")
+    b = dg.hub_tiles(("test", 0), iptr, iidx, hubs, gbits, sbits, 5, dense_min, order="hub")
+    assert a is not b and a["tiled_edges"] == b["tiled_edges"] > 0
+    assert a["rest_edges"] == b["rest_edges"]
+    np.testing.assert_array_equal(cp.asnumpy(a["tile_ptr"]), cp.asnumpy(b["tile_ptr"]))
+    np.testing.assert_array_equal(cp.asnumpy(a["rest_idx"]), cp.asnumpy(b["rest_idx"]))
+    tp = cp.asnumpy(a["tile_ptr"])
+    wa, wb = cp.asnumpy(a["words"]), cp.asnumpy(b["words"])
+    G_ = 1 << gbits
+    for t in range(tp.size - 1):
+        x, y = wa[tp[t]:tp[t + 1]], wb[tp[t]:tp[t + 1]]
+        np.testing.assert_array_equal(np.sort(x), np.sort(y))
+        hub, src = y & (G_ - 1), y >> gbits
+        order = np.lexsort((src, hub))
+        np.testing.assert_array_equal(order, np.arange(y.size))
+        np.testing.assert_array_equal(np.diff(x.astype(np.int64)) >= 0, True)   # source-major
 
 
 def _big_hubs(n=150_000, m=600_000, seed=5):
@@ -293,9 +327,11 @@ def test_pagerank_tile_hubs_over_65536(kind):
     ref, it = naive_pagerank(tg.n, indptr, indices)
     pull = gpu.pagerank(dg, method="pull")
     np.testing.assert_allclose(pull, ref, rtol=1e-5, atol=1e-9)
-    for opts in [None, dict(gbits=3, sbits=10, chunk=4096, dense_min=64, stage=True),
-                 dict(load_min=0, dense_min=0, stage=True), dict(min_degree=2048),
-                 dict(gbits=14, sbits=14, threads=1024, stage=True, dense_min=1)]:
+    for opts in [None, dict(gbits=3, sbits=10, chunk=4096, dense_min=64, stage=True, runs=False),
+                 dict(load_min=0, dense_min=0, stage=True, runs=False), dict(min_degree=2048),
+                 dict(gbits=14, sbits=14, threads=1024, stage=True, dense_min=1, runs=False),
+                 dict(runs=False),
+                 dict(runs=True), dict(runs=True, dense_min=0, chunk=1000, threads=96)]:
         for reorder in (True, False):
             st = {}
             got = gpu.pagerank(dg, method="tile", tile=opts, reorder=reorder, stats=st)

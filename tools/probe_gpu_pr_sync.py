@@ -29,9 +29,15 @@ ap.add_argument("--scales", type=int, nargs="+", default=[22, 24])
 ap.add_argument("--reps", type=int, default=5)
 ap.add_argument("--tol", type=float, default=1e-4)
 ap.add_argument("--old", default=None, help="another gpu/algorithms.py to time beside this one")
+ap.add_argument("--tile", default=None,
+                help='JSON {name: tile options (and "bounds")}: this version with those too')
 ap.add_argument("--out", default=None)
 args = ap.parse_args()
 versions = {"now": gpu.pagerank}
+for vname, vopts in (json.loads(args.tile) if args.tile else {}).items():
+    vb = vopts.pop("bounds", None)          # "bounds": pagerank's in-degree bin bounds
+    versions[vname] = (lambda o, b: lambda *a, **kw: gpu.pagerank(*a, tile=o or None, bounds=b,
+                                                                  **kw))(vopts, vb)
 if args.old:
     spec = importlib.util.spec_from_file_location("graphene_py.gpu._old_algorithms", args.old)
     old = importlib.util.module_from_spec(spec)

@@ -17,7 +17,7 @@ NAME_EXPRESSIONS = (
     "bfs_push<1>", "bfs_push<32>", "bfs_push<0>", "bfs_push<-1>",
     "pr_pull<1, 0>", "pr_pull<8, 0>", "pr_pull<32, 0>", "pr_pull<0, 0>",
     "pr_pull<1, 8192>", "pr_pull<8, 8192>", "pr_pull<32, 8192>", "pr_pull<0, 8192>",
-    "pr_tile<1>", "pr_tile<0>",
+    "pr_tile<1, 0>", "pr_tile<0, 0>", "pr_tile<1, 1>", "pr_tile<0, 1>",
     "wcc_hook<1>", "wcc_hook<8>", "wcc_hook<32>", "wcc_hook<0>",
     "wcc_sv_hook<1>", "wcc_sv_hook<8>", "wcc_sv_hook<32>", "wcc_sv_hook<0>",
     "wcc_link_rest<1>", "wcc_link_rest<8>", "wcc_link_rest<32>", "wcc_link_rest<0>",

@@ -283,9 +283,13 @@ PR_BOUNDS = {"tile": (8, 64, 128), "pull": (8, 64, 512)}
 #: pr_tile options (pagerank(tile=...) overrides): hubs per group 2^gbits, sources per segment 2^sbits.
 #: Measured on H200, Kronecker scale 22/24 (tools/gpu_notes.md): 2^13 hubs x 2^13 sources per tile,
 #: sources gathered through L1 (no staging: 64 KB of shared memory for the partial sums), tiles under
-#: 2^13 edges left to the rest lists, chunks of 64K-128K edges.
-PR_TILE = dict(min_degree=None, gbits=13, sbits=13, chunk=None, threads=512, fixed=True, load_min=None,
-               stage=False, dense_min=None)
+#: 2^13 edges left to the rest lists, chunks of 64K-128K edges. runs: hub-major tiles whose runs of
+#: equal hubs are summed in registers and across each warp (one shared atomic per run, not per
+#: edge), in blocks of 1,024 threads (threads None: 1,024 with runs, 512 without):
+#: H200 ms/it scale 22 0.571 against 0.672 source-major, scale 24 2.29 against 2.61
+#: (tools/probe_gpu_pr_sync.py, benchmarks/gpu_h200_pr_tile_runs_variants2.json).
+PR_TILE = dict(min_degree=None, gbits=13, sbits=13, chunk=None, threads=None, fixed=True,
+               load_min=None, stage=False, dense_min=None, runs=True)
 
 
 def _pr_tiles(dg, key, iptr, iidx, bins, opts):
@@ -298,7 +302,7 @@ def _pr_tiles(dg, key, iptr, iidx, bins, opts):
             raise ValueError(f"unknown tile options {sorted(unknown)}")
         o.update(opts)
     gbits, sbits = int(o["gbits"]), int(o["sbits"])
-    threads = int(o["threads"])
+    threads = int(o["threads"] or (1024 if o["runs"] else 512))
     if not (1 <= gbits <= 16 and 1 <= sbits <= 16):
         raise ValueError(f"tile gbits and sbits must be in 1..16, got {gbits}, {sbits}")
     smem = (8 if o["fixed"] else 4) * (1 << gbits) + (4 * (1 << sbits) if o["stage"] else 0)
@@ -325,11 +329,15 @@ def _pr_tiles(dg, key, iptr, iidx, bins, opts):
         eh = int((iptr[hubs.astype(cp.int64) + 1] - iptr[hubs.astype(cp.int64)]).sum())
         chunk = min(max(eh // (16 * _module.sm_count()), 1 << 16), 1 << 17)
     dense_min = int(o["dense_min"]) if o["dense_min"] is not None else 1 << sbits
-    lay = dg.hub_tiles((key, int(o["min_degree"] or 0)), iptr, iidx, hubs, gbits, sbits, chunk, dense_min)
+    runs = bool(o["runs"])
+    if runs and threads % 32:
+        raise ValueError(f"tile option runs needs whole warps per block, got threads={threads}")
+    lay = dg.hub_tiles((key, int(o["min_degree"] or 0)), iptr, iidx, hubs, gbits, sbits, chunk, dense_min,
+                       order="hub" if runs else "source")
     if lay is None:
         return None
     return dict(lay, hubs=hubs, nhubs=int(hubs.size), rest=rest, nrest=int(rest.size), gbits=gbits,
-                sbits=sbits, chunk=chunk, threads=threads, fixed=bool(o["fixed"]), smem=smem,
+                sbits=sbits, chunk=chunk, threads=threads, fixed=bool(o["fixed"]), smem=smem, runs=runs,
                 load_min=(int(o["load_min"]) if o["load_min"] is not None else (1 << sbits) // 8)
                 if o["stage"] else 1 << 62)
 
@@ -366,7 +374,8 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     threads; fixed: u64 fixed-point partial sums (else float); load_min: stage a segment in shared
     memory when a chunk has at least this many edges in it, None = S/8; stage=False: never, gathers
     go through L1 and shared memory holds only the partial sums; dense_min: tiles with fewer edges
-    are gathered directly per hub instead, None = S).
+    are gathered directly per hub instead, None = S; runs: hub-major tiles, one shared atomic per
+    run of equal hubs (default; staging does not apply), else source-major).
     stats: iterations, error, reordered, method (the one that ran), tile (layout sizes).
     """
     if method not in ("auto", "tile", "pull"):
@@ -396,7 +405,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     if tl is not None:
         bins = [(w, lst, ln) for w, lst, ln in bins if w != 0] + [(0, tl["rest"], tl["nrest"])]
         hub_sum = cp.zeros(tl["ngroups"] << tl["gbits"], dtype=cp.float64)
-        k_tile = mod.get_function(f"pr_tile<{1 if tl['fixed'] else 0}>")
+        k_tile = mod.get_function(f"pr_tile<{1 if tl['fixed'] else 0}, {1 if tl['runs'] else 0}>")
         k_tile.max_dynamic_shared_size_bytes = tl["smem"]
         k_fin = mod.get_function("pr_hub_finish")
     has_inv = np.int32(0)
@@ -493,7 +502,8 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         if tl is not None:
             stats["tile"] = {k: tl[k] for k in ("nhubs", "hub_edges", "tiled_edges", "rest_edges",
                                                 "nchunks", "ngroups", "nseg",
-                                                "gbits", "sbits", "chunk", "load_min", "fixed", "threads")}
+                                                "gbits", "sbits", "chunk", "load_min", "fixed", "threads",
+                                                "runs")}
         if prof is not None:
             stats["profile_ms"] = prof
     if inv is not None:

@@ -256,7 +256,7 @@ class DeviceGraph:
         return self._bins[k]
 
     def hub_tiles(self, key, iptr, iidx, hubs, gbits: int, sbits: int, chunk_edges: int,
-                  dense_min: int = 0):
+                  dense_min: int = 0, order: str = "source"):
         """Tile-major copy of the in-edges of the rows `hubs` (int32 device array) for pr_tile, or
         None when GPU memory is short. Cached under (key, gbits, sbits, chunk_edges, len(hubs)).
 
@@ -268,8 +268,13 @@ class DeviceGraph:
         the tile of each chunk's first edge), nchunks, nseg, ngroups, hub_edges.
         Tiles with fewer than dense_min edges are left out of the tiles: their edges form a CSR per
         hub instead (rest_ptr int64 nhubs+1, rest_idx int32 source IDs sorted), gathered directly:
-        a sparse tile would cost more to stage and walk than its edges save. tiled_edges, rest_edges."""
-        k = ("tiles", key, int(gbits), int(sbits), int(chunk_edges), int(hubs.size), int(dense_min))
+        a sparse tile would cost more to stage and walk than its edges save. tiled_edges, rest_edges.
+        order "hub": within a tile the words are sorted by hub, then source (pr_tile's RUNS
+        variant sums runs of equal hubs); the words keep their encoding."""
+        if order not in ("source", "hub"):
+            raise ValueError(f"tile order must be 'source' or 'hub', got {order!r}")
+        k = ("tiles", key, int(gbits), int(sbits), int(chunk_edges), int(hubs.size), int(dense_min),
+             order)
         if k in self._bins:
             return self._bins[k]
         if not (1 <= gbits <= 16 and 1 <= sbits <= 16 and gbits + sbits <= 32):
@@ -295,11 +300,19 @@ class DeviceGraph:
         h = cp.searchsorted(hptr, ar, side="right") - 1
         src = iidx[hb[h] + (ar - hptr[h])].astype(cp.int64)
         del ar, hb, hptr
-        word = ((src & (S - 1)) << gbits) | (h & (G - 1))
+        if order == "hub":       # sorted by hub within the tile; re-encoded after the sort
+            word = ((h & (G - 1)) << sbits) | (src & (S - 1))
+        else:
+            word = ((src & (S - 1)) << gbits) | (h & (G - 1))
         keys = (((h >> gbits) * nseg + (src >> sbits)).astype(cp.uint64) << cp.uint64(32)) | \
             word.astype(cp.uint64)
         del h, src, word
         keys.sort()
+        if order == "hub":
+            low = keys & cp.uint64(0xFFFFFFFF)
+            keys = (keys & ~cp.uint64(0xFFFFFFFF)) | ((low & cp.uint64(S - 1)) << cp.uint64(gbits)) \
+                | (low >> cp.uint64(sbits))
+            del low
         ntiles = ngroups * nseg
         tiles = (keys >> cp.uint64(32)).astype(cp.int64)
         if dense_min > 0:

@@ -371,7 +371,68 @@ __device__ __forceinline__ void pr_tile_edges(unsigned char *smem, const float *
   }
 #undef PR_TILE_X
 }
+// Edges [a, b) of one tile stored hub-major (sorted by hub, then source): each lane of a warp takes
+// 8 consecutive words (two 16-byte loads), sums its runs of equal hubs in a register and adds
+// each run but its last to the partial sums; the lanes' last runs are then summed across the warp
+// (a segmented reduction: equal hubs sit in consecutive lanes), one shared atomic per hub. A hub
+// with thousands of in-edges in the tile costs one atomic per 256 edges instead of one per edge.
+template <int FIXED> struct PrTileAcc { typedef float T; };
+template <> struct PrTileAcc<1> { typedef u64 T; };
 template <int FIXED>
+__device__ __forceinline__ void pr_tile_edges_runs(unsigned char *smem, const float *gsrc,
+                                                   const u32 *__restrict__ words, i64 a, i64 b,
+                                                   int gbits, u32 gmask) {
+  using acc_t = typename PrTileAcc<FIXED>::T;
+  const int lane = lane_id();
+  const i64 stride = (i64)(blockDim.x >> 5) * 256;
+  const u32 NONE = 0xFFFFFFFFu;
+  for (i64 wb = (a & ~(i64)3) + (i64)(threadIdx.x >> 5) * 256; wb < b; wb += stride) {  // warp-uniform
+    const i64 e0 = wb + 8 * lane;
+    u32 w[8];
+    int valid = 0;
+    if (e0 >= a && e0 + 8 <= b) {
+      const uint4 p = __ldcs(reinterpret_cast<const uint4 *>(words + e0));
+      const uint4 q = __ldcs(reinterpret_cast<const uint4 *>(words + e0 + 4));
+      w[0] = p.x; w[1] = p.y; w[2] = p.z; w[3] = p.w; w[4] = q.x; w[5] = q.y; w[6] = q.z; w[7] = q.w;
+      valid = 0xFF;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const bool ok = e0 + k >= a && e0 + k < b;
+        w[k] = ok ? __ldcs(words + e0 + k) : 0u;
+        valid |= (int)ok << k;
+      }
+    }
+    u32 cur = NONE;
+    acc_t acc = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      if (valid >> k & 1) {
+        const u32 h = w[k] & gmask;
+        const float x = __ldg(gsrc + (w[k] >> gbits));
+        acc_t v;
+        if constexpr (FIXED) v = (u64)__float2ull_rn(x * PR_FIX_SCALE);
+        else v = x;
+        if (h != cur) {
+          if (cur != NONE) atomicAdd(reinterpret_cast<acc_t *>(smem) + cur, acc);
+          cur = h;
+          acc = v;
+        } else {
+          acc += v;
+        }
+      }
+    }
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const u32 ok = __shfl_down_sync(FULL_MASK, cur, off);
+      const acc_t ov = __shfl_down_sync(FULL_MASK, acc, off);
+      if (lane + off < 32 && ok == cur) acc += ov;
+    }
+    const u32 before = __shfl_up_sync(FULL_MASK, cur, 1);
+    if (cur != NONE && (lane == 0 || before != cur)) atomicAdd(reinterpret_cast<acc_t *>(smem) + cur, acc);
+  }
+}
+template <int FIXED, int RUNS>
 __global__ void pr_tile(const i64 *__restrict__ chunk_lo, const i32 *__restrict__ chunk_tile,
                         const i64 *__restrict__ tile_ptr, const u32 *__restrict__ words,
                         const float *__restrict__ contrib, i32 n, i32 nseg, i32 gbits, i32 sbits,
@@ -396,7 +457,9 @@ __global__ void pr_tile(const i64 *__restrict__ chunk_lo, const i32 *__restrict_
     const i64 a = t0 > lo ? t0 : lo, b = t1 < hi ? t1 : hi;
     if (a >= b) continue;
     const i64 base = (t - g * nseg) << sbits;
-    if (b - a >= load_min) {
+    if constexpr (RUNS) {
+      pr_tile_edges_runs<FIXED>(smem, contrib + base, words, a, b, gbits, gmask);
+    } else if (b - a >= load_min) {
       const i64 cnt = (n - base) < S ? (n - base) : S;
       __syncthreads();  // every thread is done with the previous segment
       if (sbits >= 2) {  // float4 loads, up to four in flight per thread (base is a multiple of 4)
