@@ -684,6 +684,58 @@ def test_hybrid_bfs_equals_cpu_whatever_ran_where(tmp_path, gname, layout, sched
 
 
 # -- tiers: edge arrays in pinned host memory, read zero-copy --------------------------------------
+@pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.isolated_ends, G.duplicates],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", ["sym", "in", "directed"])
+def test_bfs_with_list_heads_resident_and_the_rest_zero_copy(gf, kind):
+    """Edge arrays zero-copy, the first H edges of every list in GPU memory (a star's hub list is
+    far longer than H; H of 1, 3 and what the budget holds, never more than it holds: a chain's
+    budget holds none): every BFS equals the reference and the all-resident run, and each head
+    holds its list's first edges."""
+    import cupy as cp
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph
+    from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX, HEAD_MAX
+    tg = gf()
+    indptr, indices, _ = to_csr(tg.n, tg.src, tg.dst, symmetrize=(kind == "sym"))
+    n, m = tg.n, len(indices)
+    t_ptr = t_idx = None
+    if kind == "in":
+        order = np.lexsort((np.repeat(np.arange(n), np.diff(indptr)), indices))
+        t_idx = np.repeat(np.arange(n), np.diff(indptr))[order].astype(np.int32)
+        t_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(indices, minlength=n), out=t_ptr[1:])
+    vb = (n + 1) * 8 * (2 if kind == "in" else 1) + STATE_BYTES_PER_VERTEX * n
+    srcs = [int(v) for v in np.flatnonzero(np.diff(indptr))[:3]]
+    ref = DeviceGraph.from_csr(indptr, indices, in_indptr=t_ptr, in_indices=t_idx,
+                               symmetric=(kind == "sym"))
+    want = {s: gpu.bfs(ref, s)[1] for s in srcs}
+    for heads in (1, 3, None):
+        dg = DeviceGraph.from_csr(indptr, indices, in_indptr=t_ptr, in_indices=t_idx,
+                                  symmetric=(kind == "sym"), gpu_mem=vb + m * 4 - 4,
+                                  heads=heads)
+        assert dg.placement["out"] == "host"
+        h = dg.head("out")[1]
+        fit = (m * 4 - 4) // (4 * n * (2 if kind == "in" else 1))   # what the budget holds
+        assert h == min(HEAD_MAX if heads is None else heads, fit)
+        if h:
+            assert dg.bytes() >= n * h * 4
+            got = cp.asnumpy(dg.head("out")[0]).reshape(n, h)
+            for v in range(0, n, max(1, n // 200)):
+                lst = indices[indptr[v]:indptr[v + 1]][:h]
+                np.testing.assert_array_equal(got[v, :lst.size], lst)
+                assert (got[v, lst.size:] == -1).all()
+        if kind == "in":
+            assert dg.head("in")[1] == h
+        for s in srcs:
+            for direction in ("auto", "push", "pull"):
+                if direction == "pull" and kind == "directed":
+                    continue
+                parent, depth = gpu.bfs(dg, s, direction=direction)
+                check_bfs(indptr, indices, s, parent, depth)
+                np.testing.assert_array_equal(depth, want[s], err_msg=(heads, s, direction))
+
+
 @pytest.mark.parametrize("kind", ["in", "sym"])
 def test_tiers_zero_copy_equal_results(kind):
     """Budgets that keep every edge array resident, some of them, or none (offsets and state

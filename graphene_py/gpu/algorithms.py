@@ -104,8 +104,12 @@ class BfsLevels:
         self.depth = cp.full(n, -1, dtype=cp.int32)
         self.parent = cp.full(n, -1, dtype=cp.int32)
         self.use_pull = direction in ("auto", "pull") and (dg.has_in_edges or direction == "pull")
+        self.head, self.hk = dg.head("out")         # lists' heads in GPU memory (zero-copy tiers)
+        self.hk = np.int32(self.hk)
         if self.use_pull:
             self.iptr, self.iidx = dg.in_csr()
+            self.ihead, self.ihk = dg.head("in")
+            self.ihk = np.int32(self.ihk)
         self.qa = cp.empty(max(n, 1), dtype=cp.int32)
         self.qb = cp.empty(max(n, 1), dtype=cp.int32)
         self.bins = [cp.empty(max(n, 1), dtype=cp.int32) for _ in range(4)]
@@ -182,7 +186,8 @@ class BfsLevels:
                 and self.L <= BLOCK_LOOP_VCAP and self.ef <= self.ecap):
             self.st.set(np.array([self.L, self.level, self.cur, self.ef, 0, 0, 0, 0], dtype=np.int64))
             self.k_loop((1,), (BLOCK_LOOP_THREADS,),
-                        (self.dg.ptr, self.dg.idx, self.depth, self.parent, self.qa, self.qb, self.st,
+                        (self.dg.ptr, self.dg.idx, self.head, self.hk, self.depth, self.parent, self.qa,
+                         self.qb, self.st,
                          np.int32(BLOCK_LOOP_VCAP), np.int64(self.ecap), np.int64(1 << 40)))
             h = self.st.get()
             self.L, self.level, self.cur, self.ef, explored, done = (int(x) for x in h[:6])
@@ -204,7 +209,8 @@ class BfsLevels:
                            (qcur, np.int32(self.L), self.bma))
                 self.rep = "bitmap"
             self.buf.fill(0)
-            self.k_pull((_grid(n),), (BLOCK,), (self.iptr, self.iidx, self.dg.ptr, self.depth,
+            self.k_pull((_grid(n),), (BLOCK,), (self.iptr, self.iidx, self.ihead, self.ihk,
+                                                self.dg.ptr, self.depth,
                                                 self.parent, self.bma, self.bmb, np.int32(n),
                                                 np.int32(self.level), self.cnt[4:5], self.esum))
             h = self.buf.get()
@@ -228,7 +234,8 @@ class BfsLevels:
             esum.fill(0)
             for b, (k, w) in enumerate(zip(self.k_push, (1, 32, 0, -1))):
                 g = _grid(self.L) if w == 1 else (_grid(self.L * 32) if w == 32 else self.gpush)
-                k((g,), (BLOCK,), (bins[b], cnt[b:b + 1], self.dg.ptr, self.dg.idx, self.depth,
+                k((g,), (BLOCK,), (bins[b], cnt[b:b + 1], self.dg.ptr, self.dg.idx, self.head,
+                                   self.hk, self.depth,
                                    self.parent, np.int32(self.level), qnext, cnt[4:5], esum))
             h = self.buf.get()
             self.prev_L, self.L, self.ef = self.L, int(h.view(np.int32)[4]), int(h[3])

@@ -26,6 +26,9 @@ from . import _module
 #: Working state the algorithms allocate per vertex on top of the CSR (queues, bins, bitmaps, depth,
 #: parent, scores): counted in the budget so a graph that loads can also run.
 STATE_BYTES_PER_VERTEX = 48
+#: at most this many edges of every list kept in GPU memory as its head while its edge array is
+#: read zero-copy (the budget left over decides how many: `heads`)
+HEAD_MAX = 32
 
 
 class GpuMemoryError(GrapheneError):
@@ -68,12 +71,16 @@ class DeviceGraph:
         self.symmetric = bool(symmetric)
         self.budget = budget
         self._bins = {}
+        self.heads = {}                       # "out"/"in" -> (the lists' heads, H): see head()
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def from_csr(cls, indptr, indices, weights=None, in_indptr=None, in_indices=None,
-                 symmetric: bool = False, gpu_mem=None) -> "DeviceGraph":
-        """Upload a CSR. `symmetric=True` declares that in-edges == out-edges (undirected graph)."""
+                 symmetric: bool = False, gpu_mem=None, heads=None) -> "DeviceGraph":
+        """Upload a CSR. `symmetric=True` declares that in-edges == out-edges (undirected graph).
+        An out- or in-edge array left in pinned host memory gets heads in GPU memory (head()): the
+        first H edges of every list, H as many as the budget left over holds (at most HEAD_MAX);
+        `heads` = H forces a number (0: none), still within the budget."""
         cp = _module.cupy()
         indptr = _as_host_or_dev(indptr)
         n = int(indptr.shape[0]) - 1
@@ -120,6 +127,14 @@ class DeviceGraph:
                 raise GrapheneError(f"weights has {w_d.size} entries, indices {m}")
         g = cls(n, ptr_d, idx_d, w_d, in_ptr_d, in_idx_d, symmetric, budget)
         g.placement = placement
+        hosted = [(k, p, i) for k, p, i in (("out", ptr_d, idx_d), ("in", in_ptr_d, in_idx_d))
+                  if placement.get(k) == "host"]
+        if hosted and n:
+            fit = left // (4 * n * len(hosted))
+            h = min(HEAD_MAX, fit) if heads is None else min(int(heads), fit)
+            if h > 0:
+                for k, p, i in hosted:
+                    g.heads[k] = (_heads(p, i, n, h), h)
         return g
 
     @classmethod
@@ -178,6 +193,17 @@ class DeviceGraph:
                         f"raise --gpu-mem)")
                 self._in_ptr, self._in_idx = _transpose(self.ptr, self.idx, n)
         return self._in_ptr, self._in_idx
+
+    def head(self, which: str = "out"):
+        """(heads, H) of the out- or in-lists: heads[u * H + k] is the k-th edge of u's list (-1 past
+        its end), resident in GPU memory while the list itself is read zero-copy; (the edge array,
+        0) when there are none (the kernels then read every edge from the array)."""
+        if which == "in" and self.symmetric:
+            which = "out"
+        got = self.heads.get(which)
+        if got is not None:
+            return got
+        return (self.idx if which == "out" else self.in_csr()[1]), 0
 
     def out_degree(self):
         return self.ptr[1:] - self.ptr[:-1]
@@ -374,6 +400,8 @@ class DeviceGraph:
         yield "weights", self.weights
         yield "in_ptr", self._in_ptr
         yield "in", self._in_idx
+        for k, (a, _h) in self.heads.items():
+            yield "heads_" + k, a
 
     def bytes(self) -> int:
         """Bytes of the graph in GPU memory (pinned host arrays not counted)."""
@@ -386,9 +414,10 @@ class DeviceGraph:
                    if a is not None and self.placement.get(k) == "host")
 
     def __repr__(self):
+        heads = "".join(f", {k} heads of {h}" for k, (_a, h) in self.heads.items())
         return (f"DeviceGraph(|V|={self.num_vertices}, |E|={self.num_edges}, "
                 f"{'symmetric, ' if self.symmetric else ''}{_gib(self.bytes())} on GPU, "
-                f"{_gib(self.host_bytes())} in pinned host memory)")
+                f"{_gib(self.host_bytes())} in pinned host memory{heads})")
 
 
 def _budget(gpu_mem) -> int:
@@ -434,6 +463,15 @@ def _mapped(a, dtype):
     mem = cp.cuda.UnownedMemory(pinned.ptr, nbytes, owner=pinned,
                                 device_id=cp.cuda.Device().id)
     return cp.ndarray(a.shape, dtype=np.dtype(dtype), memptr=cp.cuda.MemoryPointer(mem, 0))
+
+
+def _heads(ptr, idx, n, h):
+    """The first h edges of every list (kernels.cu edge_heads), in GPU memory."""
+    cp = _module.cupy()
+    head = cp.empty(n * h, dtype=cp.int32)
+    k = _module.module().get_function("edge_heads")
+    k((min(max(1, (n * h + 255) // 256), 1 << 16),), (256,), (ptr, idx, np.int64(n), np.int32(h), head))
+    return head
 
 
 def _check_csr(ptr, idx, n, what):

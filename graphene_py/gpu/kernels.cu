@@ -58,13 +58,33 @@ __device__ __forceinline__ T block_sum(T x) {
 // BFS
 // ------------------------------------------------------------------------------------------------
 
+// List heads: with the edge arrays in pinned host memory (zero-copy), GPU memory left over holds
+// the first H edges of every list, H per vertex (head[u * H + k] = k-th edge of u; -1 past the
+// list's end). The BFS kernels read an edge there when it is one of the first H of its list (a
+// bottom-up scan mostly stops within them), else over the bus. H = 0: no heads.
+__device__ __forceinline__ int edge_at(const i32 *__restrict__ idx, const i32 *__restrict__ head,
+                                       int H, i64 u, i64 b, i64 j) {
+  const i64 k = j - b;
+  return k < H ? head[u * H + k] : idx[j];
+}
+
+extern "C" __global__ void edge_heads(const i64 *__restrict__ ptr, const i32 *__restrict__ idx,
+                                      i64 n, int H, i32 *head) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n * H; t += stride) {
+    const i64 u = t / H, k = t - u * H;
+    const i64 j = ptr[u] + k;
+    head[t] = j < ptr[u + 1] ? idx[j] : -1;
+  }
+}
+
 // Small frontiers: one block runs level after level on the device (no host round trip, no grid
 // launch per level) while the frontier stays under vcap vertices and ecap edges. Next-frontier
 // appends use shared-memory atomics; atomicCAS on depth makes the queue duplicate-free.
 // st (int64): [0] frontier length, [1] its level, [2] which queue holds it (0: qa, 1: qb),
 //             [3] edges of the frontier (out), [4] += edges of every frontier produced, [5] levels run.
 extern "C" __global__ void bfs_block_loop(const i64 *__restrict__ ptr, const i32 *__restrict__ idx,
-                                          i32 *depth, i32 *parent, i32 *qa, i32 *qb, i64 *st,
+                                          const i32 *__restrict__ head, int H, i32 *depth, i32 *parent, i32 *qa, i32 *qb, i64 *st,
                                           i32 vcap, i64 ecap, i64 max_levels) {
   __shared__ int s_next;
   __shared__ u64 s_edges;
@@ -84,7 +104,7 @@ extern "C" __global__ void bfs_block_loop(const i64 *__restrict__ ptr, const i32
       const int u = qc[i];
       const i64 b = ptr[u], e = ptr[u + 1];
       for (i64 j = b + lane; j < e; j += 32) {
-        const int v = idx[j];
+        const int v = edge_at(idx, head, H, u, b, j);
         if (depth[v] < 0 && atomicCAS(&depth[v], -1, level + 1) == -1) {
           parent[v] = u;
           const int pos = atomicAdd(&s_next, 1);
@@ -134,7 +154,7 @@ extern "C" __global__ void bfs_classify(const i32 *__restrict__ q, i32 len, cons
 // *esum += out-edges of the claimed vertices (next frontier's edges, for the direction switch).
 template <int W>
 __global__ void bfs_push(const i32 *__restrict__ list, const i32 *lenp, const i64 *__restrict__ ptr,
-                         const i32 *__restrict__ idx, i32 *depth, i32 *parent, i32 level, i32 *qn,
+                         const i32 *__restrict__ idx, const i32 *__restrict__ head, int H, i32 *depth, i32 *parent, i32 level, i32 *qn,
                          i32 *qn_len, u64 *esum) {
   const i64 len = *lenp;
   i64 item, stride, lane, width;
@@ -144,7 +164,7 @@ __global__ void bfs_push(const i32 *__restrict__ list, const i32 *lenp, const i6
     const int u = list[item];
     const i64 b = ptr[u], e = ptr[u + 1];
     for (i64 j = b + lane; j < e; j += width) {
-      const int v = idx[j];
+      const int v = edge_at(idx, head, H, u, b, j);
       if (depth[v] < 0 && atomicCAS(&depth[v], -1, level + 1) == -1) {
         parent[v] = u;
         acc += (u64)(ptr[v + 1] - ptr[v]);
@@ -160,7 +180,7 @@ __global__ void bfs_push(const i32 *__restrict__ list, const i32 *lenp, const i6
 // stops at the first hit. The next bitmap is written one word per warp with __ballot_sync: no atomics,
 // no duplicates. cnt[0] += vertices found, *esum += their out-edges (one atomic per block).
 extern "C" __global__ void bfs_pull(const i64 *__restrict__ iptr, const i32 *__restrict__ iidx,
-                                    const i64 *__restrict__ optr, i32 *depth, i32 *parent,
+                                    const i32 *__restrict__ ihead, int H, const i64 *__restrict__ optr, i32 *depth, i32 *parent,
                                     const u32 *__restrict__ front, u32 *next, i32 n, i32 level,
                                     i32 *cnt, u64 *esum) {
   const i64 nwords = ((i64)n + 31) >> 5;
@@ -174,7 +194,7 @@ extern "C" __global__ void bfs_pull(const i64 *__restrict__ iptr, const i32 *__r
     if (v < n && depth[v] < 0) {
       const i64 b = iptr[v], e = iptr[v + 1];
       for (i64 j = b; j < e; ++j) {
-        const int u = iidx[j];
+        const int u = edge_at(iidx, ihead, H, v, b, j);
         if ((front[u >> 5] >> (u & 31)) & 1u) {
           depth[v] = level + 1;
           parent[v] = u;
