@@ -5,14 +5,14 @@ The chunk plan and the tier choice need no GPU and run everywhere; the streamed 
 computes the same iteration; WCC's labels are each component's smallest ID on both) on graphs
 whose lists are cut into many chunks: a hub longer than a chunk, column partitions that split
 every row, directed datasets (pulled over their in-edges; WCC over their out-lists), and a
-damaged page.
+damaged page. And BFS past the GPU budget: the lists zero-copy, their heads in GPU memory.
 """
 import os
 
 import numpy as np
 import pytest
 
-from graphene_py.algos import pagerank, spmv, wcc
+from graphene_py.algos import bfs, pagerank, spmv, wcc
 from graphene_py.errors import GrapheneError
 from graphene_py.gpu import streamed
 from graphene_py.partition import partition_arrays
@@ -304,3 +304,24 @@ def test_streamed_wcc_spmv_through_dispatch_and_a_damaged_page(tmp_path, algo):
     else:
         _refused_when_damaged(g, lambda source: streamed.spmv(g, np.ones(g.num_vertices),
                                                               source=source))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid,directed", [((1, 1), False), ((2, 3), True)])
+def test_bfs_past_the_gpu_budget_through_dispatch(tmp_path, grid, directed):
+    """`--gpu-mem` below the lists: BFS on the GPU reads them zero-copy with their heads in GPU
+    memory, says so in its result, and answers as the CPU does (a directed dataset's in-lists
+    get heads too)."""
+    from graphene_py.algos import registry
+    from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX
+    c = tg.powerlaw()
+    g = _dataset(tmp_path, c, grid, directed)
+    n, m = g.num_vertices, g.num_edges
+    arrays = 2 if g.in_partitions is not None else 1
+    budget = (n + 1) * 8 * arrays + STATE_BYTES_PER_VERTEX * n + m * 4 // 2
+    for src in (0, 77, n - 1):
+        ref = bfs.run(g, src=src)
+        res = registry.dispatch("bfs", g, device="gpu", gpu_mem=budget, src=src)
+        assert res.gpu_tier == "host"
+        assert res.gpu_list_heads == min(32, (m * 4 // 2) // (4 * n * arrays)) > 0
+        np.testing.assert_array_equal(res.depth, ref.depth)

@@ -68,6 +68,19 @@ def kronecker_gpu(scale, edge_factor, seed=27491095):
     return n, ptr, idx
 
 
+def pagerank_case(scale, edge_factor=16):
+    """(n, DeviceGraph, the CuPy baseline's matrix, its out-degrees) of a Kronecker graph made on
+    the device: what the PageRank probes time side by side."""
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+    from graphene_py.gpu import DeviceGraph
+    n, ptr, idx = kronecker_gpu(scale, edge_factor)
+    m = int(idx.size)
+    dg = DeviceGraph.from_csr(ptr, idx, symmetric=True)
+    A = csp.csr_matrix((cp.ones(m, dtype=cp.float32), idx, ptr.astype(cp.int32)), shape=(n, n))
+    return n, dg, A, (ptr[1:] - ptr[:-1]).astype(cp.float32)
+
+
 def timed(fn, sync):
     sync()
     t = time.perf_counter()

@@ -15,9 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import bench_gpu as B
 import cupy as cp
-import cupyx.scipy.sparse as csp
 from graphene_py import gpu
-from graphene_py.gpu import DeviceGraph
 ap = argparse.ArgumentParser()
 ap.add_argument("--scales", type=int, nargs="+", default=[22, 24])
 ap.add_argument("--variants", default=None, help="JSON list of [bounds, tile options or null]")
@@ -28,11 +26,7 @@ VARIANTS = ([(tuple(b), o) for b, o in json.loads(args.variants)] if args.varian
 sync = cp.cuda.Device().synchronize
 out = {}
 for scale in args.scales:
-    n, ptr, idx = B.kronecker_gpu(scale, 16)
-    m = int(idx.size)
-    dg = DeviceGraph.from_csr(ptr, idx, symmetric=True)
-    A = csp.csr_matrix((cp.ones(m, dtype=cp.float32), idx, ptr.astype(cp.int32)), shape=(n, n))
-    outdeg = (ptr[1:] - ptr[:-1]).astype(cp.float32)
+    n, dg, A, outdeg = B.pagerank_case(scale)
     def per_iter(fn):
         fn(2); sync()
         t0 = time.perf_counter(); fn(5); sync(); t5 = time.perf_counter() - t0

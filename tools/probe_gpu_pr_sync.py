@@ -20,9 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import bench_gpu as B  # noqa: E402
 import cupy as cp  # noqa: E402
-import cupyx.scipy.sparse as csp  # noqa: E402
 from graphene_py import gpu  # noqa: E402
-from graphene_py.gpu import DeviceGraph  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--scales", type=int, nargs="+", default=[22, 24])
@@ -56,11 +54,8 @@ def wall(fn):
 
 out = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "scales": {}}
 for scale in args.scales:
-    n, ptr, idx = B.kronecker_gpu(scale, 16)
-    m = int(idx.size)
-    dg = DeviceGraph.from_csr(ptr, idx, symmetric=True)
-    A = csp.csr_matrix((cp.ones(m, dtype=cp.float32), idx, ptr.astype(cp.int32)), shape=(n, n))
-    outdeg = (ptr[1:] - ptr[:-1]).astype(cp.float32)
+    n, dg, A, outdeg = B.pagerank_case(scale)
+    m = dg.num_edges
     runs = {"baseline": lambda k: B.baseline_pagerank(A, outdeg, n, k)}
     for name, f in versions.items():
         runs[name] = (lambda f: lambda k: f(dg, tol=0.0, max_iter=k, to_host=False))(f)

@@ -276,7 +276,8 @@ def run_gpu(graph, *, src=None, gpu_mem=None, progress=None, **_ignored) -> BFSR
     parent = parent.astype(vertex_dtype(graph.num_vertices), copy=False)
     return BFSResult(parent=parent, depth=depth, n_reached=int(np.count_nonzero(depth >= 0)),
                      src=src, levels=int(depth.max()) + 1, supersteps=gpu_steps(st, progress),
-                     seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
+                     seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier(),
+                     **({"gpu_list_heads": dg.head("out")[1]} if dg.heads else {}))
 
 
 def source(graph, src):
