@@ -687,11 +687,12 @@ def test_hybrid_bfs_equals_cpu_whatever_ran_where(tmp_path, gname, layout, sched
 @pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.isolated_ends, G.duplicates],
                          ids=lambda f: f.__name__)
 @pytest.mark.parametrize("kind", ["sym", "in", "directed"])
-def test_bfs_with_list_heads_resident_and_the_rest_zero_copy(gf, kind):
+def test_list_heads_resident_and_the_rest_zero_copy(gf, kind):
     """Edge arrays zero-copy, the first H edges of every list in GPU memory (a star's hub list is
     far longer than H; H of 1, 3 and what the budget holds, never more than it holds: a chain's
-    budget holds none): every BFS equals the reference and the all-resident run, and each head
-    holds its list's first edges."""
+    budget holds none): every BFS equals the reference and the all-resident run, WCC, k-core and
+    MS-BFS (which read heads too) equal the all-resident run, and each head holds its list's
+    first edges."""
     import cupy as cp
     from graphene_py import gpu
     from graphene_py.gpu import DeviceGraph
@@ -710,6 +711,9 @@ def test_bfs_with_list_heads_resident_and_the_rest_zero_copy(gf, kind):
     ref = DeviceGraph.from_csr(indptr, indices, in_indptr=t_ptr, in_indices=t_idx,
                                symmetric=(kind == "sym"))
     want = {s: gpu.bfs(ref, s)[1] for s in srcs}
+    # (a directed CSR without in-edges would build them on the GPU, past this budget)
+    others = {} if kind == "directed" else dict(
+        wcc=gpu.wcc(ref), core=gpu.kcore(ref), ms=gpu.msbfs(ref, np.array(srcs)))
     for heads in (1, 3, None):
         dg = DeviceGraph.from_csr(indptr, indices, in_indptr=t_ptr, in_indices=t_idx,
                                   symmetric=(kind == "sym"), gpu_mem=vb + m * 4 - 4,
@@ -734,6 +738,10 @@ def test_bfs_with_list_heads_resident_and_the_rest_zero_copy(gf, kind):
                 parent, depth = gpu.bfs(dg, s, direction=direction)
                 check_bfs(indptr, indices, s, parent, depth)
                 np.testing.assert_array_equal(depth, want[s], err_msg=(heads, s, direction))
+        if others:
+            got = dict(wcc=gpu.wcc(dg), core=gpu.kcore(dg), ms=gpu.msbfs(dg, np.array(srcs)))
+            for k in others:
+                np.testing.assert_array_equal(got[k], others[k], err_msg=(heads, k))
 
 
 @pytest.mark.parametrize("kind", ["in", "sym"])

@@ -54,6 +54,8 @@ def main(argv=None):
     ap.add_argument("--sources", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="tiers.json")
+    ap.add_argument("--algos", nargs="+", default=["bfs", "pr"], choices=["bfs", "pr", "wcc", "kcore"],
+                    help="what to time at each budget (wcc, kcore: the median of --reps calls)")
     ap.add_argument("--fractions", type=float, nargs="*", default=[0.5, 0.25],
                     help="shares of the edge arrays kept resident between the two ends")
     a = ap.parse_args(argv)
@@ -86,37 +88,45 @@ def main(argv=None):
         load = time.perf_counter() - t
         row = {"config": label, "tier": dg.tier(), "heads": dg.head("out")[1], "gpu_bytes": dg.bytes(),
                "host_bytes": dg.host_bytes(), "load_s": load}
-        bfs_t, teps = [], []
-        for s in srcs:
-            gpu.bfs(dg, int(s))                       # warm-up (and the module's compile)
-            ts = []
-            for _ in range(a.reps):     # the result stays on the GPU (its copy to the host is
-                cp.cuda.runtime.deviceSynchronize()     # timed apart: bfs_to_host_s)
-                t = time.perf_counter()
-                _, depth = gpu.bfs(dg, int(s), to_host=False)
-                cp.cuda.runtime.deviceSynchronize()
-                ts.append(time.perf_counter() - t)
-            depth = depth.get()
-            reached = depth >= 0
-            edges = int(deg[reached].sum()) // 2
-            tt = statistics.median(ts)
-            bfs_t.append(tt)
-            teps.append(edges / tt / 1e9)
-        cp.cuda.runtime.deviceSynchronize()
-        t = time.perf_counter()
-        gpu.bfs(dg, int(srcs[0]))                 # with the copy of parent and depth to the host
-        row["bfs_to_host_s"] = time.perf_counter() - t
-        row["bfs_s_median"] = statistics.median(bfs_t)
-        row["bfs_gteps_median"] = statistics.median(teps)
-        gpu.pagerank(dg, tol=0.0, max_iter=2)
-        ts = []
-        for _ in range(a.reps):
+        if "bfs" in a.algos:
+            bfs_t, teps = [], []
+            for s in srcs:
+                gpu.bfs(dg, int(s))                       # warm-up (and the module's compile)
+                ts = []
+                for _ in range(a.reps):     # the result stays on the GPU (its copy to the host is
+                    cp.cuda.runtime.deviceSynchronize()     # timed apart: bfs_to_host_s)
+                    t = time.perf_counter()
+                    _, depth = gpu.bfs(dg, int(s), to_host=False)
+                    cp.cuda.runtime.deviceSynchronize()
+                    ts.append(time.perf_counter() - t)
+                depth = depth.get()
+                reached = depth >= 0
+                edges = int(deg[reached].sum()) // 2
+                tt = statistics.median(ts)
+                bfs_t.append(tt)
+                teps.append(edges / tt / 1e9)
             cp.cuda.runtime.deviceSynchronize()
             t = time.perf_counter()
-            gpu.pagerank(dg, tol=0.0, max_iter=10)
-            cp.cuda.runtime.deviceSynchronize()
-            ts.append(time.perf_counter() - t)
-        row["pr_ms_per_iter"] = statistics.median(ts) / 10 * 1e3
+            gpu.bfs(dg, int(srcs[0]))                 # with the copy of parent and depth to the host
+            row["bfs_to_host_s"] = time.perf_counter() - t
+            row["bfs_s_median"] = statistics.median(bfs_t)
+            row["bfs_gteps_median"] = statistics.median(teps)
+        def med(fn, *args, **kw):
+            fn(*args, **kw)                           # warm-up
+            ts = []
+            for _ in range(a.reps):
+                cp.cuda.runtime.deviceSynchronize()
+                t = time.perf_counter()
+                fn(*args, **kw)
+                cp.cuda.runtime.deviceSynchronize()
+                ts.append(time.perf_counter() - t)
+            return statistics.median(ts)
+        if "pr" in a.algos:
+            row["pr_ms_per_iter"] = med(gpu.pagerank, dg, tol=0.0, max_iter=10) / 10 * 1e3
+        if "wcc" in a.algos:
+            row["wcc_ms"] = med(gpu.wcc, dg) * 1e3
+        if "kcore" in a.algos:
+            row["kcore_ms"] = med(gpu.kcore, dg) * 1e3
         rows.append(row)
         print(json.dumps(row), flush=True)
         del dg

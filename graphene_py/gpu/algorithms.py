@@ -560,8 +560,10 @@ def wcc(dg, verify: bool = False, method: str = "afforest", stats: Optional[dict
                                                                    comp, sym))
         else:
             sample = mod.get_function("wcc_sample")
+            head, hk = dg.head("out")       # lists' heads in GPU memory (zero-copy tiers)
             for r in range(sample_rounds):
-                sample((_grid(n),), (BLOCK,), (dg.ptr, dg.idx, comp, np.int32(n), np.int32(r)))
+                sample((_grid(n),), (BLOCK,), (dg.ptr, dg.idx, head, np.int32(hk), comp, np.int32(n),
+                                               np.int32(r)))
                 compress((_grid(n),), (BLOCK,), (comp, lab, np.int32(n)))
                 comp, lab = lab, comp
             pick = cp.random.RandomState(config.SEED).randint(0, n, size=min(samples, n))
@@ -569,12 +571,15 @@ def wcc(dg, verify: bool = False, method: str = "afforest", stats: Optional[dict
             giant = int(vals[np.argmax(counts)])
             for w, lst, ln, g in out_bins:
                 mod.get_function(f"wcc_link_rest<{w}>")((g,), (BLOCK,), (
-                    lst, np.int32(ln), dg.ptr, dg.idx, comp, np.int32(giant), np.int32(sample_rounds)))
+                    lst, np.int32(ln), dg.ptr, dg.idx, head, np.int32(hk), comp, np.int32(giant),
+                    np.int32(sample_rounds)))
             if not dg.symmetric:
                 iptr, iidx = dg.in_csr()
+                ihead, ihk = dg.head("in")
                 for w, lst, ln, g in sched(dg.bins("in")):
                     mod.get_function(f"wcc_link_rest<{w}>")((g,), (BLOCK,), (
-                        lst, np.int32(ln), iptr, iidx, comp, np.int32(giant), np.int32(0)))
+                        lst, np.int32(ln), iptr, iidx, ihead, np.int32(ihk), comp, np.int32(giant),
+                        np.int32(0)))
         compress((_grid(n),), (BLOCK,), (comp, lab, np.int32(n)))
         flag = cp.zeros(1, dtype=cp.int32)
         while verify:
@@ -619,6 +624,8 @@ def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optio
     if k == 0 or n == 0:
         return depth.get() if to_host else depth
     iptr, iidx = dg.in_csr()
+    ihead, ihk = dg.head("in")                 # lists' heads in GPU memory (zero-copy tiers)
+    ihk = np.int32(ihk)
     wt = cp.uint32 if word_bits == 32 else cp.uint64
     kern = mod.get_function("msbfs_pull<unsigned int>" if word_bits == 32 else
                             "msbfs_pull<unsigned long long>")
@@ -640,7 +647,8 @@ def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optio
         while True:
             flags = cp.zeros(batch_levels, dtype=cp.int32)
             for b in range(batch_levels):
-                kern((_grid(n),), (BLOCK,), (iptr, iidx, cur, nxt, np.int32(n), wt(full), np.int32(level + b),
+                kern((_grid(n),), (BLOCK,), (iptr, iidx, ihead, ihk, cur, nxt, np.int32(n), wt(full),
+                                            np.int32(level + b),
                                             sub, flags[b:b + 1]))
                 cur, nxt = nxt, cur
             f = flags.get()
@@ -740,6 +748,8 @@ def kcore(dg, stats: Optional[dict] = None):
                 mod.get_function(f"count_nonself<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), p, ix, deg))
     ptr2, idx2 = (lists[1][0], lists[1][1]) if len(lists) > 1 else (dg.ptr, dg.idx)
     has2 = np.int32(1 if len(lists) > 1 else 0)
+    head, hk = dg.head("out")                  # lists' heads in GPU memory (zero-copy tiers)
+    head2, hk2 = dg.head("in") if has2 else (head, 0)
     kern = mod.get_function("kcore_peel")
     qa = cp.empty(n, dtype=cp.int32)
     qb = cp.empty(n, dtype=cp.int32)
@@ -758,7 +768,8 @@ def kcore(dg, stats: Optional[dict] = None):
             rounds += 1
             remaining -= L
             ctr.fill(0)
-            kern((_grid(L * 32),), (BLOCK,), (qa, np.int32(L), dg.ptr, dg.idx, ptr2, idx2, has2, deg, core,
+            kern((_grid(L * 32),), (BLOCK,), (qa, np.int32(L), dg.ptr, dg.idx, head, np.int32(hk), ptr2,
+                                             idx2, head2, np.int32(hk2), has2, deg, core,
                                              np.int32(k), qb, ctr))
             L = int(ctr.get()[0])
             qa, qb = qb, qa

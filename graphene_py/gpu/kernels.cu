@@ -604,12 +604,12 @@ __global__ void wcc_hook(const i32 *__restrict__ list, i32 len, const i64 *__res
 
 // Afforest (Sutton et al., IPDPS'18), phase 1: unite every vertex with its r-th neighbour.
 extern "C" __global__ void wcc_sample(const i64 *__restrict__ ptr, const i32 *__restrict__ idx,
-                                      i32 *comp, i32 n, i32 r) {
+                                      const i32 *__restrict__ head, int H, i32 *comp, i32 n, i32 r) {
   const i64 stride = (i64)gridDim.x * blockDim.x;
   for (i64 u = (i64)blockIdx.x * blockDim.x + threadIdx.x; u < n; u += stride) {
     const i64 j = ptr[u] + r;
     if (j < ptr[u + 1]) {
-      const int v = idx[j];
+      const int v = edge_at(idx, head, H, u, ptr[u], j);
       if (v != (int)u) uf_unite(comp, (int)u, v);
     }
   }
@@ -622,15 +622,16 @@ extern "C" __global__ void wcc_sample(const i64 *__restrict__ ptr, const i32 *__
 // membership only grows: a stale "not giant" only repeats work.
 template <int W>
 __global__ void wcc_link_rest(const i32 *__restrict__ list, i32 len, const i64 *__restrict__ ptr,
-                              const i32 *__restrict__ idx, i32 *comp, i32 giant, i32 skip) {
+                              const i32 *__restrict__ idx, const i32 *__restrict__ head, int H,
+                              i32 *comp, i32 giant, i32 skip) {
   i64 item, stride, lane, width;
   schedule<W>(item, stride, lane, width);
   for (; item < len; item += stride) {
     const int u = list[item];
     if (comp[u] == giant) continue;
-    const i64 b = ptr[u] + skip, e = ptr[u + 1];
-    for (i64 j = b + lane; j < e; j += width) {
-      const int v = idx[j];
+    const i64 b = ptr[u], e = ptr[u + 1];
+    for (i64 j = b + skip + lane; j < e; j += width) {
+      const int v = edge_at(idx, head, H, u, b, j);
       if (v != u) uf_unite(comp, u, v);
     }
   }
@@ -685,7 +686,7 @@ extern "C" __global__ void wcc_jump(i32 *lab, i32 n) {
 // ------------------------------------------------------------------------------------------------
 template <class WT>
 __global__ void msbfs_pull(const i64 *__restrict__ iptr, const i32 *__restrict__ iidx,
-                           const WT *__restrict__ cur, WT *nxt, i32 n, WT full, i32 level,
+                           const i32 *__restrict__ ihead, int H, const WT *__restrict__ cur, WT *nxt, i32 n, WT full, i32 level,
                            i32 *depth, i32 *flag) {
   const i64 stride = (i64)gridDim.x * blockDim.x;
   int any = 0;
@@ -695,7 +696,7 @@ __global__ void msbfs_pull(const i64 *__restrict__ iptr, const i32 *__restrict__
     if (c != full) {
       const i64 b = iptr[v], e = iptr[v + 1];
       for (i64 j = b; j < e; ++j) {
-        acc |= cur[iidx[j]];
+        acc |= cur[edge_at(iidx, ihead, H, v, b, j)];
         if (acc == full) break;
       }
     }
@@ -747,9 +748,10 @@ extern "C" __global__ void sssp_relax(const i32 *__restrict__ q, i32 len, const 
 // neighbour whose degree falls from k+1 to k is queued (exactly one thread sees that transition).
 // ------------------------------------------------------------------------------------------------
 extern "C" __global__ void kcore_peel(const i32 *__restrict__ q, i32 len, const i64 *__restrict__ ptr,
-                                      const i32 *__restrict__ idx, const i64 *__restrict__ ptr2,
-                                      const i32 *__restrict__ idx2, i32 has2, i32 *deg, i32 *core,
-                                      i32 k, i32 *qn, i32 *qn_len) {
+                                      const i32 *__restrict__ idx, const i32 *__restrict__ head, int H,
+                                      const i64 *__restrict__ ptr2, const i32 *__restrict__ idx2,
+                                      const i32 *__restrict__ head2, int H2, i32 has2, i32 *deg,
+                                      i32 *core, i32 k, i32 *qn, i32 *qn_len) {
   i64 item, stride, lane, width;
   schedule<32>(item, stride, lane, width);
   for (; item < len; item += stride) {
@@ -758,9 +760,11 @@ extern "C" __global__ void kcore_peel(const i32 *__restrict__ q, i32 len, const 
     for (int pass = 0; pass < (has2 ? 2 : 1); ++pass) {
       const i64 *p = pass ? ptr2 : ptr;
       const i32 *ix = pass ? idx2 : idx;
+      const i32 *hd = pass ? head2 : head;
+      const int hk = pass ? H2 : H;
       const i64 b = p[u], e = p[u + 1];
       for (i64 j = b + lane; j < e; j += width) {
-        const int v = ix[j];
+        const int v = edge_at(ix, hd, hk, u, b, j);
         if (v == u) continue;
         const int old = atomicSub(&deg[v], 1);
         if (old == k + 1) warp_append(qn, qn_len, v);
