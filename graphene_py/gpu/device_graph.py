@@ -7,7 +7,8 @@ naming both numbers); the O(|E|) arrays (out-lists, in-lists, weights, in that o
 in GPU memory while they fit what is left, and the rest stay in pinned host memory that the kernels
 read directly over the bus (zero-copy: unified addressing makes a pinned host pointer a device
 pointer; EMOGI's approach, FAST'20 / VLDB'20). The same kernels run on either; `placement` says
-where each array is. Extra edge-sized layouts (renumbered pull CSR, hub tiles) are built only when
+where each array is. What the budget still holds then keeps the first edges of every list of a
+zero-copy array in GPU memory (`head`): the BFS, WCC, k-core and MS-BFS kernels read them there. Extra edge-sized layouts (renumbered pull CSR, hub tiles) are built only when
 every array is resident.
 
 In-edges: given explicitly (`in_indptr/in_indices`, or a dataset's in-partitions), taken to equal the
