@@ -64,6 +64,18 @@ def _human(b: float) -> str:
         b /= 1000
 
 
+def _size_option(ctx, param, value):
+    """A size option (4G, 512M, bytes; at least 1M): anything else is a usage error (exit 2)."""
+    if value is None:
+        return value
+    from .config import parse_size
+    try:
+        parse_size(value)
+    except GrapheneError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
 @click.command("partition")
 @click.argument("input", type=click.Path(dir_okay=False))
 @click.option("--disks", "-d", cls=_MultiValueOption, required=True, metavar="DIR...",
@@ -92,7 +104,7 @@ def _human(b: float) -> str:
               help="Vertex count when vertices above the largest ID used exist (isolated, e.g. a "
                    "generator's 2^scale); default: the largest ID + 1. Not with --relabel/--labels.")
 @click.option("--in-edges", is_flag=True, help="Also write the transposed graph (pull algorithms).")
-@click.option("--memory-limit", default=None, metavar="SIZE",
+@click.option("--memory-limit", default=None, metavar="SIZE", callback=_size_option,
               help="Peak memory of the whole run, e.g. 4G, 512M (default 25% of RAM); edges that "
                    "do not fit are sorted in runs spilled to the disks.")
 @click.option("--work-memory", default=None, metavar="SIZE", hidden=True,
@@ -125,16 +137,17 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
     from . import jit
     jit.ready(blas=False)
     for flag, v in (("--rows", rows), ("--cols", cols)):   # before anything is read or written
-        if v is not None and not 1 <= v <= GRID_MAX:
-            raise GrapheneError(f"{flag} {v} is out of range: must be in 1..{GRID_MAX}")
+        if v is not None and not 1 <= v <= GRID_MAX:       # a usage error, as run's ranges
+            raise click.BadParameter(f"{v} is out of range: must be in 1..{GRID_MAX}",
+                                     param_hint=f"'{flag}'")
     if (rows is None) != (cols is None):
         if rows is None:
             rows = cols
         else:
             cols = rows
     if rows is not None and rows * cols > PARTITIONS_MAX:
-        raise GrapheneError(f"--rows {rows} x --cols {cols} = {rows * cols:,} partitions; at most "
-                            f"{PARTITIONS_MAX:,}")
+        raise click.UsageError(f"--rows {rows} x --cols {cols} = {rows * cols:,} partitions; at "
+                               f"most {PARTITIONS_MAX:,}")
     if labels and relabel:
         raise click.UsageError("give --labels (vertex names) or --relabel (integer IDs), not both")
     if num_vertices is not None and (labels or relabel):

@@ -42,6 +42,20 @@ def _memory_size(ctx, param, value):
     return value
 
 
+def _gpu_mem(ctx, param, value):
+    """--gpu-mem: a size (e.g. 2G, 512M, bytes); anything else is a usage error (exit 2)."""
+    if value is None:
+        return value
+    from .gpu.device_graph import parse_bytes
+    try:
+        b = parse_bytes(value)
+    except GrapheneError:
+        b = None
+    if b is None or b <= 0:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 2G, 512M)") from None
+    return value
+
+
 _RUNTIME = [
     click.Option(["--graph", "-g", "graph_name"], default=None, metavar="NAME|PATH",
                  help="Dataset name or folder (default: the most recently partitioned)."),
@@ -65,11 +79,13 @@ _RUNTIME = [
                       f"(default {config.QUEUE_DEPTH})."),
     click.Option(["--max-gap"], type=click.IntRange(0, common.MAX_GAP_MAX), default=None,
                  help=f"Merge set blocks across gaps of at most this many blocks, "
-                      f"0..{common.MAX_GAP_MAX} (default {config.MAX_GAP_BLOCKS})."),
+                      f"0..{common.MAX_GAP_MAX} (default: chosen per superstep for the device, "
+                      f"`graphene calibrate`; {config.MAX_GAP_BLOCKS} without a profile)."),
     click.Option(["--max-io"], type=click.IntRange(common.MAX_IO_MIN, common.MAX_IO_MAX),
                  default=None, callback=_max_io,
                  help=f"Largest IO request in bytes, a multiple of {config.BLOCK_SIZE} in "
-                      f"{common.MAX_IO_MIN}..{common.MAX_IO_MAX} (default {config.MAX_IO_BYTES})."),
+                      f"{common.MAX_IO_MIN}..{common.MAX_IO_MAX} (default: chosen per superstep "
+                      f"for the device; {config.MAX_IO_BYTES} without a profile)."),
     click.Option(["--buffer-mb"], type=common.real_range(0.0, min_open=True), default=None,
                  help=f"IO buffer pool in MiB, > 0 (default {config.BUFFER_MB}; raised to keep the "
                       f"queue full)."),
@@ -87,7 +103,7 @@ _RUNTIME = [
                       "either way)."),
     click.Option(["--device"], type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
                  help="Where supersteps run (gpu/auto need graphene_py.gpu and CuPy)."),
-    click.Option(["--gpu-mem"], default=None, metavar="SIZE",
+    click.Option(["--gpu-mem"], default=None, metavar="SIZE", callback=_gpu_mem,
                  help="GPU memory budget (e.g. 2G; default 90% of free): edge arrays that do not "
                       "fit stay in pinned host memory, read zero-copy."),
     click.Option(["--gpu-tier"], type=click.Choice(["auto", "resident", "stream-host",

@@ -437,6 +437,9 @@ def resolve(name_or_path: Optional[str]) -> str:
     if name_or_path is None:
         last = registry.last()
         if last is None:
+            if registry.entries():     # the latest was removed: others remain
+                raise DatasetError("no dataset given, and the most recently partitioned one was "
+                                   "removed: pass --graph NAME (`graphene list` shows them)")
             raise DatasetError("no dataset given and none partitioned yet "
                                "(run `graphene partition INPUT --disks DIR...` or pass --graph)")
         return last

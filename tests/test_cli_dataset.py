@@ -152,9 +152,9 @@ def test_errors_before_work(disks, edge_file, tmp_path):
     assert code == 1 and "already exists" in err and "--force" in err
     assert run("partition", path, "--disks", disks[0], "-q", "--force")[0] == 0
     code, out, err = run("partition", path, "--disks", disks[0], "--memory-limit", "lots")
-    assert code == 1 and "memory size" in err
+    assert code == 2 and "memory size" in err and "--memory-limit" in err    # usage, as run's
     code, out, err = run("partition", path, "--disks", disks[0], "--rows", 0, "--cols", 2)
-    assert code == 1 and "--rows" in err
+    assert code == 2 and "--rows" in err
     code, out, err = run("info", "nope")
     assert code == 1 and "no dataset" in err
 
@@ -216,3 +216,18 @@ def test_num_vertices_keeps_isolated_vertices_at_the_top(tmp_path, disks):
             assert code == 2 and "--num-vertices" in err
     finally:
         os.environ.pop("GRAPHENE_HOME", None)
+
+
+def test_no_default_after_the_latest_dataset_is_removed(disks, edge_file):
+    """Removing the most recently partitioned dataset leaves no default: a run without --graph
+    says so and points at --graph and `graphene list`, not "none partitioned yet"."""
+    path, g = edge_file
+    code, out, err = run("run", "bfs")
+    assert code == 1 and "none partitioned yet" in err
+    assert run("partition", path, "--disks", disks[0], "--name", "first", "-q")[0] == 0
+    assert run("partition", path, "--disks", disks[1], "--name", "second", "-q")[0] == 0
+    assert run("rm", "-y", "second")[0] == 0
+    code, out, err = run("run", "bfs")
+    assert code == 1 and "removed" in err and "--graph" in err and "graphene list" in err
+    assert "none partitioned yet" not in err
+    assert run("run", "bfs", "--graph", "first")[0] == 0

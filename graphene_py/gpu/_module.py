@@ -58,7 +58,8 @@ def why_unavailable() -> str:
     try:
         cp = cupy()
     except Exception as e:  # noqa: BLE001
-        return f"CuPy is not installed ({e.__class__.__name__}: {e})"
+        return (f"CuPy is not installed ({e.__class__.__name__}: {e}; "
+                f"`pip install cupy-cuda12x`, or the package's [gpu] extra)")
     try:
         n = cp.cuda.runtime.getDeviceCount()
     except Exception as e:  # noqa: BLE001
