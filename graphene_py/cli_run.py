@@ -326,9 +326,11 @@ def _run(name, mod, kw):
     if fitted is not None and (fitted["short"] or not quiet):
         click.echo(f"{'warning' if fitted['short'] else 'note'}: {fitted['why']}", err=True)
     if mem_plan is not None and mem_plan.get("auto"):
+        lists = int(graph.num_edges) * int(getattr(graph, "id_width", 4))     # the out-lists
+        of = f" for {lists / 2**20:,.1f} MiB of out-lists"
         _say(f"--memory auto ({mem_plan['memory_bytes'] / 2**30:.1f} GiB, half the memory "
-             f"available): adjacency cache {mem_plan['cache_bytes'] / 2**20:,.0f} MiB, read "
-             f"through (--memory none: no cache)", quiet_lines)
+             f"available): adjacency cache of up to {mem_plan['cache_bytes'] / 2**20:,.0f} MiB"
+             f"{of}, read through (--memory none: no cache)", quiet_lines)
     elif mem_plan is not None:
         picked = [f"IO buffers {mem_plan['io_buffer_bytes'] / 2**20:g} MiB"]
         if "keep_edges" in mem_plan:
