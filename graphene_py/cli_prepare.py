@@ -5,8 +5,9 @@ on-disk cache (beside the module, or the generated kernels' folder, jit.kernel_c
 this step a user's first `graphene partition` pays ~20 s of compilation and a first `graphene run
 bfs` ~13 s, on any graph. `make install` runs it; run it again after upgrading numba.
 
-It builds six small datasets in a temporary folder (undirected on one disk and on two, directed
-with in-edges, weighted, and two with many small components) through `graphene partition`, then
+It builds eight small datasets in a temporary folder (undirected on one disk and on two, directed
+with in-edges, weighted, two with many small components, one of vertex names and one relabelled)
+through `graphene partition`, then
 runs every built-in algorithm on them through `graphene run` as a user would: from the SSD path
 (the default read-through cache, and without it), in memory, with verification; and a few
 through the Python API (a cache that holds a file in part). The engine path is forced
@@ -69,6 +70,7 @@ RUNS = [
     # a grid's in-memory BFS walks its own bottom-up kernel (bfs_ram); a graph whose BFS goes
     # bottom-up and leaves many small components serves WCC's propagation from kept lists
     ("sym2", "bfs --in-memory"), ("tail", "wcc"), ("tail", "bfs"),
+    ("names", "bfs"), ("relabeled", "wcc"),
 ]
 
 #: runs again with the other planner (prepare's folder with a device profile when the user has
@@ -153,6 +155,14 @@ def _datasets(main, root: str) -> None:
     _cli(main, ["partition", sp, "--disks", disks[0], "--name", "sparse", "-s", "-q"])
     tl = tail_edges(os.path.join(root, "tail.bin32"))
     _cli(main, ["partition", tl, "--disks", disks[0], "--name", "tail", "-s", "-q"])
+    # vertex names (--labels) and sparse IDs compacted (--relabel): their readers' own kernels
+    nm = os.path.join(root, "names.el")
+    with open(nm, "w") as f:
+        f.writelines(f"v{a} v{b}\n" for a, b in zip(src[:4096], dst[:4096]))
+    _cli(main, ["partition", nm, "--disks", disks[1], "--name", "names", "--labels", "-q"])
+    rl = os.path.join(root, "sparse_ids.el")
+    np.savetxt(rl, np.stack([src[:4096] * 1000 + 7, dst[:4096] * 1000 + 7], 1), fmt="%d")
+    _cli(main, ["partition", rl, "--disks", disks[1], "--name", "relabeled", "--relabel", "-q"])
 
 
 def tail_edges(path: str) -> str:
