@@ -683,6 +683,36 @@ def test_hybrid_bfs_equals_cpu_whatever_ran_where(tmp_path, gname, layout, sched
         assert devs[0] == "gpu"
 
 
+@pytest.mark.parametrize("layout", ["sym", "directed_in"])
+@pytest.mark.parametrize("gname", ["star", "powerlaw", "isolated_ends"])
+def test_hybrid_bfs_past_the_gpu_budget_reads_heads(tmp_path, gname, layout):
+    """--device auto with a --gpu-mem below the lists: the hybrid's GPU levels read the lists
+    zero-copy through their heads (as many as the budget holds), the state moves every
+    superstep, and the depths equal the CPU's."""
+    from graphene_py.algos import bfs
+    from graphene_py.gpu import resident
+    from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX
+    from graphene_py.partition import partition_arrays
+    tg = G.by_name(gname)
+    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
+    for d in disks:
+        (tmp_path / d).mkdir(exist_ok=True)
+    g = partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="hyh", rows=2, cols=2,
+                         symmetrize=layout == "sym", in_edges=layout == "directed_in", register=False)
+    n, m = g.num_vertices, g.num_edges
+    arrays = 2 if g.in_partitions is not None else 1
+    budget = (n + 1) * 8 * arrays + STATE_BYTES_PER_VERTEX * n + m * 4 // 2
+    src = int(np.flatnonzero(g.degrees("out"))[0])
+    ref = bfs.run(g, src=src, threads=2)
+    r = bfs.run(g, src=src, threads=2, device="auto", offload_policy=_Schedule("alternate"),
+                gpu_mem=budget)
+    dg = resident.device_graph(g, budget)
+    fit = (m * 4 // 2) // (4 * n * arrays)      # heads the budget holds (a sparse star's: none)
+    assert dg.tier() == "host" and dg.head("out")[1] == min(32, fit)
+    np.testing.assert_array_equal(r.depth, ref.depth)
+    assert bfs.verify(g, r) == []
+
+
 # -- tiers: edge arrays in pinned host memory, read zero-copy --------------------------------------
 @pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.isolated_ends, G.duplicates],
                          ids=lambda f: f.__name__)
