@@ -651,18 +651,24 @@ class _Schedule:
         return {"cpu": self.devs.count("cpu"), "gpu": self.devs.count("gpu"), "moves": moves}
 
 
-@pytest.mark.parametrize("sched", ["alternate", "gpu_first", "policy"])
-@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
-@pytest.mark.parametrize("gname", ["chain", "star", "powerlaw", "disconnected", "isolated_ends"])
-def test_hybrid_bfs_equals_cpu_whatever_ran_where(tmp_path, gname, layout, sched):
-    from graphene_py.algos import bfs
+def _hybrid_dataset(tmp_path, gname, layout):
+    """Graph `gname` partitioned 2x2 on two folders: undirected, directed with in-edges, or not."""
     from graphene_py.partition import partition_arrays
     tg = G.by_name(gname)
     disks = [str(tmp_path / "a"), str(tmp_path / "b")]
     for d in disks:
         (tmp_path / d).mkdir(exist_ok=True)
-    g = partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="hyb", rows=2, cols=2,
-                         symmetrize=layout == "sym", in_edges=layout == "directed_in", register=False)
+    return partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="hyb", rows=2,
+                            cols=2, symmetrize=layout == "sym", in_edges=layout == "directed_in",
+                            register=False)
+
+
+@pytest.mark.parametrize("sched", ["alternate", "gpu_first", "policy"])
+@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
+@pytest.mark.parametrize("gname", ["chain", "star", "powerlaw", "disconnected", "isolated_ends"])
+def test_hybrid_bfs_equals_cpu_whatever_ran_where(tmp_path, gname, layout, sched):
+    from graphene_py.algos import bfs
+    g = _hybrid_dataset(tmp_path, gname, layout)
     deg = g.degrees("out")
     src = int(np.flatnonzero(deg)[0]) if gname != "chain" else 0
     ref = bfs.run(g, src=src, threads=2)
@@ -692,13 +698,7 @@ def test_hybrid_bfs_past_the_gpu_budget_reads_heads(tmp_path, gname, layout):
     from graphene_py.algos import bfs
     from graphene_py.gpu import resident
     from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX
-    from graphene_py.partition import partition_arrays
-    tg = G.by_name(gname)
-    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
-    for d in disks:
-        (tmp_path / d).mkdir(exist_ok=True)
-    g = partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="hyh", rows=2, cols=2,
-                         symmetrize=layout == "sym", in_edges=layout == "directed_in", register=False)
+    g = _hybrid_dataset(tmp_path, gname, layout)
     n, m = g.num_vertices, g.num_edges
     arrays = 2 if g.in_partitions is not None else 1
     budget = (n + 1) * 8 * arrays + STATE_BYTES_PER_VERTEX * n + m * 4 // 2
