@@ -53,8 +53,10 @@ PARTITIONS_MAX = 4096
 
 
 def _rate(g, key, t0):
-    """Millions of the manifest's stats[key] per second since t0, one decimal."""
-    return f"{(g.manifest.get('stats') or {}).get(key, 0) / max(time.time() - t0, 1e-9) / 1e6:.1f}"
+    """The manifest's stats[key] per second since t0: "9.9 M" (millions, one decimal) from 100,000
+    a second, else the whole number ("2,048"), so that a small input does not read "0.0 M"."""
+    r = (g.manifest.get('stats') or {}).get(key, 0) / max(time.time() - t0, 1e-9)
+    return f"{r / 1e6:.1f} M" if r >= 1e5 else f"{r:,.0f}"
 
 
 def _human(b: float) -> str:
@@ -184,8 +186,8 @@ def partition_cmd(input, disks, name, symmetrize, rows, cols, weighted, fmt, id_
             f"imbalance {s['imbalance']:.3f} (max partition / ideal)",
             "  bytes per disk: " + ", ".join(f"{d}: {_human(b)}" for d, b in
                                              zip(s["disks"], s["bytes_per_disk"])),
-            f"  {time.time() - t0:.2f} s ({_rate(g, 'input_edges', t0)} M input edges/s, "
-            f"{_rate(g, 'edges', t0)} M edges written/s)"
+            f"  {time.time() - t0:.2f} s ({_rate(g, 'input_edges', t0)} input edges/s, "
+            f"{_rate(g, 'edges', t0)} edges written/s)"
             + (f", spilled to {g.manifest['options'].get('spilled_runs')} bucket files"
                if g.manifest["options"].get("spilled_runs") else ""),
         ]
