@@ -200,3 +200,20 @@ def test_auto_plan_counts_streaming_for_algorithms_that_stream(monkeypatch):
     _, cpu, gpu, _ = policy.plan_run("wcc", {}, 4 << 30, False)
     _, cpu2, gpu2, _ = policy.plan_run("wcc", {}, 4 << 30, False, tiers={"stream-host": 2.7})
     assert cpu == cpu2 and gpu2 == policy.GPU_START_S + 2.7 < gpu
+
+
+def test_list_heads_take_what_the_budget_leaves():
+    """The heads' size (DeviceGraph.from_csr, zero-copy edge arrays): 4 bytes per edge kept, per
+    list, per array, never past the budget nor HEAD_MAX, a forced count only lowered by them."""
+    from graphene_py.gpu.device_graph import HEAD_MAX, head_edges
+    n = 1000
+    assert head_edges(4 * n * 7, n, 1) == 7
+    assert head_edges(4 * n * 7 - 1, n, 1) == 6
+    assert head_edges(4 * n * 7, n, 2) == 3            # out- and in-lists share the budget
+    assert head_edges(4 * n * 1000, n, 1) == HEAD_MAX
+    assert head_edges(4 * n * 1000, n, 1, heads=3) == 3
+    assert head_edges(4 * n * 2, n, 1, heads=5) == 2    # a forced count still fits the budget
+    assert head_edges(4 * n * 7, n, 1, heads=0) == 0
+    assert head_edges(4 * n - 1, n, 1) == 0
+    for left, nn, arrays in ((0, n, 1), (-5, n, 1), (10 ** 9, 0, 1), (10 ** 9, n, 0)):
+        assert head_edges(left, nn, arrays) == 0

@@ -130,12 +130,10 @@ class DeviceGraph:
         g.placement = placement
         hosted = [(k, p, i) for k, p, i in (("out", ptr_d, idx_d), ("in", in_ptr_d, in_idx_d))
                   if placement.get(k) == "host"]
-        if hosted and n:
-            fit = left // (4 * n * len(hosted))
-            h = min(HEAD_MAX, fit) if heads is None else min(int(heads), fit)
-            if h > 0:
-                for k, p, i in hosted:
-                    g.heads[k] = (_heads(p, i, n, h), h)
+        h = head_edges(left, n, len(hosted), heads)
+        if h > 0:
+            for k, p, i in hosted:
+                g.heads[k] = (_heads(p, i, n, h), h)
         return g
 
     @classmethod
@@ -464,6 +462,16 @@ def _mapped(a, dtype):
     mem = cp.cuda.UnownedMemory(pinned.ptr, nbytes, owner=pinned,
                                 device_id=cp.cuda.Device().id)
     return cp.ndarray(a.shape, dtype=np.dtype(dtype), memptr=cp.cuda.MemoryPointer(mem, 0))
+
+
+def head_edges(left: int, n: int, arrays: int, heads=None) -> int:
+    """H, the edges of every list kept as its head for `arrays` zero-copy edge arrays of n lists,
+    with `left` bytes of the budget free: as many 4-byte IDs per list as fit, at most HEAD_MAX
+    (`heads`: at most that many instead); 0 for none."""
+    if arrays <= 0 or n <= 0 or left <= 0:
+        return 0
+    fit = left // (4 * n * arrays)
+    return max(0, min(HEAD_MAX if heads is None else int(heads), fit))
 
 
 def _heads(ptr, idx, n, h):
