@@ -372,6 +372,8 @@ def real_range(min=None, max=None, min_open=False, max_open=False):
     import click
 
     class _Real(click.FloatRange):
+        name = "number"          # "'x' is not a valid number.", not "... float range."
+
         def convert(self, value, param, ctx):
             x = click.FloatRange.convert(self, value, param, ctx)
             if not math.isfinite(x):
