@@ -488,7 +488,7 @@ def check_options(name: str, graph, options: dict, cli: bool = False) -> None:
     phys = _physical_mb()
     if o.get("buffer_mb") is not None:
         if phys and float(o["buffer_mb"]) > phys:
-            raise GrapheneError(f"{_flag('buffer_mb', cli)} {float(o['buffer_mb']):g} is more than this "
+            raise GrapheneError(f"{_flag('buffer_mb', cli)} {float(o['buffer_mb']):,.15g} is more than this "
                                 f"machine's memory ({phys:,.0f} MiB)")
     if phys and not o.get("in_memory") and (o.get("queue_depth") or o.get("max_io")):
         # the smallest pool IoIterator builds (iterator/core.py _open_engine): 2 x queue depth
