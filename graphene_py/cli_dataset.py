@@ -66,16 +66,10 @@ def _human(b: float) -> str:
         b /= 1000
 
 
-def _size_option(ctx, param, value):
-    """A size option (4G, 512M, bytes; at least 1M): anything else is a usage error (exit 2)."""
-    if value is None:
-        return value
-    from .config import parse_size
-    try:
-        parse_size(value)
-    except GrapheneError as e:
-        raise click.BadParameter(str(e)) from None
-    return value
+def _memory_limit(ctx, param, value):
+    """--memory-limit: a size of at least 1M, else a usage error (exit 2), as run's --memory."""
+    from .cli_run import _parse_size, size_option
+    return size_option(_parse_size)(ctx, param, value)
 
 
 @click.command("partition")
@@ -106,7 +100,7 @@ def _size_option(ctx, param, value):
               help="Vertex count when vertices above the largest ID used exist (isolated, e.g. a "
                    "generator's 2^scale); default: the largest ID + 1. Not with --relabel/--labels.")
 @click.option("--in-edges", is_flag=True, help="Also write the transposed graph (pull algorithms).")
-@click.option("--memory-limit", default=None, metavar="SIZE", callback=_size_option,
+@click.option("--memory-limit", default=None, metavar="SIZE", callback=_memory_limit,
               help="Peak memory of the whole run, e.g. 4G, 512M (default 25% of RAM); edges that "
                    "do not fit are sorted in runs spilled to the disks.")
 @click.option("--work-memory", default=None, metavar="SIZE", hidden=True,

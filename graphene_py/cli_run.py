@@ -29,31 +29,37 @@ def _max_io(ctx, param, value):
     return value
 
 
-def _memory_size(ctx, param, value):
-    """--memory: auto, none or a size of at least 1M; anything else is a usage error (exit 2)."""
-    if value is None or str(value).lower() in ("auto", "none"):
+def size_option(parse, words=(), what="a size of at least 1M (e.g. 4G, 512M)"):
+    """A click callback: the option's value is one of `words` or a size that `parse` (a function
+    of the text, raising GrapheneError) reads as more than 0; anything else is a usage error
+    (exit 2) naming the value."""
+    def check(ctx, param, value):
+        if value is None or str(value).lower() in words:
+            return value
+        try:
+            ok = parse(value) > 0
+        except GrapheneError:
+            ok = False
+        if not ok:
+            raise click.BadParameter(f"{value!r} is not {what}")
         return value
+    return check
+
+
+def _parse_size(text):
     from .config import parse_size
-    try:
-        parse_size(value)
-    except GrapheneError:
-        raise click.BadParameter(f"{value!r} is not auto, none or a size of at least 1M "
-                                 f"(e.g. 4G, 512M)") from None
-    return value
+    return parse_size(text)
 
 
-def _gpu_mem(ctx, param, value):
-    """--gpu-mem: a size (e.g. 2G, 512M, bytes); anything else is a usage error (exit 2)."""
-    if value is None:
-        return value
+def _parse_gpu_bytes(text):
     from .gpu.device_graph import parse_bytes
-    try:
-        b = parse_bytes(value)
-    except GrapheneError:
-        b = None
-    if b is None or b <= 0:
-        raise click.BadParameter(f"{value!r} is not a size (e.g. 2G, 512M)") from None
-    return value
+    return parse_bytes(text) or 0
+
+
+#: --memory (auto, none or a size) and --gpu-mem (a size): refused before any work
+_memory_size = size_option(_parse_size, ("auto", "none"),
+                           "auto, none or a size of at least 1M (e.g. 4G, 512M)")
+_gpu_mem = size_option(_parse_gpu_bytes, what="a size (e.g. 2G, 512M)")
 
 
 _RUNTIME = [

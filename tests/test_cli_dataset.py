@@ -152,7 +152,7 @@ def test_errors_before_work(disks, edge_file, tmp_path):
     assert code == 1 and "already exists" in err and "--force" in err
     assert run("partition", path, "--disks", disks[0], "-q", "--force")[0] == 0
     code, out, err = run("partition", path, "--disks", disks[0], "--memory-limit", "lots")
-    assert code == 2 and "memory size" in err and "--memory-limit" in err    # usage, as run's
+    assert code == 2 and "'lots' is not a size" in err and "--memory-limit" in err   # as run's
     code, out, err = run("partition", path, "--disks", disks[0], "--rows", 0, "--cols", 2)
     assert code == 2 and "--rows" in err
     code, out, err = run("info", "nope")
