@@ -809,3 +809,57 @@ def test_tiers_zero_copy_equal_results(kind):
             np.testing.assert_array_equal(results[tier][k], results["gpu"][k], err_msg=(tier, k))
         # all resident runs the renumbered/tiled kernels: another summation order
         np.testing.assert_allclose(results[tier]["pr"], results["gpu"]["pr"], rtol=1e-5, atol=1e-10)
+
+
+# -- PageRank handed over to the GPU in mid-run (--device auto, gpu/handoff.py) -------------------
+@pytest.mark.parametrize("tier", ["resident", "stream-ssd", "stream-host"])
+@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
+@pytest.mark.parametrize("variant", ["delta", "pull"])
+def test_pagerank_handed_over_equals_the_cpu_run(tmp_path, variant, layout, tier):
+    """The CPU runs k iterations (forced hand-off points), the GPU's part in each tier iterates
+    on from those scores: the result passes verify (one more exact iteration moves it by at most
+    alpha x error), equals the CPU run to within the tolerance's bound, and says where each
+    superstep ran. A directed dataset without in-lists cannot stream (pulls over in-lists): its
+    load fails and the CPU finishes, with the same scores."""
+    from graphene_py.algos import pagerank as PR
+    g = _hybrid_dataset(tmp_path, "powerlaw", layout)
+    tol = 1e-10
+    ref = PR.run(g, variant=variant, tolerance=tol, max_iter=200, threads=2)
+    bound = 2 * 0.85 / 0.15 * tol * 10
+    for k in (1, 3):
+        r = PR.run(g, variant=variant, tolerance=tol, max_iter=200, threads=2, device="auto",
+                   handoff_at=k, gpu_tier=tier)
+        assert PR.verify(g, r) == [], (k, r.supersteps[-1])
+        assert np.abs(r.scores - ref.scores).sum() <= bound
+        devs = [st["device"] for st in r.supersteps]
+        if layout == "directed" and tier != "resident":
+            assert r.device_moves == 0 and devs == ["cpu"] * len(devs)
+            assert "the load failed" in r.supersteps[k - 1]["handoff"]
+            continue
+        assert devs[:k] == ["cpu"] * k and devs[k:] and set(devs[k:]) == {"gpu"}
+        assert r.cpu_supersteps == k and r.gpu_supersteps == len(devs) - k
+        assert r.device_moves == 1 and r.device == "cpu+gpu" and r.converged
+        assert r.supersteps[k - 1]["handoff"] == f"moves here: forced after superstep {k}"
+        want = "gpu-resident" if tier == "resident" else f"gpu-{tier}"
+        assert all(st["mode"] == want for st in r.supersteps[k:])
+        assert r.iterations > k and r.gpu_load_seconds > 0
+
+
+def test_pagerank_auto_hands_over_through_dispatch(tmp_path, monkeypatch):
+    """`--device auto` as the CLI runs it (registry.dispatch), with the plan's rule made to pick
+    the hand-off on a small graph: the progress lines say the GPU was loading, then where the
+    run moved, then the GPU's supersteps; the scores equal the CPU run's."""
+    from graphene_py.algos import registry
+    from graphene_py.algos.common import superstep_line
+    from graphene_py.gpu import policy
+    g = _hybrid_dataset(tmp_path, "powerlaw", "sym")
+    monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "test: hand off"))
+    lines = []
+    r = registry.dispatch("pagerank-pull", g, device="auto", tolerance=1e-10, max_iter=100,
+                          threads=2, handoff_at=2, gpu_mem="1G",
+                          progress=lambda st: lines.append(superstep_line(len(lines), st)))
+    ref = registry.dispatch("pagerank-pull", g, tolerance=1e-10, max_iter=100, threads=2)
+    assert r.device_reason == "test: hand off" and r.device == "cpu+gpu"
+    assert np.abs(r.scores - ref.scores).sum() < 1e-8
+    assert "gpu: moves here: forced after superstep 2" in lines[1]
+    assert "[gpu-" in lines[-1] and len(lines) == len(r.supersteps)

@@ -631,6 +631,8 @@ def superstep_line(i: int, st: dict, label: str = "level") -> str:
         extra += f"  to GPU {_mb(st['bytes_moved'])}"
         if st.get("kept_bytes"):
             extra += f"  kept on GPU {_mb(st['kept_bytes'])}"
+    if st.get("handoff"):          # --device auto in mid-run: the GPU's load, the move and why
+        extra += f"  gpu: {st['handoff']}"
     if "exchange_bytes" in st:     # a cluster superstep: what crossed the network, and the wait
         extra += (f"  exchanged {_mb(st['exchange_bytes'])}  coordination "
                   f"{st.get('coordination_seconds', 0.0):.3f}s")

@@ -179,13 +179,24 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     if getattr(mod, "GPU_STREAMS", False) and callable(getattr(mod, "gpu_tier_costs", None)) \
             and str(opts.get("gpu_tier", "auto")) == "auto":
         tiers = mod.gpu_tier_costs(graph, opts) or None
-    dev, _, _, reason = plan_run(name, opts, gbytes, resident, tiers=tiers)
+    dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers)
+    if hybrid and getattr(mod, "HANDOFF", False) and not resident:
+        # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
+        # (gpu/handoff.py); a tier that cannot hold the run has no setup time
+        from ..gpu.policy import plan_handoff, run_passes
+        prep = mod.handoff_prep_seconds(graph, opts)
+        if prep is not None:
+            hand, why = plan_handoff(cpu_s, gpu_s, prep, run_passes(name, opts))
+            if hand:
+                dev, reason = "hybrid", why
     if dev == "cpu":
         return "cpu", reason
     ok, why = gpu_available()
     if not ok:
         return "cpu", f"--device auto: no GPU ({why})"
-    return ("hybrid" if hybrid else "gpu"), reason
+    if dev == "hybrid" or (hybrid and not getattr(mod, "HANDOFF", False)):
+        return "hybrid", reason     # (BFS: per level, with the whole dataset loaded first)
+    return "gpu", reason
 
 
 def gpu_may_be_available() -> str:
@@ -263,8 +274,10 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
         if "numba" in sys.modules:      # (else materialize() installs it, if numba comes in)
             jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)
         gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
-        opts.pop("gpu_tier", None)
+        tier = opts.pop("gpu_tier", None)
         if where == "hybrid":
+            if getattr(mod, "HANDOFF", False) and tier is not None:
+                opts["gpu_tier"] = tier           # the tier of the GPU's part
             res = mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
         else:
             res = mod.run(graph, device="cpu", progress=progress, **opts)

@@ -361,11 +361,13 @@ def _guess_change(host, it):
 def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANCE,
              max_iter: int = config.PR_MAX_ITERS, reorder: bool = True, bounds=None,
              block_threads: int = 256, hub_cache: bool = False, method: str = PR_METHOD,
-             tile: Optional[dict] = None, stats: Optional[dict] = None, to_host: bool = True):
+             tile: Optional[dict] = None, stats: Optional[dict] = None, to_host: bool = True,
+             init=None):
     """Pull PageRank: float64 scores summing to 1.
 
     score'[v] = (1 - alpha)/n + alpha * (sum_{u->v} score[u]/outdeg[u] + D/n), D = total score of
-    vertices without out-edges (dangling mass spread uniformly). Starts at 1/n; stops after the
+    vertices without out-edges (dangling mass spread uniformly). Starts at 1/n, or at `init` (n
+    float64 scores summing to 1: where a CPU run handed over, gpu/handoff.py); stops after the
     iteration whose L1 change sum|score' - score| < tol, or after max_iter iterations (GAPBS rule).
     reorder: gather from a copy of the in-edge IDs renumbered by descending out-degree (built once,
     cached on the DeviceGraph, skipped when GPU memory is short): hubs' contributions share cache
@@ -417,7 +419,14 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         k_fin = mod.get_function("pr_hub_finish")
     has_inv = np.int32(0)
     inv_arg = iptr
-    score = cp.full(n, 1.0 / n, dtype=cp.float64)
+    if init is None:
+        score = cp.full(n, 1.0 / n, dtype=cp.float64)
+    else:
+        score = cp.asarray(np.ascontiguousarray(init, dtype=np.float64))
+        if score.shape != (n,):
+            raise ValueError(f"init has shape {score.shape}, expected ({n},)")
+        if inv is not None:
+            score = score[order]            # new ID i is vertex order[i]
     new = cp.empty(n, dtype=cp.float64)
     contrib = cp.empty(n, dtype=cp.float32)
     cnext = cp.empty(n, dtype=cp.float32)

@@ -137,8 +137,10 @@ class DeviceGraph:
         return g
 
     @classmethod
-    def from_graph(cls, graph, gpu_mem=None) -> "DeviceGraph":
-        """Load an opened graphene_py.graph.Graph (all partitions) into GPU memory."""
+    def from_graph(cls, graph, gpu_mem=None, check=None) -> "DeviceGraph":
+        """Load an opened graphene_py.graph.Graph (all partitions) into GPU memory. check: called
+        between the stages (out-lists, in-lists, the copy), may raise to stop the load."""
+        check = check or (lambda: None)
         n = graph.num_vertices
         need = (n + 1) * 8 * (2 if graph.in_partitions is not None else 1) + \
             STATE_BYTES_PER_VERTEX * n
@@ -153,7 +155,9 @@ class DeviceGraph:
         indptr, indices, weights = graph.to_csr("out", index_dtype=idt)
         in_ptr = in_idx = None
         if graph.in_partitions is not None:
+            check()
             in_ptr, in_idx, _ = graph.to_csr("in", index_dtype=idt)
+        check()
         return cls.from_csr(indptr, indices, weights, in_ptr, in_idx,
                             symmetric=not graph.directed, gpu_mem=budget)
 

@@ -24,6 +24,7 @@ How an algorithm calls it (the lead integrates this into algos/):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 CPU_EDGES_PER_S = 50e6
@@ -184,3 +185,33 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
     dev = "gpu" if gpu < cpu else "cpu"
     return dev, cpu, gpu, (f"--device auto: est. cpu {cpu:.2f} s vs gpu {gpu:.2f} s ({what}; "
                            f"{passes:g} passes of {graph_bytes / 1e6:,.0f} MB)")
+
+
+
+
+
+def plan_handoff(cpu_s: float, gpu_s: float, prep_s: float, passes: float, *,
+                 start_s: float = GPU_START_S):
+    """(hand off?, reason) for an algorithm that can move to the GPU between supersteps
+    (gpu/handoff.py): the CPU starts at once while CuPy starts and the GPU's part is set up
+    (prep_s: the CSR loaded for the resident tier, the lists pinned for stream-host, none for
+    stream-ssd), and the GPU takes the supersteps left after the CPU's superstep in which it
+    became ready. With `passes` supersteps of cpu_s / passes each and the whole GPU run's
+    estimate gpu_s (its setup, then `passes` passes):
+        ready = start_s + prep_s;  k = ceil(ready / CPU pass)
+        hand-off = k CPU passes + (passes - k) GPU passes
+    It pays when that is below both whole runs: the CPU's when the setup is long against the run,
+    the GPU's when it is short against one CPU pass (the run would wait for that pass to end).
+    No: the whole-run plan (plan_run) stands."""
+    ready = start_s + prep_s
+    passes = max(float(passes), 1.0)
+    cpu_pass = cpu_s / passes
+    if ready >= cpu_s or cpu_pass <= 0:
+        return False, ""
+    k = min(math.ceil(ready / cpu_pass), passes)
+    gpu_pass = max(gpu_s - ready, 0.0) / passes
+    est = k * cpu_pass + (passes - k) * gpu_pass
+    return est < min(cpu_s, gpu_s), (
+        f"--device auto: est. cpu {cpu_s:.2f} s, gpu {gpu_s:.2f} s, both {est:.2f} s (the GPU "
+        f"set up meanwhile in est. {ready:.2f} s, then taking over when its estimate for the "
+        f"rest is lower)")

@@ -15,12 +15,14 @@ from .device_graph import DeviceGraph
 _cache: dict = {}
 
 
-def device_graph(graph, gpu_mem=None) -> DeviceGraph:
+def device_graph(graph, gpu_mem=None, check=None) -> DeviceGraph:
+    """check: called between the load's stages (gpu/handoff.py: raises to stop a load no longer
+    needed)."""
     key = (graph.uuid, str(gpu_mem))
     dg = _cache.get(key)
     if dg is None:
         _cache.clear()                       # one resident dataset at a time
-        dg = DeviceGraph.from_graph(graph, gpu_mem=gpu_mem)
+        dg = DeviceGraph.from_graph(graph, gpu_mem=gpu_mem, check=check)
         _cache[key] = dg
     return dg
 

@@ -690,12 +690,15 @@ class StreamedPageRank:
     def bytes_moved(self):
         return self.lists.bytes_moved
 
-    def run(self, alpha, tol, max_iter, stats=None):
+    def run(self, alpha, tol, max_iter, stats=None, init=None):
+        """init: the scores to start from (float64, sum 1: where a CPU run handed over,
+        gpu/handoff.py); default 1/n."""
         cp = _module.cupy()
         n = self.n
         if n == 0:
             return np.zeros(0, dtype=np.float64)
-        score = cp.full(n, 1.0 / n, dtype=cp.float64)
+        score = cp.full(n, 1.0 / n, dtype=cp.float64) if init is None else \
+            cp.asarray(np.ascontiguousarray(init, dtype=np.float64))
         sums = cp.zeros(n, dtype=cp.float64)
         contrib = cp.zeros(n, dtype=cp.float64)
         bad = cp.zeros(1, dtype=cp.int32)

@@ -137,6 +137,30 @@ def gpu_tier_costs(graph, opts) -> dict:
                       memory_available(), run_passes("pagerank-pull", opts), probe=False)
 
 
+def handoff_prep_seconds(graph, opts) -> float:
+    """Estimated seconds to set up the GPU's part of a hand-off (gpu/handoff.py PageRankPart) in
+    the tier a GPU run would take (`gpu_tier`; auto: the least tier_costs, as choose_gpu_tier):
+    the CSR's load (resident), the lists read into pinned memory (stream-host), none
+    (stream-ssd); None when no tier can hold the run. Without asking the GPU (the plan)."""
+    from ...gpu import streamed as S
+    from ...gpu.policy import GPU_LOAD_BYTES_PER_S
+    from ...iterator.memory import memory_available
+    tier = str(opts.get("gpu_tier", "auto"))
+    dirs = 2 if graph.in_partitions is not None else 1
+    stream = graph.num_edges * int(graph.id_width) * dirs
+    if tier == "auto":
+        costs = gpu_tier_costs(graph, opts)     # ({} for a dataset that only stays resident)
+        tier = min(costs, key=costs.get) if costs else "resident"
+    if tier == "resident":
+        csr = stream + 8 * (graph.num_vertices + 1) * dirs
+        if memory_available() < 2 * csr:      # its assembly on the host, beside the CPU's run
+            return None
+        return csr / GPU_LOAD_BYTES_PER_S
+    if tier == "stream-host":
+        return max(stream / S.SSD_BYTES_PER_S, stream / S.PIN_BYTES_PER_S)
+    return 0.0
+
+
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
             max_iter=config.PR_MAX_ITERS, gpu_mem=None, gpu_tier="auto", progress=None,
             **_ignored) -> PageRankResult:
@@ -184,9 +208,44 @@ def check(variant, alpha, max_iter) -> None:
         raise GrapheneError(f"max_iter must be >= 1 (got {max_iter})")
 
 
+HYBRID = True       # run(device="auto") starts on the CPU and moves to the GPU once it is loaded
+HANDOFF = True      # ... which a thread of its own loads meanwhile (gpu/handoff.py)
+
+
+def _handoff(graph, gpu_mem, gpu_tier, alpha, tolerance, max_iter, handoff_at):
+    """(Handoff or None, note) for device="auto": the GPU's part (the tier a GPU run would take,
+    set up: gpu/handoff.py PageRankPart) is made on a thread of its own while the CPU runs the
+    first iterations."""
+    from ..registry import gpu_available
+    ok, why = gpu_available()
+    if not ok:
+        return None, f"no GPU ({why})"
+    from ...gpu.handoff import Handoff, pagerank_part
+    from ...gpu.policy import run_passes
+    passes = run_passes("pagerank-pull", {"max_iter": max_iter, "tolerance": tolerance})
+    load = pagerank_part(graph, gpu_mem,
+                         lambda: choose_gpu_tier(graph, gpu_mem, gpu_tier, passes), alpha)
+    return Handoff(load, state_bytes=8 * graph.num_vertices, max_iter=max_iter, tol=tolerance,
+                   force_at=handoff_at), "hybrid CPU/GPU: the GPU takes over once it is ready"
+
+
+def _rest_on_gpu(ho, scores, alpha, tolerance, max_iter, progress):
+    """The iterations after the hand-off, on the GPU from the CPU's scores: (scores, iterations,
+    error, supersteps)."""
+    from ...gpu.resident import gpu_steps
+    st: dict = {}
+    out = ho.load.value.run(scores, alpha, tolerance, max_iter, st)
+    return out, st["iterations"], st["error"], gpu_steps(st, progress)
+
+
 def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.PR_ALPHA,
         tolerance=config.PR_TOLERANCE, max_iter=config.PR_MAX_ITERS, threshold=DELTA_THRESHOLD,
-        **runtime) -> PageRankResult:
+        gpu_mem=None, gpu_tier="auto", handoff_at=None, **runtime) -> PageRankResult:
+    """device="auto" (dispatch's "hybrid"): the CPU path runs while the dataset loads into GPU
+    memory, and after each iteration the estimate of the rest decides whether the GPU takes
+    over from the scores so far (gpu/handoff.py); its iterations are pull iterations, counted
+    on from the CPU's. handoff_at: move after that iteration, waiting there for the load
+    (tests)."""
     check(variant, alpha, max_iter)
     progress, runtime = _split_runtime(runtime)
     t0 = time.perf_counter()
@@ -196,17 +255,32 @@ def run(graph, *, device="cpu", in_memory=False, variant="delta", alpha=config.P
         return PageRankResult(scores=np.zeros(0), iterations=0, error=0.0, variant=variant,
                               converged=True, tolerance=float(tolerance),
                               supersteps=steps, seconds=time.perf_counter() - t0)
-    if variant == "delta":
-        scores, iters, err = _delta(graph, n, alpha, tolerance, max_iter, threshold, in_memory,
-                                    runtime, steps, progress)
-    else:
-        scores, iters, err = _classic(graph, n, alpha, tolerance, max_iter, in_memory, runtime,
-                                      steps, progress)
+    ho, note = _handoff(graph, gpu_mem, gpu_tier, alpha, tolerance, max_iter, handoff_at) \
+        if device == "auto" else (None, "")
+    try:
+        if variant == "delta":
+            scores, iters, err = _delta(graph, n, alpha, tolerance, max_iter, threshold,
+                                        in_memory, runtime, steps, progress, ho)
+        else:
+            scores, iters, err = _classic(graph, n, alpha, tolerance, max_iter, in_memory,
+                                          runtime, steps, progress, ho)
+    finally:
+        if ho is not None:
+            ho.finish()
+    extra = {"device_note": note} if device == "auto" else {}
+    if ho is not None:
+        gsteps = []
+        if ho.moved:
+            scores, more, err, gsteps = _rest_on_gpu(ho, scores, alpha, tolerance,
+                                                     max_iter - iters, progress)
+            iters += more
+            steps.extend(gsteps)
+        extra.update(ho.summary(len(gsteps)), device="cpu+gpu" if ho.moved else "cpu")
     # converged: the stop rule's tolerance (or the exact fixed point) was reached, else the run
     # stopped at max_iter
     return PageRankResult(scores=scores, iterations=iters, error=err, variant=variant,
                           converged=bool(err < tolerance or err == 0), tolerance=float(tolerance),
-                          supersteps=steps, seconds=time.perf_counter() - t0)
+                          supersteps=steps, seconds=time.perf_counter() - t0, **extra)
 
 
 def verify(graph, result, *, alpha=config.PR_ALPHA, **_ignored) -> list:

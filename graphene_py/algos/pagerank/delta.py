@@ -28,7 +28,7 @@ from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from . import pull
 from .pull import _single_slack
-from .steps import _always, _note, _on_ranges, _pushing, _ranges
+from .steps import _always, _moves, _note, _on_ranges, _pushing, _ranges
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
@@ -476,7 +476,10 @@ def _select(F, sh, mask, outdeg, diff, cut):
     return act, act_edges, dmove
 
 
-def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps, progress):
+def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps, progress,
+           handoff=None):
+    """handoff (gpu/handoff.py Handoff): asked after each sweep or superstep whether the rest goes
+    to the GPU; the run then ends there with the scores so far (normalized: p + r after pushes)."""
     # datasets that can pull: undirected (in-lists == out-lists: no second copy to load), or
     # in-edge partitions
     pull_dir = "out" if not graph.directed else ("in" if graph.in_partitions is not None else None)
@@ -493,12 +496,12 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
             # phase 1: Gauss-Seidel sweeps while the changes are dense (a sweep updates one
             # shared score array in place, in list order: not a superstep a cluster can split)
             iters, err, done = _gauss_seidel(em, F, indeg, outdeg, diff, pull_dir, n, alpha, tol,
-                                             max_iter, threshold, m, steps, progress)
+                                             max_iter, threshold, m, steps, progress, handoff)
         else:     # (a cluster: the sweeps' start, then only delta steps; no pull: uniform)
             _start(em, F[Y], indeg, outdeg, diff, alpha, pull_dir is not None)
         if not done:
             iters, err = _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter,
-                                 threshold, m, iters, steps, progress)
+                                 threshold, m, iters, steps, progress, handoff)
     # the scores, normalized to sum 1, in F's first row (p + r after pushes): F shrinks to it in
     # place when nothing else refers to F, else the row is copied
     _normalize(F, not done)
@@ -510,7 +513,7 @@ def _delta(graph, n, alpha, tol, max_iter, threshold, in_memory, runtime, steps,
 
 
 def _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter, threshold, m, iters, steps,
-            progress):
+            progress, handoff=None):
     """Phase 2, from F's row Y (y of the current x): the pending changes r = one power iteration
     of x minus x (every list streamed once: the shares are y itself), then delta supersteps, in
     which only the vertices with a large pending change pass it on. Returns (iterations, error)."""
@@ -528,8 +531,9 @@ def _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter, threshold, m
     rabs, total = _settle(F, acc, (1.0 - alpha) / n + alpha * dmass / n, True)
     err = _delta_error(rabs, total)
     iters += 1
+    moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
     _note(steps, progress, st, iters, err, n)
-    if err < tol or iters >= max_iter:
+    if err < tol or iters >= max_iter or moved:
         return iters, err
     sh = track("shares (float32)", np.zeros(n, dtype=np.float32))
     mask = track("active flags", np.zeros(n, dtype=np.uint8))
@@ -542,7 +546,10 @@ def _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter, threshold, m
         rabs, total = _settle(F, acc, alpha * dmove / n, False)
         err = _delta_error(rabs, total)
         iters += 1
+        moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
         _note(steps, progress, st, iters, err, act)
+        if moved:
+            break
     return iters, err
 
 
@@ -555,9 +562,10 @@ def _normalize(F, add_r):
 
 
 def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter, threshold, m,
-                  steps, progress):
+                  steps, progress, handoff=None):
     """Phase 1 of delta PageRank, in F (row Y on return: y of x summing to 1; row PC zero).
-    Returns (sweeps, error, converged)."""
+    Returns (sweeps, error, done): done when converged, at max_iter, or moving to the GPU
+    (handoff); the scores are then in row P."""
     # the sweeps' bytes per vertex (_sweep): a split list's count of IDs seen, the in- and
     # out-degrees (one array when they are the same: an undirected dataset); the vertices of a
     # degree of BIG or more in a table (Kronecker scale 24 edge factor 64: 7.5% of them)
@@ -591,8 +599,10 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
         if y.dtype == np.float32:
             err += _single_slack(alpha)
         sweeps += 1
+        # a move to the GPU (--device auto) ends the sweeps as convergence would
+        moved = err >= tol and _moves(handoff, st, sweeps, err, max_iter)
         _note(steps, progress, st, sweeps, err, act)
-        done = err < tol or sweeps >= max_iter
+        done = err < tol or sweeps >= max_iter or moved
         sparse = act_edges <= PULL_FRACTION * m
         if y.dtype == np.float32 and (not pull.single(err) or done or sparse):
             _widen(em, F[Y])                 # float64 from here on (and for what follows)

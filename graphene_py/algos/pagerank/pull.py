@@ -7,7 +7,7 @@ from ...jit import njit
 from ...iterator.edgemap import EdgeMap
 from ...iterator.memory import track
 from ...io.offsets import DEG_BLOCK, degrees_into
-from .steps import PULL, PUSH, _normalized, _note, _on_ranges, _out_degrees
+from .steps import PULL, PUSH, _moves, _normalized, _note, _on_ranges, _out_degrees
 
 
 @njit(inline="always")
@@ -132,7 +132,8 @@ def _finish(em, acc, y, out, alpha, mode, dmass, offs, dd):
     return float(err)
 
 
-def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
+def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress,
+                          handoff=None):
     """Pull PageRank over the out-lists of an undirected dataset: the out-degrees come from the
     offsets the iterator holds (EdgeMap.degree_view), and one row y = p / outdeg stands for the
     scores and their contributions (12 bytes per vertex with the row of sums while y is float32,
@@ -152,8 +153,9 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
             if y.dtype == np.float32:
                 err += _single_slack(alpha)
             iters += 1
+            moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
             _note(steps, progress, st, iters, err, n)
-            if err < tol:
+            if err < tol or moved:
                 break
             if y.dtype == np.float32 and not single(err):
                 y = track("scores / out-degree (float64)", y.astype(np.float64))
@@ -164,10 +166,12 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
     return _normalized(y), iters, err
 
 
-def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress):
+def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress, handoff=None):
+    """handoff (gpu/handoff.py Handoff): asked after each iteration whether the rest goes to the
+    GPU; the loop then ends there and returns the scores so far (normalized)."""
     if not graph.directed and getattr(graph, "edge_map_backend", None) is None:
         return _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, steps,
-                                     progress)
+                                     progress, handoff)
     outdeg, dangling = _out_degrees(graph)
     if not graph.directed:
         direction, step = "out", PULL       # symmetric: in-lists == out-lists
@@ -200,8 +204,9 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
             if contrib.dtype == np.float32:
                 err += _single_slack(alpha)
             iters += 1
+            moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
             _note(steps, progress, st, iters, err, n)
-            if err < tol:
+            if err < tol or moved:
                 break
             if contrib.dtype == np.float32 and not single(err):
                 contrib = track("contributions (float64)", contrib.astype(np.float64))

@@ -1,0 +1,224 @@
+"""--device auto in mid-run (gpu/handoff.py), the parts that need no GPU: the background load's
+stages and cancellation, the per-superstep decision, the plan that picks it, and PageRank's CPU
+part stopping where the GPU would take over with the state a run stopped there has. The GPU's
+part (the same scores on the GPU from that state) is in tests/test_gpu.py."""
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from graphene_py.algos import pagerank as PR
+from graphene_py.algos.pagerank import delta as D, pull as P
+from graphene_py.gpu import policy
+from graphene_py.gpu.handoff import BackgroundLoad, Cancelled, Handoff
+from graphene_py.partition import partition_arrays
+from tests import graphs as G
+
+
+def _loaded(value="dg"):
+    load = BackgroundLoad(lambda check: value)
+    assert load.wait(10)
+    return load
+
+
+def test_background_load_stops_between_its_stages():
+    """cancel_and_join: the stage running ends, the next check raises, the value stays None."""
+    started, release, stages = threading.Event(), threading.Event(), []
+
+    def load(check):
+        stages.append(1)
+        started.set()
+        release.wait(10)         # a stage in progress is finished first
+        check()
+        stages.append(2)
+        return "never"
+    bl = BackgroundLoad(load)
+    assert started.wait(10) and not bl.ready()
+    threading.Timer(0.05, release.set).start()
+    assert bl.cancel_and_join(10)
+    assert stages == [1] and bl.value is None and isinstance(bl.error, Cancelled)
+    assert bl.seconds is not None and bl.seconds >= 0.04
+
+
+def test_background_load_keeps_its_error():
+    def load(check):
+        raise MemoryError("no room")
+    bl = BackgroundLoad(load)
+    assert bl.wait(10) and isinstance(bl.error, MemoryError) and bl.value is None
+
+
+class _Part:
+    """A GPU part's estimate alone: `per_pass` seconds a superstep."""
+
+    def __init__(self, per_pass):
+        self.per_pass = per_pass
+
+    def cost(self, due):
+        return due * self.per_pass
+
+
+def test_handoff_waits_for_the_load_then_compares_the_rest():
+    """Before the load ends the CPU goes on (the line says so); once loaded, the move happens when
+    the GPU's estimate for the supersteps still due is lower; a forced point waits for the load."""
+    release = threading.Event()
+    slow = BackgroundLoad(lambda check: release.wait(10) and _Part(1.0))
+    ho = Handoff(slow, state_bytes=8, max_iter=20, tol=0.0)
+    st = {"seconds": 0.5}
+    assert not ho.after(st, 1, 0.1)
+    assert st["device"] == "cpu" and st["handoff"].startswith("loading (")
+    release.set()
+    assert slow.wait(10)
+    # 19 iterations due: cpu 19 x 0.5 s = 9.5 s against 19 GPU passes of 1 s
+    st = {"seconds": 0.5}
+    assert not ho.after(st, 1, 0.1)
+    assert st["handoff"] == "loaded, CPU goes on: est. cpu 9.500 s vs gpu 19.000 s for the rest"
+    st = {"seconds": 2.0}
+    assert ho.after(st, 2, 0.1) and st["handoff"].startswith("moves here: est. cpu 36.000 s")
+    assert ho.moved and ho.moved_after == 2 and ho.cpu_steps == 3
+    assert ho.summary(4) == {"cpu_supersteps": 3, "gpu_supersteps": 4, "device_moves": 1,
+                             "gpu_load_seconds": round(slow.seconds, 3)}
+    # forced: it waits at its superstep for a load still running
+    release2 = threading.Event()
+    threading.Timer(0.05, release2.set).start()
+    forced = Handoff(BackgroundLoad(lambda check: release2.wait(10) and _Part(9.0)),
+                     state_bytes=1, max_iter=20, tol=0.0, force_at=2)
+    assert not forced.after({"seconds": 9.0}, 1, 0.1)     # (loading or loaded: not yet forced)
+    st = {"seconds": 0.0}
+    assert forced.after(st, 2, 0.1) and "forced after superstep 2" in st["handoff"]
+
+
+def test_handoff_a_failed_load_keeps_the_cpu():
+    bad = BackgroundLoad(lambda check: 1 / 0)
+    assert bad.wait(10)
+    ho = Handoff(bad, state_bytes=1, max_iter=20, tol=0.0, force_at=1)
+    st = {"seconds": 100.0}
+    assert not ho.after(st, 1, 0.1) and not ho.moved
+    assert st["handoff"].startswith("the load failed, the CPU goes on: division by zero")
+    ho.finish()            # nothing to stop; joins at once
+
+
+def test_handoff_counts_the_supersteps_due_from_the_shrinking_change():
+    ho = Handoff(_loaded(), state_bytes=1, max_iter=100, tol=1e-4)
+    assert ho.due(1, 1e-1) == 99                   # no rate yet
+    assert ho.due(2, 1e-2) == 2                    # x0.1 per step: 1e-2 -> 1e-4 in 2
+    assert ho.due(3, 2e-2) == 97                   # growing: the cap
+    ho0 = Handoff(_loaded(), state_bytes=1, max_iter=10, tol=0.0)
+    assert [ho0.due(k, 0.5 ** k) for k in (1, 2, 3)] == [9, 8, 7]    # tol 0: every iteration
+    assert Handoff(_loaded(), state_bytes=1, max_iter=10, tol=0.0).due(10, 1) == 1
+
+
+# -- PageRank's CPU part ------------------------------------------------------------------------
+def _dataset(tmp_path, gname, layout):
+    tg = G.by_name(gname)
+    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
+    for d in disks:
+        (tmp_path / d).mkdir(exist_ok=True)
+    return partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="ho", rows=2,
+                            cols=2, symmetrize=layout == "sym", in_edges=layout == "directed_in",
+                            register=False)
+
+
+def _cpu_part(fn, g, k, max_iter=30, tol=1e-9, **kw):
+    """fn's CPU iterations with a hand-off forced after iteration k: (scores, iters, err, steps,
+    handoff)."""
+    ho = Handoff(_loaded(), state_bytes=1, max_iter=max_iter, tol=tol,
+                 force_at=k)
+    steps, seen = [], []
+    out = fn(g, g.num_vertices, 0.85, tol, max_iter, False, {"threads": 2}, steps, seen.append,
+             handoff=ho, **kw)
+    return (*out, steps, seen, ho)
+
+
+@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
+@pytest.mark.parametrize("gname", ["powerlaw", "star", "isolated_ends"])
+@pytest.mark.parametrize("variant", ["delta", "pull"])
+def test_pagerank_hands_over_the_state_a_run_stopped_there_has(tmp_path, gname, layout, variant):
+    """Forced after iteration k, the CPU part ends with k iterations, the last one's stats say it
+    moves (reported so before the line was printed), and its scores are exactly those of a CPU
+    run capped at k iterations (to the threads' rounding): normalized scores (p + r after
+    pushes), not y = p / outdeg nor a partial sum. (The GPU then iterates from them: any other start would reach the same fixed
+    point, so only this comparison catches a wrong state.)"""
+    g = _dataset(tmp_path, gname, layout)
+    if variant == "delta":
+        fn = lambda *a, **kw: D._delta(*a[:5], PR.DELTA_THRESHOLD, *a[5:], **kw)  # noqa: E731
+    else:
+        fn = P._classic
+    full = PR.run(g, variant=variant, tolerance=1e-9, max_iter=30, threads=2)
+    assert full.iterations >= 4
+    for k in (1, 2, full.iterations - 1):
+        scores, iters, err, steps, seen, ho = _cpu_part(fn, g, k)
+        capped = PR.run(g, variant=variant, tolerance=1e-9, max_iter=k, threads=2)
+        assert iters == k == len(steps) and ho.moved_after == k
+        # (equal up to the order of the threads' float additions: a list split over partitions
+        # is summed piecewise with atomic adds)
+        np.testing.assert_allclose(scores, capped.scores, rtol=1e-8, atol=0)
+        assert err == pytest.approx(capped.error, rel=1e-6)
+        assert abs(scores.sum() - 1) < 1e-12
+        assert [st["device"] for st in steps] == ["cpu"] * k
+        assert steps[-1]["handoff"] == "moves here: forced after superstep %d" % k
+        assert seen[-1]["handoff"] == steps[-1]["handoff"]       # on the progress line too
+        assert all("loaded, CPU goes on" in st["handoff"] for st in steps[:-1])
+
+
+def test_pagerank_auto_without_a_gpu_is_the_cpu_run(tmp_path, monkeypatch):
+    monkeypatch.setattr("graphene_py.algos.registry.gpu_available",
+                        lambda: (False, "test: no GPU"))
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    a = PR.run(g, variant="pull", threads=2)
+    b = PR.run(g, variant="pull", threads=2, device="auto", gpu_mem="1G")
+    np.testing.assert_array_equal(a.scores, b.scores)
+    assert b.device_note == "no GPU (test: no GPU)" and not hasattr(b, "gpu_supersteps")
+    assert all("handoff" not in st for st in b.supersteps)
+
+
+# -- the plan ------------------------------------------------------------------------------------
+def test_auto_plan_hands_pagerank_over_when_it_beats_both_whole_runs(monkeypatch):
+    """PageRank under --device auto runs as a hand-off (the CPU at once, the GPU set up
+    meanwhile) when its estimate beats both whole runs: on kron22's 0.5 GB of lists, where CuPy's
+    start alone is 3 CPU passes, it does; on 4.3 GB, where one CPU pass is longer than the GPU's
+    setup, the whole GPU run stands; a dataset whose GPU setup outlasts the CPU's run stays on the
+    CPU, and so does the resident tier when host memory cannot hold its CSR's assembly."""
+    from graphene_py.algos import registry
+    from graphene_py.iterator import memory
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+
+    def graph(m):
+        return SimpleNamespace(num_vertices=m // 32, num_edges=m, id_width=4, directed=False,
+                               in_partitions=None, uuid=f"g{m}", weighted=False, name="g")
+    kron22, big, small = graph(128_311_450), graph(1 << 30), graph(10_000_000)
+    where, why = registry._choose("pagerank-pull", "auto", kron22, {})
+    assert where == "hybrid" and "the GPU set up meanwhile" in why, why
+    assert registry._choose("pagerank", "auto", kron22, {})[0] == "hybrid"
+    assert registry._choose("pagerank-pull", "auto", big, {})[0] == "gpu"
+    assert registry._choose("pagerank-pull", "auto", small, {})[0] == "cpu"
+    # resident: its CSR is loaded meanwhile (0.5 GB at 0.3 GB/s), which outlasts delta's run
+    assert registry._choose("pagerank", "auto", kron22, {"gpu_tier": "resident"})[0] == "cpu"
+    monkeypatch.setattr(memory, "memory_available", lambda: 600 << 20)
+    assert PR.handoff_prep_seconds(kron22, {"gpu_tier": "resident"}) is None
+    # the rule itself: 10 passes of 0.5 s on the CPU; the GPU 0.1 s a pass after its setup
+    ok, why = policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 2.0, 10)
+    assert ok and "both 3.80 s" in why           # 7 CPU passes (ready at 3.15 s) + 3 x 0.1 s
+    assert not policy.plan_handoff(10.0, 1.15 + 2.0 + 1.0, 2.0, 10)[0]   # 4 x 1 s + 6 x 0.1 s
+    assert not policy.plan_handoff(3.0, 20.0, 2.0, 10)[0]               # the CPU is done first
+
+
+def test_a_load_not_needed_is_stopped_when_the_cpu_ends():
+    """finish(): the CPU ended first; the load is cancelled at its next stage and joined."""
+    gate = threading.Event()
+    stages = []
+
+    def load(check):
+        gate.wait(10)
+        check()
+        stages.append("copied")
+        return "dg"
+    ho = Handoff(BackgroundLoad(load), state_bytes=1, max_iter=5, tol=0.0)
+    threading.Timer(0.05, gate.set).start()
+    t0 = time.perf_counter()
+    ho.finish(10)
+    assert ho.load.ready() and stages == [] and isinstance(ho.load.error, Cancelled)
+    assert time.perf_counter() - t0 < 5
