@@ -823,9 +823,11 @@ def test_pagerank_handed_over_equals_the_cpu_run(tmp_path, variant, layout, tier
     load fails and the CPU finishes, with the same scores."""
     from graphene_py.algos import pagerank as PR
     g = _hybrid_dataset(tmp_path, "powerlaw", layout)
-    tol = 1e-10
+    tol = 1e-6
     ref = PR.run(g, variant=variant, tolerance=tol, max_iter=200, threads=2)
-    bound = 2 * 0.85 / 0.15 * tol * 10
+    # both within alpha / (1 - alpha) x tol of the fixed point, plus the GPU's float32
+    # contributions' rounding (not counted in its error: tests above compare at rtol 1e-5)
+    bound = 2 * 0.85 / 0.15 * tol + 1e-6
     for k in (1, 3):
         r = PR.run(g, variant=variant, tolerance=tol, max_iter=200, threads=2, device="auto",
                    handoff_at=k, gpu_tier=tier)

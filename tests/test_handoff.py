@@ -66,6 +66,7 @@ def test_handoff_waits_for_the_load_then_compares_the_rest():
     slow = BackgroundLoad(lambda check: release.wait(10) and _Part(1.0))
     ho = Handoff(slow, state_bytes=8, max_iter=20, tol=0.0)
     st = {"seconds": 0.5}
+    ho.mark(st)
     assert not ho.after(st, 1, 0.1)
     assert st["device"] == "cpu" and st["handoff"].startswith("loading (")
     release.set()
@@ -76,8 +77,8 @@ def test_handoff_waits_for_the_load_then_compares_the_rest():
     assert st["handoff"] == "loaded, CPU goes on: est. cpu 9.500 s vs gpu 19.000 s for the rest"
     st = {"seconds": 2.0}
     assert ho.after(st, 2, 0.1) and st["handoff"].startswith("moves here: est. cpu 36.000 s")
-    assert ho.moved and ho.moved_after == 2 and ho.cpu_steps == 3
-    assert ho.summary(4) == {"cpu_supersteps": 3, "gpu_supersteps": 4, "device_moves": 1,
+    assert ho.moved and ho.moved_after == 2 and ho.cpu_steps == 1       # (marked once here)
+    assert ho.summary(4) == {"cpu_supersteps": 1, "gpu_supersteps": 4, "device_moves": 1,
                              "gpu_load_seconds": round(slow.seconds, 3)}
     # forced: it waits at its superstep for a load still running
     release2 = threading.Event()
@@ -146,25 +147,30 @@ def test_pagerank_hands_over_the_state_a_run_stopped_there_has(tmp_path, gname, 
     else:
         fn = P._classic
     full = PR.run(g, variant=variant, tolerance=1e-9, max_iter=30, threads=2)
-    assert full.iterations >= 4
-    for k in (1, 2, full.iterations - 1):
+    assert full.iterations >= 5       # (delta's count varies with the threads' order by one)
+    for k in (1, 2, 3):
         scores, iters, err, steps, seen, ho = _cpu_part(fn, g, k)
         capped = PR.run(g, variant=variant, tolerance=1e-9, max_iter=k, threads=2)
         assert iters == k == len(steps) and ho.moved_after == k
-        # (equal up to the order of the threads' float additions: a list split over partitions
-        # is summed piecewise with atomic adds)
-        np.testing.assert_allclose(scores, capped.scores, rtol=1e-8, atol=0)
-        assert err == pytest.approx(capped.error, rel=1e-6)
+        # equal up to the order of the threads' work: pull's float additions (a list split
+        # over partitions is summed piecewise with atomic adds); delta's Gauss-Seidel sweeps
+        # read what the other threads wrote so far. Each run is within alpha / (1 - alpha) x
+        # its error of the fixed point (L1), so the two are within twice that.
+        if variant == "pull":
+            np.testing.assert_allclose(scores, capped.scores, rtol=1e-8, atol=0)
+            assert err == pytest.approx(capped.error, rel=1e-6)
+        gap = 2 * 0.85 / 0.15 * max(err, capped.error)
+        assert np.abs(scores - capped.scores).sum() <= gap
         assert abs(scores.sum() - 1) < 1e-12
-        assert [st["device"] for st in steps] == ["cpu"] * k
+        assert [st["device"] for st in steps] == ["cpu"] * k and ho.cpu_steps == k
         assert steps[-1]["handoff"] == "moves here: forced after superstep %d" % k
         assert seen[-1]["handoff"] == steps[-1]["handoff"]       # on the progress line too
         assert all("loaded, CPU goes on" in st["handoff"] for st in steps[:-1])
 
 
 def test_pagerank_auto_without_a_gpu_is_the_cpu_run(tmp_path, monkeypatch):
-    monkeypatch.setattr("graphene_py.algos.registry.gpu_available",
-                        lambda: (False, "test: no GPU"))
+    monkeypatch.setattr("graphene_py.algos.registry.gpu_may_be_available",
+                        lambda: "test: no GPU")
     g = _dataset(tmp_path, "powerlaw", "sym")
     a = PR.run(g, variant="pull", threads=2)
     b = PR.run(g, variant="pull", threads=2, device="auto", gpu_mem="1G")
@@ -222,3 +228,30 @@ def test_a_load_not_needed_is_stopped_when_the_cpu_ends():
     ho.finish(10)
     assert ho.load.ready() and stages == [] and isinstance(ho.load.error, Cancelled)
     assert time.perf_counter() - t0 < 5
+
+
+def test_cpu_estimate_follows_the_threads_and_the_disks_profile(tmp_path, monkeypatch):
+    """The plan's CPU passes: compute grows with the threads (x (T/2)^0.75 from 1.3 GB/s on 2),
+    no faster than the disks' stored profile on the first pass; later passes at the compute's
+    rate when the lists fit in memory. Without a profile: the fixed 1.3 GB/s, every pass."""
+    from graphene_py.algos import registry
+    from graphene_py.io import calibrate as C
+    from graphene_py.iterator import memory
+    assert policy.cpu_pass_rates(2) == (1.3e9, 1.3e9)
+    first, later = policy.cpu_pass_rates(16, 3e9, fits=True)
+    assert first == 3e9 and later == pytest.approx(1.3e9 * 8 ** 0.75)
+    assert policy.cpu_pass_rates(16, 3e9, fits=False) == (3e9, 3e9)
+    assert policy.cpu_pass_rates(16, 20e9, fits=True)[0] == pytest.approx(1.3e9 * 8 ** 0.75)
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+    assert registry.cpu_rates(g, {"threads": 16}) == (1.3e9, 1.3e9)      # no profile yet
+    prof = C.Profile(sizes=list(C.SIZES), iops=[2e9 / s for s in C.SIZES])   # 2 GB/s
+    for k in {C.profile_key(d) for d in g.disks}:
+        C.save(k, prof)
+    first, later = registry.cpu_rates(g, {"threads": 16})
+    ndev = len({C.profile_key(d) for d in g.disks})
+    assert first == pytest.approx(min(ndev * 2e9, 1.3e9 * 8 ** 0.75))
+    assert later == pytest.approx(1.3e9 * 8 ** 0.75)
+    _, cpu, _, _ = policy.plan_run("pagerank-pull", {"max_iter": 10, "tolerance": 0}, 10**9,
+                                   False, cpu_bps=first, later_bps=later)
+    assert cpu == pytest.approx(1e9 / first + 9e9 / later)

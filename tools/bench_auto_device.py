@@ -30,6 +30,7 @@ ALGOS = {
     "bfs": ["bfs", "--src", "0"],
     "wcc": ["wcc"],
     "pagerank": ["pagerank"],
+    "pagerank-pull": ["pagerank-pull"],
     "pagerank-pull-10": ["pagerank-pull", "--max-iter", "10", "--tol", "0"],
     "kcore-17": ["kcore", "--k", "17", "--membership-only"],
     "kcore": ["kcore"],
@@ -70,6 +71,9 @@ def one(args, path, device):
         r = d.get("result", {})
         row.update(own=d["trials"][0]["seconds"], load=r.get("load_seconds"),
                    ran_on=r.get("device", "cpu"), reason=r.get("device_reason"),
+                   # a hand-off (gpu/handoff.py): supersteps on each side, the setup's time
+                   cpu_steps=r.get("cpu_supersteps"), gpu_steps=r.get("gpu_supersteps"),
+                   gpu_setup=r.get("gpu_load_seconds"), iterations=r.get("iterations"),
                    setup=d.get("setup", {}).get("seconds") if isinstance(d.get("setup"), dict)
                    else None)
     else:
@@ -85,11 +89,18 @@ def main():
     ap.add_argument("--algos", nargs="*", default=list(ALGOS))
     ap.add_argument("--devices", nargs="*", default=["cpu", "gpu", "auto"])
     ap.add_argument("--json", required=True)
+    ap.add_argument("--warmup", action="store_true",
+                    help="one untimed run of each algorithm and device first (kernels compiled "
+                         "and cached, as on a machine that ran them before)")
     a = ap.parse_args()
     t = time.perf_counter()
     path = make_dataset(a.scale, a.work)
     print(f"dataset {path} ready in {time.perf_counter() - t:.1f} s", flush=True)
     rows = []
+    if a.warmup:
+        for algo in a.algos:
+            for dev in a.devices:
+                print("warm-up", algo, dev, one(ALGOS[algo], path, dev)["rc"], flush=True)
     with open(a.json, "w") as out:
         for algo in a.algos:
             for i in range(a.runs):

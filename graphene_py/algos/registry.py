@@ -179,7 +179,9 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     if getattr(mod, "GPU_STREAMS", False) and callable(getattr(mod, "gpu_tier_costs", None)) \
             and str(opts.get("gpu_tier", "auto")) == "auto":
         tiers = mod.gpu_tier_costs(graph, opts) or None
-    dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers)
+    cpu_bps, later_bps = cpu_rates(graph, opts)
+    dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers,
+                                         cpu_bps=cpu_bps, later_bps=later_bps)
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
         # (gpu/handoff.py); a tier that cannot hold the run has no setup time
@@ -191,12 +193,37 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
                 dev, reason = "hybrid", why
     if dev == "cpu":
         return "cpu", reason
+    if dev == "hybrid":      # CuPy starts on the load's thread; a GPU not there keeps the CPU
+        return "hybrid", reason
     ok, why = gpu_available()
     if not ok:
         return "cpu", f"--device auto: no GPU ({why})"
-    if dev == "hybrid" or (hybrid and not getattr(mod, "HANDOFF", False)):
+    if hybrid and not getattr(mod, "HANDOFF", False):
         return "hybrid", reason     # (BFS: per level, with the whole dataset loaded first)
     return "gpu", reason
+
+
+def cpu_rates(graph, opts):
+    """(first pass, later passes) bytes/s of the CPU path on `graph` for --device auto's plan
+    (gpu/policy.py cpu_pass_rates): its compute threads (`threads`, default every core), the
+    stored profiles of its disks (io/calibrate.py; none: the fixed default), whether its lists
+    fit the memory available (later passes read them from memory)."""
+    from .. import config
+    from ..gpu.policy import cpu_pass_rates
+    from ..iterator.memory import memory_available
+    threads = int((opts or {}).get("threads") or config.default_threads())
+    disk = None
+    try:
+        from ..io import calibrate as cal
+        keys = {cal.profile_key(d) for d in graph.disks}
+        profs = [cal.lookup(k) for k in keys]
+        if profs and all(p is not None for p in profs):
+            disk = sum(p.bandwidth for p in profs)
+    except (AttributeError, OSError, TypeError, ValueError):
+        disk = None              # (a stand-in graph, an unreadable store: the default)
+    dirs = 2 if graph.directed and graph.in_partitions is not None else 1
+    lists = int(graph.num_edges) * int(graph.id_width) * dirs
+    return cpu_pass_rates(threads, disk, fits=lists <= memory_available() // 2)
 
 
 def gpu_may_be_available() -> str:

@@ -113,11 +113,14 @@ class Handoff:
             left = min(left, math.ceil(math.log(self.tol / err) / math.log(rate)))
         return max(1, left)
 
-    def after(self, st: dict, k: int, err: float) -> bool:
-        """Called after CPU superstep k (1-based) whose stats are st, unless the run stops there
-        anyway. True: the rest runs on the GPU (load.value is ready)."""
+    def mark(self, st: dict):
+        """Every CPU superstep of the run: its stats say so, and it is counted."""
         self.cpu_steps += 1
         st["device"] = "cpu"
+
+    def after(self, st: dict, k: int, err: float) -> bool:
+        """Called after CPU superstep k (1-based, marked) whose stats are st, unless the run
+        stops there anyway. True: the rest runs on the GPU (load.value is ready)."""
         due = self.due(k, err)
         if self.force_at is not None and k >= self.force_at:
             self.load.wait()                 # a forced point moves once the load is done

@@ -145,6 +145,24 @@ GPU_LOAD_BYTES_PER_S = 0.3e9   # the dataset read, checked, assembled into a CSR
 GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
 
 
+#: The CPU path's compute over lists in memory grows with its threads about as threads^0.75 from
+#: CPU_BYTES_PER_S on 2 (memory-bound gathers): 16 threads ~6.2 GB/s, where pull PageRank-10 on
+#: kron22 took 0.72-0.83 s own on the H200 machine's 16 cores, its first pass read from its
+#: disk (benchmarks/auto_handoff_kron22_h200.jsonl)
+CPU_THREADS_EXPONENT = 0.75
+
+
+def cpu_pass_rates(threads: int, disk_bps=None, fits: bool = False):
+    """(first pass, later passes) bytes/s of one dense pass of the CPU path: its compute
+    (CPU_BYTES_PER_S at 2 threads, x (threads/2)^CPU_THREADS_EXPONENT), no faster than its disks
+    (disk_bps: the datasets' stored profiles, summed; None: CPU_BYTES_PER_S, the fixed default);
+    later passes at the compute's rate when the lists fit in memory (page cache, read-through
+    cache), else the first pass's."""
+    compute = CPU_BYTES_PER_S * (max(int(threads), 2) / 2) ** CPU_THREADS_EXPONENT
+    first = min(compute, CPU_BYTES_PER_S if disk_bps is None else float(disk_bps))
+    return first, (compute if fits and disk_bps is not None else first)
+
+
 def run_passes(name: str, opts: dict) -> float:
     """RUN_PASSES for algorithm `name` with these options."""
     opts = opts or {}
@@ -165,15 +183,17 @@ def run_passes(name: str, opts: dict) -> float:
 def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
              cpu_bps: float = CPU_BYTES_PER_S, start_s: float = GPU_START_S,
              load_bps: float = GPU_LOAD_BYTES_PER_S, gpu_bps: float = GPU_PASS_BYTES_PER_S,
-             tiers: dict = None):
+             tiers: dict = None, later_bps: float = None):
     """('cpu' or 'gpu', est. cpu seconds, est. gpu seconds, reason) for one whole run of `name`
     on a dataset of `graph_bytes` adjacency bytes; the GPU pays its start and the dataset's load
     unless the dataset is resident already (an earlier run of this process loaded it). tiers:
     an algorithm that can stream its lists gives each GPU tier's estimated seconds
     (gpu/streamed.tier_costs: the load counted there); the GPU then costs its start plus the
-    least of them."""
+    least of them. cpu_bps, later_bps: the CPU path's first and later passes (cpu_pass_rates;
+    later_bps None: cpu_bps)."""
     passes = run_passes(name, opts)
-    cpu = passes * graph_bytes / cpu_bps
+    # the first pass at cpu_bps, the others at later_bps (cpu_pass_rates; default: the same)
+    cpu = graph_bytes / cpu_bps + max(passes - 1.0, 0.0) * graph_bytes / (later_bps or cpu_bps)
     if tiers and not resident:
         tier = min(tiers, key=tiers.get)
         gpu = start_s + tiers[tier]
@@ -185,9 +205,6 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
     dev = "gpu" if gpu < cpu else "cpu"
     return dev, cpu, gpu, (f"--device auto: est. cpu {cpu:.2f} s vs gpu {gpu:.2f} s ({what}; "
                            f"{passes:g} passes of {graph_bytes / 1e6:,.0f} MB)")
-
-
-
 
 
 def plan_handoff(cpu_s: float, gpu_s: float, prep_s: float, passes: float, *,

@@ -216,9 +216,9 @@ def _handoff(graph, gpu_mem, gpu_tier, alpha, tolerance, max_iter, handoff_at):
     """(Handoff or None, note) for device="auto": the GPU's part (the tier a GPU run would take,
     set up: gpu/handoff.py PageRankPart) is made on a thread of its own while the CPU runs the
     first iterations."""
-    from ..registry import gpu_available
-    ok, why = gpu_available()
-    if not ok:
+    from ..registry import gpu_may_be_available
+    why = gpu_may_be_available()     # (no CuPy here: it starts on the load's thread)
+    if why:
         return None, f"no GPU ({why})"
     from ...gpu.handoff import Handoff, pagerank_part
     from ...gpu.policy import run_passes

@@ -531,7 +531,7 @@ def _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter, threshold, m
     rabs, total = _settle(F, acc, (1.0 - alpha) / n + alpha * dmass / n, True)
     err = _delta_error(rabs, total)
     iters += 1
-    moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
+    moved = _moves(handoff, st, iters, err, tol, max_iter)
     _note(steps, progress, st, iters, err, n)
     if err < tol or iters >= max_iter or moved:
         return iters, err
@@ -546,7 +546,7 @@ def _pushes(em, F, outdeg, diff, pull_dir, n, alpha, tol, max_iter, threshold, m
         rabs, total = _settle(F, acc, alpha * dmove / n, False)
         err = _delta_error(rabs, total)
         iters += 1
-        moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
+        moved = _moves(handoff, st, iters, err, tol, max_iter)
         _note(steps, progress, st, iters, err, act)
         if moved:
             break
@@ -600,7 +600,7 @@ def _gauss_seidel(em, F, indeg, outdeg, diff, direction, n, alpha, tol, max_iter
             err += _single_slack(alpha)
         sweeps += 1
         # a move to the GPU (--device auto) ends the sweeps as convergence would
-        moved = err >= tol and _moves(handoff, st, sweeps, err, max_iter)
+        moved = _moves(handoff, st, sweeps, err, tol, max_iter)
         _note(steps, progress, st, sweeps, err, act)
         done = err < tol or sweeps >= max_iter or moved
         sparse = act_edges <= PULL_FRACTION * m

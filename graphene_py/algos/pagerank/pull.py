@@ -153,7 +153,7 @@ def _classic_from_offsets(graph, n, alpha, tol, max_iter, in_memory, runtime, st
             if y.dtype == np.float32:
                 err += _single_slack(alpha)
             iters += 1
-            moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
+            moved = _moves(handoff, st, iters, err, tol, max_iter)
             _note(steps, progress, st, iters, err, n)
             if err < tol or moved:
                 break
@@ -204,7 +204,7 @@ def _classic(graph, n, alpha, tol, max_iter, in_memory, runtime, steps, progress
             if contrib.dtype == np.float32:
                 err += _single_slack(alpha)
             iters += 1
-            moved = err >= tol and _moves(handoff, st, iters, err, max_iter)
+            moved = _moves(handoff, st, iters, err, tol, max_iter)
             _note(steps, progress, st, iters, err, n)
             if err < tol or moved:
                 break

@@ -57,11 +57,14 @@ def _note(steps, progress, st, it, err, active):
         progress(st)
 
 
-def _moves(handoff, st, it, err, max_iter) -> bool:
+def _moves(handoff, st, it, err, tol, max_iter) -> bool:
     """Whether a run under `--device auto` moves to the GPU after iteration `it` (gpu/handoff.py),
-    asked only when the CPU would go on (the caller checked the tolerance; it < max_iter); marks
-    the iteration's stats st, before they are reported, with where it ran and why."""
-    return handoff is not None and it < max_iter and handoff.after(st, it, err)
+    asked only when the CPU would go on (err >= tol, it < max_iter); marks the iteration's stats
+    st, before they are reported, with where it ran and why."""
+    if handoff is None:
+        return False
+    handoff.mark(st)
+    return err >= tol and it < max_iter and handoff.after(st, it, err)
 
 
 def _out_degrees(graph):
