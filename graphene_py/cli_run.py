@@ -291,7 +291,9 @@ def _run(name, mod, kw):
     if memory is not None and str(memory).lower() in ("auto", "none"):
         memory = None
     fitted = None
-    if auto and not in_memory and cluster is None and device == "cpu" and not small_run:
+    # (--device auto that runs on the CPU, or starts there, gets the CPU's defaults too)
+    if auto and not in_memory and cluster is None and run_on in ("cpu", "hybrid") and \
+            not small_run:
         fitted = _fit_defaults(name, graph, runtime, algo_opts, output)
         if fitted is not None:          # the defaults do not fit: the picks, and no cache
             if "buffer_mb" in fitted:

@@ -439,6 +439,11 @@ def test_cli_memory_auto_and_none(mid):
     assert "adjacency cache" not in ref["engine"] and ref["memory"].get("plan") is None
     dflt = json.loads(_cli("run", "wcc", "-g", mid.path, "--json").stdout)
     assert dflt["memory"]["plan"]["auto"] is True
+    # --device auto that stays on the CPU (no GPU here) gets the CPU's defaults too: the cache
+    # (it had none: every PageRank iteration read the lists again, 4x the time on the H200 box)
+    au = json.loads(_cli("run", "wcc", "-g", mid.path, "--json", "--device", "auto").stdout)
+    assert au["memory"]["plan"]["auto"] is True and au["memory"]["plan"]["cache_bytes"] > 0
+    assert au["result"]["device_reason"].startswith("--device auto: no GPU")
     p = _cli("run", "wcc", "-g", mid.path, "--json", "--memory", "auto", "-n", "3")
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
