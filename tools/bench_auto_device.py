@@ -5,7 +5,7 @@ dropped page cache (when allowed), on one Kronecker dataset, every GPU-capable a
     PYTHONPATH=. python3 tools/bench_auto_device.py --scale 22 --work /tmp/auto --json out.jsonl
 
 Generates a Graph500 Kronecker graph (graphene_py.generate, edge factor 16), partitions it 1x1
-(symmetrized) into --work, then runs each algorithm with each device, interleaved, --runs times.
+(symmetrized) into --work and measures its disk as `graphene partition` does, then runs each algorithm with each device, interleaved, --runs times.
 Records per run: process wall, the trial's own seconds, the GPU load seconds (the dataset read,
 assembled and copied to the GPU) and what `auto` chose (`device`, `device_reason` in --json).
 Prints medians per (algorithm, device) and whether `auto` was within 10% of the better of
@@ -54,8 +54,12 @@ def make_dataset(scale, work):
         src.append(s)
         dst.append(d)
     src, dst = np.concatenate(src), np.concatenate(dst)
-    partition_arrays(src, dst, num_vertices=1 << scale, disks=[disk], name=f"kron{scale}",
-                     symmetrize=True, force=True, register=False)
+    g = partition_arrays(src, dst, num_vertices=1 << scale, disks=[disk], name=f"kron{scale}",
+                         symmetrize=True, force=True, register=False)
+    # as `graphene partition` does: measure the disk once (io/calibrate.py), which the IO
+    # planner and --device auto's CPU estimate use
+    from graphene_py.io.calibrate import calibrate_dataset
+    calibrate_dataset(g, only_missing=True, say=print)
     return path
 
 

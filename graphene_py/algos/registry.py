@@ -176,9 +176,11 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     resident = getattr(mod, "GPU_RESIDENT", True) and \
         is_resident(graph, opts.get("gpu_mem"))    # (a streaming-only path never is)
     tiers = None
-    if getattr(mod, "GPU_STREAMS", False) and callable(getattr(mod, "gpu_tier_costs", None)) \
-            and str(opts.get("gpu_tier", "auto")) == "auto":
+    if getattr(mod, "GPU_STREAMS", False) and callable(getattr(mod, "gpu_tier_costs", None)):
         tiers = mod.gpu_tier_costs(graph, opts) or None
+        forced = str(opts.get("gpu_tier", "auto"))
+        if tiers and forced != "auto":            # --gpu-tier given: that tier's estimate
+            tiers = {forced: tiers[forced]} if forced in tiers else None
     cpu_bps, later_bps = cpu_rates(graph, opts)
     dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers,
                                          cpu_bps=cpu_bps, later_bps=later_bps)
@@ -188,7 +190,8 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
         from ..gpu.policy import plan_handoff, run_passes
         prep = mod.handoff_prep_seconds(graph, opts)
         if prep is not None:
-            hand, why = plan_handoff(cpu_s, gpu_s, prep, run_passes(name, opts))
+            hand, why = plan_handoff(cpu_s, gpu_s, prep[0], run_passes(name, opts),
+                                     after_s=prep[1])
             if hand:
                 dev, reason = "hybrid", why
     if dev == "cpu":

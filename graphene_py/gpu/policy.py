@@ -208,15 +208,16 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
 
 
 def plan_handoff(cpu_s: float, gpu_s: float, prep_s: float, passes: float, *,
-                 start_s: float = GPU_START_S):
+                 after_s: float = 0.0, start_s: float = GPU_START_S):
     """(hand off?, reason) for an algorithm that can move to the GPU between supersteps
     (gpu/handoff.py): the CPU starts at once while CuPy starts and the GPU's part is set up
-    (prep_s: the CSR loaded for the resident tier, the lists pinned for stream-host, none for
-    stream-ssd), and the GPU takes the supersteps left after the CPU's superstep in which it
-    became ready. With `passes` supersteps of cpu_s / passes each and the whole GPU run's
-    estimate gpu_s (its setup, then `passes` passes):
+    (prep_s: the CSR loaded for the resident tier, the lists pinned for stream-host), and the
+    GPU takes the supersteps left after the CPU's superstep in which it became ready; after_s:
+    what its part still pays once, after the move (stream-ssd: the first read of the lists).
+    With `passes` supersteps of cpu_s / passes each and the whole GPU run's estimate gpu_s (its
+    start, setup, once-cost, then `passes` passes):
         ready = start_s + prep_s;  k = ceil(ready / CPU pass)
-        hand-off = k CPU passes + (passes - k) GPU passes
+        hand-off = k CPU passes + after_s + (passes - k) GPU passes
     It pays when that is below both whole runs: the CPU's when the setup is long against the run,
     the GPU's when it is short against one CPU pass (the run would wait for that pass to end).
     No: the whole-run plan (plan_run) stands."""
@@ -226,8 +227,8 @@ def plan_handoff(cpu_s: float, gpu_s: float, prep_s: float, passes: float, *,
     if ready >= cpu_s or cpu_pass <= 0:
         return False, ""
     k = min(math.ceil(ready / cpu_pass), passes)
-    gpu_pass = max(gpu_s - ready, 0.0) / passes
-    est = k * cpu_pass + (passes - k) * gpu_pass
+    gpu_pass = max(gpu_s - ready - after_s, 0.0) / passes
+    est = k * cpu_pass + after_s + (passes - k) * gpu_pass
     return est < min(cpu_s, gpu_s), (
         f"--device auto: est. cpu {cpu_s:.2f} s, gpu {gpu_s:.2f} s, both {est:.2f} s (the GPU "
         f"set up meanwhile in est. {ready:.2f} s, then taking over when its estimate for the "

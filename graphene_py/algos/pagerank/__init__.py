@@ -137,11 +137,12 @@ def gpu_tier_costs(graph, opts) -> dict:
                       memory_available(), run_passes("pagerank-pull", opts), probe=False)
 
 
-def handoff_prep_seconds(graph, opts) -> float:
-    """Estimated seconds to set up the GPU's part of a hand-off (gpu/handoff.py PageRankPart) in
-    the tier a GPU run would take (`gpu_tier`; auto: the least tier_costs, as choose_gpu_tier):
-    the CSR's load (resident), the lists read into pinned memory (stream-host), none
-    (stream-ssd); None when no tier can hold the run. Without asking the GPU (the plan)."""
+def handoff_prep_seconds(graph, opts):
+    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off
+    (gpu/handoff.py PageRankPart) in the tier a GPU run would take (`gpu_tier`; auto: the least
+    tier_costs, as choose_gpu_tier): resident: the CSR's load, then nothing; stream-host: the
+    lists read into pinned memory, then nothing; stream-ssd: nothing, then the first read of the
+    lists. None when no tier can hold the run. Without asking the GPU (the plan)."""
     from ...gpu import streamed as S
     from ...gpu.policy import GPU_LOAD_BYTES_PER_S
     from ...iterator.memory import memory_available
@@ -155,10 +156,10 @@ def handoff_prep_seconds(graph, opts) -> float:
         csr = stream + 8 * (graph.num_vertices + 1) * dirs
         if memory_available() < 2 * csr:      # its assembly on the host, beside the CPU's run
             return None
-        return csr / GPU_LOAD_BYTES_PER_S
+        return csr / GPU_LOAD_BYTES_PER_S, 0.0
     if tier == "stream-host":
-        return max(stream / S.SSD_BYTES_PER_S, stream / S.PIN_BYTES_PER_S)
-    return 0.0
+        return max(stream / S.SSD_BYTES_PER_S, stream / S.PIN_BYTES_PER_S), 0.0
+    return 0.0, stream / S.SSD_BYTES_PER_S
 
 
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
