@@ -368,7 +368,8 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     score'[v] = (1 - alpha)/n + alpha * (sum_{u->v} score[u]/outdeg[u] + D/n), D = total score of
     vertices without out-edges (dangling mass spread uniformly). Starts at 1/n, or at `init` (n
     float64 scores summing to 1: where a CPU run handed over, gpu/handoff.py); stops after the
-    iteration whose L1 change sum|score' - score| < tol, or after max_iter iterations (GAPBS rule).
+    iteration whose L1 change sum|score' - score| (plus a bound on the float32 contributions'
+    rounding, 2.8e-7 at alpha 0.85) < tol, or after max_iter iterations (GAPBS rule).
     reorder: gather from a copy of the in-edge IDs renumbered by descending out-degree (built once,
     cached on the DeviceGraph, skipped when GPU memory is short): hubs' contributions share cache
     lines, so most gathers hit L2 on power-law graphs.
@@ -448,6 +449,11 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
     # iteration wastes that one, which writes only the buffers of iteration i - 1.
     stream = cp.cuda.get_current_stream()
     host = np.frombuffer(cp.cuda.alloc_pinned_memory(8 * (max_iter + 1)), np.float64, max_iter + 1)
+    # The contributions every edge reads are float32: the reported change adds a bound on their
+    # rounding, as the CPU path's does while its row is float32 (algos/pagerank/pull.py
+    # _single_slack), so one more exact iteration moves the scores by at most alpha x error
+    # (verify); a tolerance below it runs max_iter iterations.
+    slack = 4.0 * 2.0 ** -24 / alpha
     done = []                       # (i, an event after iteration i's copy, its scores), unread
     it = 0
     err = float("inf")
@@ -503,11 +509,11 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
         contrib, cnext = cnext, contrib
         stop = False
         while done and not stop:
-            if len(done) == 1 and i < max_iter and _guess_change(host, it) >= 2 * tol:
+            if len(done) == 1 and i < max_iter and _guess_change(host, it) + slack >= 2 * tol:
                 break                          # read with the next iteration queued
             j, evj, sj = done.pop(0)
             evj.synchronize()
-            it, err, result = j, float(host[j]), sj
+            it, err, result = j, float(host[j]) + slack, sj
             stop = err < tol
         if stop:
             break
