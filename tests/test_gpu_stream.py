@@ -80,6 +80,18 @@ def test_auto_tier_takes_the_least_time_for_one_command(tmp_path, monkeypatch):
     assert wcc.choose_gpu_tier(g, gpu_mem=1 << 10) == "stream-ssd"          # one pass
 
 
+def test_chunks_are_sized_for_overlap_on_small_lists():
+    """Lists are cut into at least MIN_CHUNKS chunks (a pass overlaps reads, copies and kernels)
+    unless that makes chunks below MIN_CHUNK_BYTES; large lists keep CHUNK_BYTES; page
+    multiples."""
+    f = streamed.chunk_bytes_for
+    assert f(0) == f(1) == streamed.MIN_CHUNK_BYTES
+    assert f(513_245_800) == 64_159_744            # kron22: 8 chunks of ~64 MB, not 2 of 256
+    assert f(513_245_800) % streamed.PAGE == 0 and 8 * f(513_245_800) >= 513_245_800
+    assert f(8 << 30) == streamed.CHUNK_BYTES
+    assert f(100 << 20) == streamed.MIN_CHUNK_BYTES
+
+
 def test_keep_plan_and_the_kept_share_in_the_model():
     """Chunks kept in GPU memory: in order, each that still fits what is left (a large one is
     skipped, a later small one kept); the model charges later passes only the lists not kept,

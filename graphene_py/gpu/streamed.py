@@ -164,6 +164,20 @@ PIN_AHEAD = 3
 KEPT_PASS_BYTES_PER_S = 200e9
 #: the largest chunk streamed (a longer list is a chunk of its own)
 CHUNK_BYTES = 256 << 20
+#: a direction's lists are cut into at least this many chunks while chunks stay above
+#: MIN_CHUNK_BYTES (chunk_bytes_for): with kron22's 513 MB in 256 MB chunks, a pass overlapped
+#: little (2-3 chunks) and pinned 3 staging buffers of 256 MB first
+MIN_CHUNKS = 8
+MIN_CHUNK_BYTES = 16 << 20
+
+
+def chunk_bytes_for(list_bytes: int) -> int:
+    """The chunk size for lists of `list_bytes` bytes: CHUNK_BYTES, or less so that they make at
+    least MIN_CHUNKS chunks (reads, copies and kernels overlap; the staging buffers are smaller),
+    never below MIN_CHUNK_BYTES; a multiple of PAGE."""
+    want = -(-int(list_bytes) // MIN_CHUNKS)
+    want = -(-want // PAGE) * PAGE
+    return int(max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, want)))
 
 
 #: GPU memory a streamed run holds per vertex besides the kept chunks: PageRank's score, sums,
@@ -351,7 +365,7 @@ class ListStream:
     copy (later passes neither read nor copy them). `each(launch)` makes one pass:
     launch(chunk, device buffer, index of the buffer's first edge, stream) for every chunk."""
 
-    def __init__(self, graph, direction, source="ssd", chunk_bytes=CHUNK_BYTES, direct=True,
+    def __init__(self, graph, direction, source="ssd", chunk_bytes=None, direct=True,
                  keep_bytes=0):
         if source not in ("host", "ssd"):
             raise ValueError(f"source must be 'host' or 'ssd', got {source!r}")
@@ -362,6 +376,8 @@ class ListStream:
         self.w = int(graph.id_width)
         self.direction = direction
         self.parts = [p for p in graph.parts(direction)]
+        if chunk_bytes is None:                 # (None: chunk_bytes_for the lists' bytes)
+            chunk_bytes = chunk_bytes_for(sum(p.num_edges for p in self.parts) * self.w)
         chunk_edges = max(1, int(chunk_bytes) // self.w)
         self.chunks = []
         self.offs = []
@@ -657,7 +673,7 @@ def _pull_direction(graph, what):
 class StreamedPageRank:
     """The state and plan of a streamed PageRank on one dataset (see the module)."""
 
-    def __init__(self, graph, source="ssd", chunk_bytes=CHUNK_BYTES, direct=True,
+    def __init__(self, graph, source="ssd", chunk_bytes=None, direct=True,
                  keep_bytes=None, gpu_mem=None):
         cp = _module.cupy()
         t0 = time.perf_counter()
@@ -731,7 +747,7 @@ class StreamedPageRank:
         return cp.asnumpy(score)
 
 
-def pagerank(graph, source="ssd", alpha=0.85, tol=1e-4, max_iter=20, chunk_bytes=CHUNK_BYTES,
+def pagerank(graph, source="ssd", alpha=0.85, tol=1e-4, max_iter=20, chunk_bytes=None,
              stats=None, direct=True, keep_bytes=None, gpu_mem=None):
     """Pull PageRank scores (float64, sum 1) with the lists streamed per iteration from `source`
     ("host": pinned host memory; "ssd": the dataset's files), except the chunks kept in GPU
@@ -742,7 +758,7 @@ def pagerank(graph, source="ssd", alpha=0.85, tol=1e-4, max_iter=20, chunk_bytes
     return sp.run(alpha, tol, max_iter, stats=stats)
 
 
-def spmv(graph, x, source="ssd", chunk_bytes=CHUNK_BYTES, stats=None, direct=True):
+def spmv(graph, x, source="ssd", chunk_bytes=None, stats=None, direct=True):
     """y = A x (y[v] = sum of x[u] over v's out-list: algos/spmv.py) with the out-lists streamed
     once from `source`. Unweighted datasets only."""
     if graph.weighted:
@@ -768,7 +784,7 @@ def spmv(graph, x, source="ssd", chunk_bytes=CHUNK_BYTES, stats=None, direct=Tru
     return cp.asnumpy(y)
 
 
-def wcc(graph, source="ssd", chunk_bytes=CHUNK_BYTES, stats=None, direct=True):
+def wcc(graph, source="ssd", chunk_bytes=None, stats=None, direct=True):
     """Component labels (the smallest vertex ID of each component; edges taken undirected) by
     union-find over the out-lists streamed once from `source`, then compressed."""
     cp = _module.cupy()
