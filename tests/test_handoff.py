@@ -269,3 +269,28 @@ def test_cpu_estimate_follows_the_threads_and_the_disks_profile(tmp_path, monkey
     _, cpu, _, _ = policy.plan_run("pagerank-pull", {"max_iter": 10, "tolerance": 0}, 10**9,
                                    False, cpu_bps=first, later_bps=later)
     assert cpu == pytest.approx(1e9 / first + 9e9 / later)
+
+
+def test_pagerank_part_estimates_the_rest_of_its_tier():
+    """The GPU part's estimate the hand-off compares (PageRankPart.cost), without a GPU (its
+    setup needs one: built bare here): a streamed tier's passes by the tier model (no CuPy: no
+    list kept, every pass read again), stream-host without the first read its setup made, and
+    the resident tier's passes at the GPU's rate."""
+    from graphene_py.gpu import streamed as S
+    from graphene_py.gpu.handoff import PageRankPart
+    g = SimpleNamespace(num_vertices=1 << 20, num_edges=1 << 25, id_width=4, directed=False,
+                        in_partitions=None, uuid="part", weighted=False, name="g")
+    lists = (1 << 25) * 4
+
+    def part(tier, dg=None):
+        p = PageRankPart.__new__(PageRankPart)
+        p.graph, p.gpu_mem, p.tier, p.host_free = g, None, tier, 64 << 30
+        p.stream_bytes, p.dg, p.sp = lists, dg, (None if dg else object())
+        return p
+    assert part("stream-ssd").cost(3) == pytest.approx(3 * lists / S.SSD_BYTES_PER_S)
+    first = max(lists / S.SSD_BYTES_PER_S, lists / S.PIN_BYTES_PER_S)
+    assert part("stream-host").cost(3) == pytest.approx(
+        S.tier_costs(g, None, lists, 64 << 30, passes=3, resident_ok=False)["stream-host"]
+        - first)
+    assert part("resident", dg=object()).cost(3) == pytest.approx(
+        3 * lists / policy.GPU_PASS_BYTES_PER_S)

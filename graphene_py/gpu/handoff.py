@@ -169,9 +169,10 @@ class PageRankPart:
     streamed: the plan, offsets and degrees, for stream-host the lists read into pinned memory)
     and the estimate of its passes. run() iterates from the CPU's scores."""
 
-    def __init__(self, graph, gpu_mem, tier, alpha, check):
+    def __init__(self, graph, gpu_mem, tier, alpha, check, host_free=0):
         from .resident import device_graph
         self.graph, self.gpu_mem, self.tier = graph, gpu_mem, tier
+        self.host_free = int(host_free)     # memory available to the run (stream-host's room)
         dirs = 2 if graph.in_partitions is not None else 1
         self.stream_bytes = graph.num_edges * int(graph.id_width) * dirs
         self.dg = self.sp = None
@@ -189,8 +190,7 @@ class PageRankPart:
         if self.dg is not None:
             return due * self.stream_bytes / GPU_PASS_BYTES_PER_S
         from . import streamed as S
-        from ..iterator.memory import memory_available
-        costs = S.tier_costs(self.graph, self.gpu_mem, self.stream_bytes, memory_available(),
+        costs = S.tier_costs(self.graph, self.gpu_mem, self.stream_bytes, self.host_free,
                              passes=due, resident_ok=False)
         c = costs.get(self.tier, costs["stream-ssd"])
         if self.tier == "stream-host":       # its first read into pinned memory is done
@@ -207,15 +207,16 @@ class PageRankPart:
         return self.sp.run(alpha, tol, max_iter, stats=stats, init=scores)
 
 
-def pagerank_part(graph, gpu_mem, tier_of, alpha) -> BackgroundLoad:
+def pagerank_part(graph, gpu_mem, tier_of, alpha, host_free=0) -> BackgroundLoad:
     """A BackgroundLoad of PageRank's GPU part: CuPy's start, then `tier_of()` (the tier, asked
     once CuPy is there: it may ask the GPU's free memory) and its setup (PageRankPart);
-    cancelled between the stages (CuPy, the out-lists' assembly, the in-lists', the copy)."""
+    cancelled between the stages (CuPy, the out-lists' assembly, the in-lists', the copy).
+    host_free: the memory available to the run (the tier model's room for stream-host)."""
     def load(check):
         from . import _module
         check()
         _module.cupy()
         _module.module()
         check()
-        return PageRankPart(graph, gpu_mem, tier_of(), alpha, check)
+        return PageRankPart(graph, gpu_mem, tier_of(), alpha, check, host_free)
     return BackgroundLoad(load)

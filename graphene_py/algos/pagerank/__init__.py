@@ -223,9 +223,11 @@ def _handoff(graph, gpu_mem, gpu_tier, alpha, tolerance, max_iter, handoff_at):
         return None, f"no GPU ({why})"
     from ...gpu.handoff import Handoff, pagerank_part
     from ...gpu.policy import run_passes
+    from ...iterator.memory import memory_available
     passes = run_passes("pagerank-pull", {"max_iter": max_iter, "tolerance": tolerance})
     load = pagerank_part(graph, gpu_mem,
-                         lambda: choose_gpu_tier(graph, gpu_mem, gpu_tier, passes), alpha)
+                         lambda: choose_gpu_tier(graph, gpu_mem, gpu_tier, passes), alpha,
+                         memory_available())
     return Handoff(load, state_bytes=8 * graph.num_vertices, max_iter=max_iter, tol=tolerance,
                    force_at=handoff_at), "hybrid CPU/GPU: the GPU takes over once it is ready"
 
