@@ -306,7 +306,7 @@ def info_cmd(graph, graph_opt, as_json, verify):
             f"{', weighted' if s['weighted'] else ''}, {s['id_width']}-byte IDs)",
             f"partitions  {s['rows']} x {s['cols']}{' + in-edges' if s['in_edges'] else ''}, "
             f"imbalance {s['imbalance']:.3f}",
-            f"disks       " + ", ".join(f"{d} ({_human(b)})" for d, b in
+            "disks       " + ", ".join(f"{d} ({_human(b)})" for d, b in
                                         zip(s["disks"], s["bytes_per_disk"])),
             f"input       {st.get('input_edges', 0):,} edges; self-loops dropped "
             f"{st.get('self_loops_dropped', 0):,}; duplicates dropped {st.get('duplicates_dropped', 0):,}",
