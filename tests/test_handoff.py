@@ -211,6 +211,14 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     # a forced tier is planned with that tier's estimate
     assert "stream-host" in registry._choose("pagerank-pull", "auto", big,
                                              {"gpu_tier": "stream-host"})[1]
+    # an earlier GPU run of this process paid CuPy's start and the kernels: not charged again
+    from graphene_py.gpu import _module
+    where, why = registry._choose("pagerank-pull", "auto", small, {})
+    assert where == "cpu" and "start 1.15 s" in why, why
+    monkeypatch.setattr(_module, "_modules", {0: object()})
+    where, why = registry._choose("pagerank-pull", "auto", small, {})
+    assert where == "gpu" and "start 0.05 s" in why, why
+    monkeypatch.setattr(_module, "_modules", {})
     # where the hand-off pays, dispatch runs it (the module's own loop: "hybrid")
     monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "est. both"))
     assert registry._choose("pagerank-pull", "auto", kron22, {}) == ("hybrid", "est. both")

@@ -167,7 +167,7 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     why = gpu_may_be_available()
     if why:
         return "cpu", f"--device auto: no GPU ({why})"
-    from ..gpu.policy import plan_run
+    from ..gpu.policy import GPU_START_S, GPU_STARTED_S, plan_run
     from ..gpu.resident import is_resident
     opts = {**entry(name).fixed, **(opts or {})}
     gbytes = int(graph.num_edges) * int(graph.id_width) * (
@@ -182,8 +182,9 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
         if tiers and forced != "auto":            # --gpu-tier given: that tier's estimate
             tiers = {forced: tiers[forced]} if forced in tiers else None
     cpu_bps, later_bps = cpu_rates(graph, opts)
+    start = GPU_STARTED_S if _gpu_started() else GPU_START_S    # (an earlier run paid it)
     dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers,
-                                         cpu_bps=cpu_bps, later_bps=later_bps)
+                                         cpu_bps=cpu_bps, later_bps=later_bps, start_s=start)
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
         # (gpu/handoff.py); a tier that cannot hold the run has no setup time
@@ -191,7 +192,7 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
         prep = mod.handoff_prep_seconds(graph, opts)
         if prep is not None:
             hand, why = plan_handoff(cpu_s, gpu_s, prep[0], run_passes(name, opts),
-                                     after_s=prep[1])
+                                     after_s=prep[1], start_s=start)
             if hand:
                 dev, reason = "hybrid", why
     if dev == "cpu":
@@ -204,6 +205,12 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     if hybrid and not getattr(mod, "HANDOFF", False):
         return "hybrid", reason     # (BFS: per level, with the whole dataset loaded first)
     return "gpu", reason
+
+
+def _gpu_started() -> bool:
+    """Whether an earlier run of this process started CuPy and compiled the kernels."""
+    from ..gpu import _module
+    return _module.started()
 
 
 def cpu_rates(graph, opts):

@@ -82,6 +82,12 @@ def module():
         return mod
 
 
+def started() -> bool:
+    """Whether this process has CuPy, a CUDA context and the kernels ready already (an earlier
+    GPU run compiled them): a later run does not pay policy.GPU_START_S again."""
+    return bool(_modules)
+
+
 def kernel(name: str):
     return module().get_function(name)
 
