@@ -155,3 +155,24 @@ def naive_bfs_depth(adj, src):
                 depth[u] = depth[v] + 1
                 q.append(u)
     return depth
+
+
+def partitioned(tmp_path, gname, layout, name="hyb"):
+    """Graph `gname` partitioned 2x2 on two folders under tmp_path: "sym" (undirected),
+    "directed_in" (directed, with in-edge partitions) or "directed" (out-lists only)."""
+    from graphene_py.partition import partition_arrays
+    tg = by_name(gname)
+    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
+    for d in disks:
+        (tmp_path / d).mkdir(exist_ok=True)
+    return partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name=name, rows=2,
+                            cols=2, symmetrize=layout == "sym", in_edges=layout == "directed_in",
+                            register=False)
+
+
+def standin(m, name="g"):
+    """A dataset's shape without its files (what --device auto's plan reads): m undirected
+    edges, m / 32 vertices, 4-byte IDs."""
+    from types import SimpleNamespace
+    return SimpleNamespace(num_vertices=m // 32, num_edges=m, id_width=4, directed=False,
+                           in_partitions=None, uuid=f"{name}{m}", weighted=False, name=name)

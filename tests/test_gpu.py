@@ -653,14 +653,7 @@ class _Schedule:
 
 def _hybrid_dataset(tmp_path, gname, layout):
     """Graph `gname` partitioned 2x2 on two folders: undirected, directed with in-edges, or not."""
-    from graphene_py.partition import partition_arrays
-    tg = G.by_name(gname)
-    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
-    for d in disks:
-        (tmp_path / d).mkdir(exist_ok=True)
-    return partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="hyb", rows=2,
-                            cols=2, symmetrize=layout == "sym", in_edges=layout == "directed_in",
-                            register=False)
+    return G.partitioned(tmp_path, gname, layout)
 
 
 @pytest.mark.parametrize("sched", ["alternate", "gpu_first", "policy"])

@@ -180,17 +180,13 @@ def test_auto_plan_counts_streaming_for_algorithms_that_stream(monkeypatch):
     cheapest tier (gpu/streamed.tier_costs), not a resident load: one WCC on 4.3 GB of lists goes
     to the GPU (a union-find pass streamed from the SSD), on kron22's 0.5 GB it stays on the
     CPU; SpMV's one pass never repays the start. No GPU is asked (no CuPy here)."""
-    from types import SimpleNamespace
     from graphene_py.algos import registry
     from graphene_py.iterator import memory
+    from tests.graphs import standin
     monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
     monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
     monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
-
-    def graph(m):
-        return SimpleNamespace(num_vertices=m // 32, num_edges=m, id_width=4, directed=False,
-                               in_partitions=None, uuid=f"g{m}", weighted=False, name="g")
-    big, kron22 = graph(1 << 30), graph(128_311_450)
+    big, kron22 = standin(1 << 30), standin(128_311_450)
     where, why = registry._choose("wcc", "auto", big, {})
     assert where == "gpu" and "stream-ssd" in why, why
     assert registry._choose("wcc", "auto", kron22, {})[0] == "cpu"

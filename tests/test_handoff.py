@@ -4,7 +4,6 @@ part stopping where the GPU would take over with the state a run stopped there h
 part (the same scores on the GPU from that state) is in tests/test_gpu.py."""
 import threading
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from graphene_py.algos import pagerank as PR
 from graphene_py.algos.pagerank import delta as D, pull as P
 from graphene_py.gpu import policy
 from graphene_py.gpu.handoff import BackgroundLoad, Cancelled, Handoff
-from graphene_py.partition import partition_arrays
 from tests import graphs as G
 
 
@@ -112,13 +110,7 @@ def test_handoff_counts_the_supersteps_due_from_the_shrinking_change():
 
 # -- PageRank's CPU part ------------------------------------------------------------------------
 def _dataset(tmp_path, gname, layout):
-    tg = G.by_name(gname)
-    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
-    for d in disks:
-        (tmp_path / d).mkdir(exist_ok=True)
-    return partition_arrays(tg.src, tg.dst, num_vertices=tg.n, disks=disks, name="ho", rows=2,
-                            cols=2, symmetrize=layout == "sym", in_edges=layout == "directed_in",
-                            register=False)
+    return G.partitioned(tmp_path, gname, layout, name="ho")
 
 
 def _cpu_part(fn, g, k, max_iter=30, tol=1e-9, **kw):
@@ -193,10 +185,7 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
     monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
 
-    def graph(m):
-        return SimpleNamespace(num_vertices=m // 32, num_edges=m, id_width=4, directed=False,
-                               in_partitions=None, uuid=f"g{m}", weighted=False, name="g")
-    kron22, big, small = graph(128_311_450), graph(1 << 30), graph(10_000_000)
+    kron22, big, small = G.standin(128_311_450), G.standin(1 << 30), G.standin(10_000_000)
     # kron22, 12 passes at 1.3 GB/s (4.74 s): the GPU whole (1.15 s start + 0.39 s streamed
     # from the SSD) beats starting on the CPU (1.15 s: 3 CPU passes, then the same read)
     where, why = registry._choose("pagerank-pull", "auto", kron22, {})
@@ -286,8 +275,7 @@ def test_pagerank_part_estimates_the_rest_of_its_tier():
     and the resident tier's passes at the GPU's rate."""
     from graphene_py.gpu import streamed as S
     from graphene_py.gpu.handoff import PageRankPart
-    g = SimpleNamespace(num_vertices=1 << 20, num_edges=1 << 25, id_width=4, directed=False,
-                        in_partitions=None, uuid="part", weighted=False, name="g")
+    g = G.standin(1 << 25, name="part")
     lists = (1 << 25) * 4
 
     def part(tier, dg=None):
