@@ -40,12 +40,8 @@ def _damaged(path, what):
 
 
 # -- offsets ---------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
-def _first_decrease(off):
-    for i in range(1, off.shape[0]):
-        if off[i] < off[i - 1]:
-            return i
-    return -1
+#: offsets are compared CHECK_BLOCK at a time (_first_decrease_of)
+CHECK_BLOCK = 1 << 22
 
 
 #: arrays up to this many entries are checked with numpy while numba is not imported (a small
@@ -59,10 +55,16 @@ def _numpy_checks(a) -> bool:
 
 
 def _first_decrease_of(off) -> int:
-    if _numpy_checks(off):
-        bad = np.flatnonzero(off[1:] < off[:-1])
-        return int(bad[0]) + 1 if bad.size else -1
-    return _first_decrease(off)
+    """The first i with off[i] < off[i - 1], or -1: numpy over blocks of CHECK_BLOCK entries (no
+    temporary of |V| entries; as fast as a kernel, ~1 ms per million offsets, and no numba,
+    whose import a GPU run that needs no other CPU kernel would pay for it: 0.73 s)."""
+    n = len(off)
+    for a in range(1, n, CHECK_BLOCK):
+        b = min(a + CHECK_BLOCK, n)
+        bad = np.flatnonzero(off[a:b] < off[a - 1:b - 1])
+        if bad.size:
+            return a + int(bad[0])
+    return -1
 
 
 def check_offsets(p, off: np.ndarray, crc=None) -> None:

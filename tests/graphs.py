@@ -172,7 +172,8 @@ def partitioned(tmp_path, gname, layout, name="hyb"):
 
 def standin(m, name="g"):
     """A dataset's shape without its files (what --device auto's plan reads): m undirected
-    edges, m / 32 vertices, 4-byte IDs."""
+    edges, m / 32 vertices, 4-byte IDs, unweighted, no partition without its page tables."""
     from types import SimpleNamespace
     return SimpleNamespace(num_vertices=m // 32, num_edges=m, id_width=4, directed=False,
-                           in_partitions=None, uuid=f"{name}{m}", weighted=False, name=name)
+                           in_partitions=None, uuid=f"{name}{m}", weighted=False, name=name,
+                           parts=lambda direction: [])

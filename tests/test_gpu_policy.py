@@ -186,6 +186,8 @@ def test_auto_plan_counts_streaming_for_algorithms_that_stream(monkeypatch):
     monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
     monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
     monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+    from graphene_py.gpu import _module
+    monkeypatch.setattr(_module, "_modules", {})     # as if no GPU run came before (CuPy started)
     big, kron22 = standin(1 << 30), standin(128_311_450)
     where, why = registry._choose("wcc", "auto", big, {})
     assert where == "gpu" and "stream-ssd" in why, why

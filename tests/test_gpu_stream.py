@@ -45,7 +45,7 @@ def test_auto_tier_takes_the_least_time_for_one_command(tmp_path, monkeypatch):
     from graphene_py.gpu import resident
     from graphene_py.iterator import memory
     big = SimpleNamespace(num_vertices=1 << 23, num_edges=1 << 28, id_width=4, directed=False,
-                          in_partitions=None, uuid="u")
+                          in_partitions=None, uuid="u", weighted=False, parts=lambda d: [])
     lists = big.num_edges * 4
     host = 64 << 30
     assert streamed.auto_tier(big, "80G", lists, host, passes=1) == "stream-ssd"
@@ -337,3 +337,75 @@ def test_bfs_past_the_gpu_budget_through_dispatch(tmp_path, grid, directed):
         assert res.gpu_tier == "host"
         assert res.gpu_list_heads == min(32, (m * 4 // 2) // (4 * n * arrays)) > 0
         np.testing.assert_array_equal(res.depth, ref.depth)
+
+
+LOAD_CASES = WCC_CASES + [("one_vertex", (1, 1), False), ("only_self_loops", (2, 2), True),
+                          ("isolated_ends", (3, 2), True)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,grid,directed", LOAD_CASES)
+def test_resident_load_reads_the_lists_straight_into_gpu_memory(tmp_path, monkeypatch, name,
+                                                                 grid, directed):
+    """The resident tier's load (streamed.load_resident) gives the CSR that Graph.to_csr
+    assembles on the host, in one chunk or in chunks of 16 IDs (many per partition, a hub's list
+    a chunk of its own, column partitions splitting every row); DeviceGraph.from_graph takes it
+    (never assembling the CSR on the host) and its kernels answer as the CPU path does."""
+    from graphene_py.gpu import DeviceGraph, _module
+    import graphene_py.gpu as gpu
+    cp = _module.cupy()
+    c = getattr(tg, name)()
+    g = _dataset(tmp_path, c, grid, directed)
+    assert streamed.resident_loadable(g)
+    dirs = ["out"] + (["in"] if directed else [])
+    want = {d: g.to_csr(d, index_dtype=np.int32)[:2] for d in dirs}
+    for d in dirs:
+        for chunk in (None, 64):
+            ptr, idx = streamed.load_resident(g, d, chunk_bytes=chunk)
+            np.testing.assert_array_equal(ptr, want[d][0])
+            np.testing.assert_array_equal(cp.asnumpy(idx), want[d][1])
+    monkeypatch.setattr(type(g), "to_csr", lambda *a, **k: pytest.fail("assembled on the host"))
+    dg = DeviceGraph.from_graph(g)
+    assert dg.placement == {d: "gpu" for d in dirs} and dg.symmetric == (not directed)
+    np.testing.assert_array_equal(cp.asnumpy(dg.idx), want["out"][1])
+    if directed:
+        np.testing.assert_array_equal(cp.asnumpy(dg.in_csr()[0]), want["in"][0])
+        np.testing.assert_array_equal(cp.asnumpy(dg.in_csr()[1]), want["in"][1])
+    monkeypatch.undo()
+    np.testing.assert_array_equal(gpu.wcc(dg), wcc.run(g).labels)
+    src = c.n - 1
+    np.testing.assert_array_equal(gpu.bfs(dg, src)[1], bfs.run(g, src=src).depth)
+
+
+@pytest.mark.gpu
+def test_resident_load_refuses_damage_and_stops_when_told(tmp_path):
+    """A list out of its partition's columns (the range taken narrower here) and a flipped bit
+    are refused, naming what; a load told to stop (check raising) stops, its reader joined; a
+    weighted dataset is assembled on the host as before."""
+    import threading
+    from graphene_py.gpu import DeviceGraph
+    c = tg.powerlaw()
+    g = _dataset(tmp_path, c, (2, 2), True)
+    p = g.parts("out")[1]
+    hi, p.col_hi = p.col_hi, p.col_lo + 1
+    with pytest.raises(GrapheneError, match="outside its partition's columns in the out-lists"):
+        DeviceGraph.from_graph(g)
+    p.col_hi = hi
+    calls = []
+
+    def check():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        streamed.load_resident(g, "out", check=check, chunk_bytes=64)
+    assert len(calls) == 3 and threading.active_count() == before
+    _refused_when_damaged(g, lambda source: DeviceGraph.from_graph(g))
+    d = tmp_path / "w"
+    d.mkdir()
+    w = partition_arrays(c.src, c.dst, weights=c.weights, num_vertices=c.n, disks=[str(d)],
+                         name="w", register=False, durable=False)
+    assert not streamed.resident_loadable(w)
+    dg = DeviceGraph.from_graph(w)
+    assert dg.weights is not None and dg.weights.size == w.num_edges

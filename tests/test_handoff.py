@@ -176,7 +176,8 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     """PageRank under --device auto runs as a hand-off (the CPU at once, the GPU set up meanwhile)
     only when its estimate beats both whole runs. With this project's rates it rarely does: a
     streamed tier's first read of the lists comes after the move (the GPU whole pays the same
-    read without waiting for a CPU pass), and the resident load is slow (0.3 GB/s). The rule
+    read without waiting for a CPU pass); a resident load reads the lists as fast, and where it
+    must assemble the CSR on the host first it is slow (0.3 GB/s). The rule
     itself, with numbers: the setup must end before the CPU's run, and the CPU passes until the
     setup ends plus the GPU's rest must beat both."""
     from graphene_py.algos import registry
@@ -184,6 +185,8 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
     monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
     monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+    from graphene_py.gpu import _module
+    monkeypatch.setattr(_module, "_modules", {})     # as if no GPU run came before (CuPy started)
 
     kron22, big, small = G.standin(128_311_450), G.standin(1 << 30), G.standin(10_000_000)
     # kron22, 12 passes at 1.3 GB/s (4.74 s): the GPU whole (1.15 s start + 0.39 s streamed
@@ -192,16 +195,22 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     assert where == "gpu" and "stream-ssd" in why, why
     assert registry._choose("pagerank-pull", "auto", big, {})[0] == "gpu"
     assert registry._choose("pagerank-pull", "auto", small, {})[0] == "cpu"
-    # resident forced: its CSR loads meanwhile in 1.8 s; delta's 6 passes (2.4 s) would wait
-    # for 5 of them: the whole runs are cheaper (the CPU's here)
-    assert registry._choose("pagerank", "auto", kron22, {"gpu_tier": "resident"})[0] == "cpu"
+    # resident forced: the CSR is read straight into GPU memory meanwhile (0.39 s at 1.4
+    # GB/s), ready at 1.54 s with CuPy's start: after 4 of delta's 6 CPU passes (0.39 s each);
+    # the GPU does the other 2 (est. 1.80 s, against 2.37 s on the CPU and 2.19 s on the GPU)
+    where, why = registry._choose("pagerank", "auto", kron22, {"gpu_tier": "resident"})
+    assert where == "hybrid" and "both 1.80 s" in why, why
+    # where the CSR is assembled on the host first (a weighted dataset: 0.3 GB/s, 1.8 s), the
+    # run would wait for 5 of the 6: the whole runs are cheaper (the CPU's here)
+    weighted = G.standin(128_311_450)
+    weighted.weighted = True
+    assert registry._choose("pagerank", "auto", weighted, {"gpu_tier": "resident"})[0] == "cpu"
     assert PR.handoff_prep_seconds(kron22, {"gpu_tier": "stream-ssd"}) == (
         0.0, pytest.approx(kron22.num_edges * 4 / 1.4e9))
     # a forced tier is planned with that tier's estimate
     assert "stream-host" in registry._choose("pagerank-pull", "auto", big,
                                              {"gpu_tier": "stream-host"})[1]
     # an earlier GPU run of this process paid CuPy's start and the kernels: not charged again
-    from graphene_py.gpu import _module
     where, why = registry._choose("pagerank-pull", "auto", small, {})
     assert where == "cpu" and "start 1.15 s" in why, why
     monkeypatch.setattr(_module, "_modules", {0: object()})
@@ -213,7 +222,11 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     assert registry._choose("pagerank-pull", "auto", kron22, {}) == ("hybrid", "est. both")
     monkeypatch.undo()
     monkeypatch.setattr(memory, "memory_available", lambda: 600 << 20)
-    assert PR.handoff_prep_seconds(kron22, {"gpu_tier": "resident"}) is None
+    # the CSR assembled on the host needs room there beside the CPU's run; read straight into
+    # GPU memory it does not
+    assert PR.handoff_prep_seconds(weighted, {"gpu_tier": "resident"}) is None
+    assert PR.handoff_prep_seconds(kron22, {"gpu_tier": "resident"})[0] == pytest.approx(
+        (kron22.num_edges * 4 + 8 * (kron22.num_vertices + 1)) / 1.4e9)
     # the rule itself: 10 passes of 0.5 s on the CPU; the GPU 0.1 s a pass after its setup
     ok, why = policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 2.0, 10)
     assert ok and "both 3.80 s" in why           # 7 CPU passes (ready at 3.15 s) + 3 x 0.1 s

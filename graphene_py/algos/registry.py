@@ -183,8 +183,10 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
             tiers = {forced: tiers[forced]} if forced in tiers else None
     cpu_bps, later_bps = cpu_rates(graph, opts)
     start = GPU_STARTED_S if _gpu_started() else GPU_START_S    # (an earlier run paid it)
+    from ..gpu.streamed import resident_load_bps
     dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers,
-                                         cpu_bps=cpu_bps, later_bps=later_bps, start_s=start)
+                                         cpu_bps=cpu_bps, later_bps=later_bps, start_s=start,
+                                         load_bps=resident_load_bps(graph))
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
         # (gpu/handoff.py); a tier that cannot hold the run has no setup time

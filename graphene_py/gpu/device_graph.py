@@ -149,6 +149,13 @@ class DeviceGraph:
             raise GpuMemoryError(f"{graph.name}: its offsets and per-vertex state need "
                                  f"{_gib(need)} of GPU memory, the budget is {_gib(budget)} "
                                  f"(--gpu-mem)")
+        from . import streamed
+        if n < 2 ** 31 - 1 and streamed.resident_loadable(graph):
+            dirs = ["out"] + (["in"] if graph.in_partitions is not None else [])
+            held = need + sum(graph.num_edges * 4 for _ in dirs) + max(
+                streamed.load_resident_bytes(graph, d) for d in dirs)
+            if held <= budget:       # every array resident: straight from the files
+                return cls._from_files(graph, dirs, budget, check)
         # 4-byte IDs on the host too while they fit (the device keeps int32 indices): half the
         # bytes to assemble and copy
         idt = np.int32 if n < (1 << 31) else np.int64
@@ -160,6 +167,27 @@ class DeviceGraph:
         check()
         return cls.from_csr(indptr, indices, weights, in_ptr, in_idx,
                             symmetric=not graph.directed, gpu_mem=budget)
+
+    @classmethod
+    def _from_files(cls, graph, dirs, budget, check) -> "DeviceGraph":
+        """from_graph when every array is resident and the lists have page tables: each
+        direction's lists read in chunks straight into its device array (streamed.load_resident)
+        instead of a CSR assembled on the host and copied."""
+        from .streamed import load_resident
+        cp = _module.cupy()
+        arrays = {}
+        for d in dirs:
+            indptr, idx = load_resident(graph, d, check)
+            arrays[d] = (cp.asarray(indptr), idx)
+            check()
+        in_ptr, in_idx = arrays.get("in", (None, None))
+        if in_idx is not None and in_idx.size != arrays["out"][1].size:
+            raise GrapheneError(f"{graph.name}: in-edges ({in_idx.size}) and out-edges "
+                                f"({arrays['out'][1].size}) differ in count")
+        g = cls(graph.num_vertices, *arrays["out"], None, in_ptr, in_idx,
+                not graph.directed, budget)
+        g.placement = {d: "gpu" for d in dirs}
+        return g
 
     # -- access ---------------------------------------------------------------------------------
     @property

@@ -142,7 +142,8 @@ RUN_PASSES = {"bfs": 2.0, "wcc": 3.0, "pagerank": 6.0, "kcore-membership": 2.0, 
 CPU_BYTES_PER_S = 1.3e9        # one dense pass of the SSD path (PageRank-10: 0.38 s per 513 MB)
 GPU_START_S = 1.15             # CuPy, the CUDA context and the kernels, beyond the CPU path's own
 GPU_STARTED_S = 0.05           # ... once an earlier run of the process paid that (_module.started)
-GPU_LOAD_BYTES_PER_S = 0.3e9   # the dataset read, checked, assembled into a CSR and copied
+GPU_LOAD_BYTES_PER_S = 0.3e9   # the CSR assembled on the host and copied (where gpu/streamed.py
+#: load_resident cannot read the lists straight in: weighted or format-1 datasets, a tiered GPU)
 GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
 
 

@@ -130,6 +130,35 @@ extern "C" __global__ void wcc_compress32(unsigned int *comp, long long n) {
     uf_compress<unsigned int>(comp, n); }
 extern "C" __global__ void wcc_compress64(unsigned long long *comp, long long n) {
     uf_compress<unsigned long long>(comp, n); }
+
+// The resident tier's load (load_resident): each row's list copied from the chunk to its slot
+// in the CSR's int32 IDs, one warp per row; an ID outside the partition's columns [lo, hi) is
+// flagged, never written.
+template <typename ID>
+__device__ void fill_slots_rows(const unsigned long long *__restrict__ off, long long rows,
+                                long long first, const ID *__restrict__ idx,
+                                const long long *__restrict__ slot, int *out,
+                                unsigned long long lo, unsigned long long hi, long long row0,
+                                long long n, int *bad) {
+    long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (w >= rows) return;
+    long long a = (long long)off[w] - first, b = (long long)off[w + 1] - first;
+    long long d = slot[w] - a;
+    for (long long k = a + lane; k < b; k += 32) {
+        unsigned long long u = (unsigned long long)idx[k];
+        if (u < lo || u >= hi) { *bad = 1; continue; }
+        out[d + k] = (int)u;
+    }
+}
+extern "C" __global__ void fill_slots32(const unsigned long long *off, long long rows,
+        long long first, const unsigned int *idx, const long long *slot, int *out,
+        unsigned long long lo, unsigned long long hi, long long row0, long long n, int *bad) {
+    fill_slots_rows<unsigned int>(off, rows, first, idx, slot, out, lo, hi, row0, n, bad); }
+extern "C" __global__ void fill_slots64(const unsigned long long *off, long long rows,
+        long long first, const unsigned long long *idx, const long long *slot, int *out,
+        unsigned long long lo, unsigned long long hi, long long row0, long long n, int *bad) {
+    fill_slots_rows<unsigned long long>(off, rows, first, idx, slot, out, lo, hi, row0, n, bad); }
 """
 _kernels: dict = {}
 
@@ -232,7 +261,7 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
     later pass (keep_budget; KEPT_PASS_BYTES_PER_S). probe=False: no question to the GPU (a plan made before CuPy is
     imported): the resident tier is taken to fit."""
     from .device_graph import STATE_BYTES_PER_VERTEX, _budget
-    from .policy import GPU_LOAD_BYTES_PER_S, GPU_PASS_BYTES_PER_S
+    from .policy import GPU_PASS_BYTES_PER_S
     from .resident import is_resident
     out = {}
     if resident_ok:
@@ -244,7 +273,7 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
             budget = None
         csr = (n + 1) * 8 * dirs + m * w * dirs
         if budget is None or csr + STATE_BYTES_PER_VERTEX * n <= budget:
-            load = 0.0 if is_resident(graph, gpu_mem) else csr / GPU_LOAD_BYTES_PER_S
+            load = 0.0 if is_resident(graph, gpu_mem) else csr / resident_load_bps(graph)
             out["resident"] = load + passes * csr / GPU_PASS_BYTES_PER_S
     later = max(float(passes) - 1.0, 0.0)
     keep = keep_budget(graph, gpu_mem, stream_bytes, probe) if later else 0
@@ -594,6 +623,7 @@ class ListStream:
                              name="graphene-gpu-stream", daemon=True)
         t.start()
         pending = []           # (event after the copy, staging buffer): handed back when done
+        held = []              # "host": pinned buffers of kept chunks, until their copies end
         try:
             for i in range(len(todo)):
                 c, buf = full.get()
@@ -624,6 +654,8 @@ class ListStream:
                     pending.clear()
                     if keep is None:
                         self.host[c.i] = buf
+                    else:       # (freed to CuPy's pinned pool now, the pinner could hand it
+                        held.append(buf)     # to the reader while the copy still reads it)
                     continue
                 while pending and (len(pending) > 1 or pending[0][0].done):
                     ev0, b0 = pending.pop(0)
@@ -640,6 +672,9 @@ class ListStream:
                 pinner.join()
                 free.put(None)
             t.join()
+            if held:
+                for s in streams:
+                    s.synchronize()
         return moved
 
     def launch_rows(self, fn, c, dbuf, first, stream, *tail):
@@ -659,6 +694,76 @@ class ListStream:
         if int(bad[0]):
             raise GrapheneError(f"{self.graph.name}: a neighbour ID outside [0, {self.n}) in "
                                 f"the {self.direction}-lists (damaged data?)")
+
+
+def resident_loadable(graph) -> bool:
+    """Whether load_resident can load this dataset: unweighted, and every list file has its
+    page table (format 2) to check the pages it reads against."""
+    return not graph.weighted and all(
+        "adj" in p.pages for d in ("out", "in") if d == "out" or graph.in_partitions is not None
+        for p in graph.parts(d) if p.num_edges)
+
+
+def resident_load_bps(graph) -> float:
+    """Bytes/s of the resident tier's load: the lists read as stream-ssd reads them
+    (load_resident), or, where it cannot, the CSR assembled on the host and copied."""
+    from .policy import GPU_LOAD_BYTES_PER_S
+    return SSD_BYTES_PER_S if resident_loadable(graph) else GPU_LOAD_BYTES_PER_S
+
+
+def load_resident_bytes(graph, direction) -> int:
+    """GPU memory load_resident holds while it loads one direction, beyond the CSR itself: the
+    partitions' offsets and slots (8 bytes a row each) and two chunk buffers."""
+    parts = graph.parts(direction)
+    rows = sum(p.row_hi - p.row_lo + 1 for p in parts)
+    chunk = chunk_bytes_for(sum(p.num_edges for p in parts) * int(graph.id_width))
+    return 16 * rows + 2 * (chunk + 2 * PAGE)
+
+
+def load_resident(graph, direction, check=None, chunk_bytes=None):
+    """One direction's CSR as the resident tier holds it: (indptr: host int64[n+1], the lists'
+    int32 IDs in one device array, each list at its CSR slot). Read in chunks as stream-ssd
+    reads them (O_DIRECT, every 4 KB page checked; the next chunk read while this one is
+    copied), each chunk's rows put at their slots by a kernel that also checks that each ID
+    lies in its partition's columns. A partition's lists go behind the pieces of the same rows
+    in the columns before it, so every list stays sorted. No host copy of the lists is made.
+    check: called after each chunk (may raise to stop the load). chunk_bytes: ListStream's."""
+    cp = _module.cupy()
+    n = graph.num_vertices
+    lists = ListStream(graph, direction, "ssd", chunk_bytes)
+    order = sorted(range(len(lists.parts)), key=lambda j: lists.parts[j].index)
+    degs = {i: np.diff(cp.asnumpy(lists.offs[i]).astype(np.int64)) for i in order}
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in order:
+        p = lists.parts[i]
+        indptr[p.row_lo + 1:p.row_hi + 1] += degs[i]
+    np.cumsum(indptr, out=indptr)
+    m = int(indptr[-1])
+    out = cp.empty(max(m, 1), dtype=cp.int32)[:m]
+    if m == 0:
+        return indptr, out
+    fill = indptr[:-1].copy()
+    slots = {}
+    for i in order:
+        p = lists.parts[i]
+        slots[i] = cp.asarray(fill[p.row_lo:p.row_hi])
+        fill[p.row_lo:p.row_hi] += degs.pop(i)
+    del fill
+    bad = cp.zeros(1, dtype=cp.int32)
+    fn = _function("fill_slots32" if lists.w == 4 else "fill_slots64")
+
+    def launch(c, dbuf, first, s):
+        p = lists.parts[c.part]
+        lists.launch_rows(fn, c, dbuf, first, s, slots[c.part][c.r0:c.r1], out,
+                          np.uint64(p.col_lo), np.uint64(p.col_hi), bad)
+        if check is not None:
+            check()
+
+    lists.each(launch)
+    if int(bad[0]):
+        raise GrapheneError(f"{graph.name}: a neighbour ID outside its partition's columns in "
+                            f"the {direction}-lists (damaged data?)")
+    return indptr, out
 
 
 def _pull_direction(graph, what):

@@ -144,7 +144,6 @@ def handoff_prep_seconds(graph, opts):
     lists read into pinned memory, then nothing; stream-ssd: nothing, then the first read of the
     lists. None when no tier can hold the run. Without asking the GPU (the plan)."""
     from ...gpu import streamed as S
-    from ...gpu.policy import GPU_LOAD_BYTES_PER_S
     from ...iterator.memory import memory_available
     tier = str(opts.get("gpu_tier", "auto"))
     dirs = 2 if graph.in_partitions is not None else 1
@@ -154,9 +153,9 @@ def handoff_prep_seconds(graph, opts):
         tier = min(costs, key=costs.get) if costs else "resident"
     if tier == "resident":
         csr = stream + 8 * (graph.num_vertices + 1) * dirs
-        if memory_available() < 2 * csr:      # its assembly on the host, beside the CPU's run
-            return None
-        return csr / GPU_LOAD_BYTES_PER_S, 0.0
+        if not S.resident_loadable(graph) and memory_available() < 2 * csr:
+            return None     # its assembly on the host, beside the CPU's run
+        return csr / S.resident_load_bps(graph), 0.0
     if tier == "stream-host":
         return max(stream / S.SSD_BYTES_PER_S, stream / S.PIN_BYTES_PER_S), 0.0
     return 0.0, stream / S.SSD_BYTES_PER_S
