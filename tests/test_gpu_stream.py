@@ -14,7 +14,7 @@ import pytest
 
 from graphene_py.algos import bfs, pagerank, spmv, wcc
 from graphene_py.errors import GrapheneError
-from graphene_py.gpu import streamed
+from graphene_py.gpu import lists, streamed
 from graphene_py.partition import partition_arrays
 
 from . import graphs as tg
@@ -347,7 +347,7 @@ LOAD_CASES = WCC_CASES + [("one_vertex", (1, 1), False), ("only_self_loops", (2,
 @pytest.mark.parametrize("name,grid,directed", LOAD_CASES)
 def test_resident_load_reads_the_lists_straight_into_gpu_memory(tmp_path, monkeypatch, name,
                                                                  grid, directed):
-    """The resident tier's load (streamed.load_resident) gives the CSR that Graph.to_csr
+    """The resident tier's load (lists.load_resident) gives the CSR that Graph.to_csr
     assembles on the host, in one chunk or in chunks of 16 IDs (many per partition, a hub's list
     a chunk of its own, column partitions splitting every row); DeviceGraph.from_graph takes it
     (never assembling the CSR on the host) and its kernels answer as the CPU path does."""
@@ -356,12 +356,12 @@ def test_resident_load_reads_the_lists_straight_into_gpu_memory(tmp_path, monkey
     cp = _module.cupy()
     c = getattr(tg, name)()
     g = _dataset(tmp_path, c, grid, directed)
-    assert streamed.resident_loadable(g)
+    assert lists.resident_loadable(g)
     dirs = ["out"] + (["in"] if directed else [])
     want = {d: g.to_csr(d, index_dtype=np.int32)[:2] for d in dirs}
     for d in dirs:
         for chunk in (None, 64):
-            ptr, idx = streamed.load_resident(g, d, chunk_bytes=chunk)
+            ptr, idx = lists.load_resident(g, d, chunk_bytes=chunk)
             np.testing.assert_array_equal(ptr, want[d][0])
             np.testing.assert_array_equal(cp.asnumpy(idx), want[d][1])
     monkeypatch.setattr(type(g), "to_csr", lambda *a, **k: pytest.fail("assembled on the host"))
@@ -399,13 +399,13 @@ def test_resident_load_refuses_damage_and_stops_when_told(tmp_path):
             raise KeyboardInterrupt
     before = threading.active_count()
     with pytest.raises(KeyboardInterrupt):
-        streamed.load_resident(g, "out", check=check, chunk_bytes=64)
+        lists.load_resident(g, "out", check=check, chunk_bytes=64)
     assert len(calls) == 3 and threading.active_count() == before
     _refused_when_damaged(g, lambda source: DeviceGraph.from_graph(g))
     d = tmp_path / "w"
     d.mkdir()
     w = partition_arrays(c.src, c.dst, weights=c.weights, num_vertices=c.n, disks=[str(d)],
                          name="w", register=False, durable=False)
-    assert not streamed.resident_loadable(w)
+    assert not lists.resident_loadable(w)
     dg = DeviceGraph.from_graph(w)
     assert dg.weights is not None and dg.weights.size == w.num_edges

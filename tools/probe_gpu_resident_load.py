@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The resident tier's load (DeviceGraph.from_graph) two ways, side by side in one process on a
-dropped page cache: "files" reads the lists straight into GPU memory (gpu/streamed.py
+dropped page cache: "files" reads the lists straight into GPU memory (gpu/lists.py
 load_resident: O_DIRECT chunks, page-checked, placed by a kernel), "host" assembles the CSR on
 the host first (Graph.to_csr) and copies it, as every load did before.
 
@@ -38,15 +38,15 @@ def main():
     path = make_dataset(a.scale, a.work)
     from graphene_py import gpu
     from graphene_py.graph import Graph
-    from graphene_py.gpu import DeviceGraph, _module, streamed
+    from graphene_py.gpu import DeviceGraph, _module, lists
     cp = _module.cupy()
     _module.module()
-    loadable = streamed.resident_loadable
+    loadable = lists.resident_loadable
     rows, depth = [], {}
     for r in range(a.reps):
         for way in ("files", "host"):
             g = Graph.open(path)           # (offsets not cached from the round before)
-            streamed.resident_loadable = loadable if way == "files" else (lambda graph: False)
+            lists.resident_loadable = loadable if way == "files" else (lambda graph: False)
             cp.get_default_memory_pool().free_all_blocks()
             cp.get_default_pinned_memory_pool().free_all_blocks()
             dropped = drop_caches()
@@ -62,7 +62,7 @@ def main():
             rows.append(row)
             print(json.dumps(row), flush=True)
             del dg
-    streamed.resident_loadable = loadable
+    lists.resident_loadable = loadable
     with open(a.out, "w") as f:
         json.dump(rows, f, indent=1)
     for way in ("files", "host"):

@@ -32,6 +32,38 @@ def cupy():
     return cp
 
 
+_warm: dict = {"thread": None}
+
+
+def warm_cupyx() -> None:
+    """Load cupyx on a thread of its own. CuPy's first elementwise kernel of a process runs
+    cupyx's lazy module, which imports SciPy's sparse package: 0.4-0.5 s of every GPU run on the
+    H200 machine (tools/profile_gpu_start.py). Started where a run begins to read its dataset
+    (its reader threads wait on the disk, the run's thread on them), it is over when the kernels
+    start. settle() must come before any CuPy call that may touch cupyx (an elementwise kernel):
+    Python 3.11's lazy modules do not lock, and a module half-run has no attributes yet."""
+    with _lock:
+        if _warm["thread"] is not None:
+            return
+
+        def load():
+            try:
+                import cupyx  # noqa: WPS433
+                getattr(cupyx, "scatter_add", None)      # (runs the lazy module's body)
+            except Exception:  # noqa: BLE001 - the run's own first use reports any problem
+                pass
+        t = threading.Thread(target=load, name="graphene-gpu-warm", daemon=True)
+        _warm["thread"] = t
+        t.start()
+
+
+def settle() -> None:
+    """Wait for warm_cupyx's thread, if one was started."""
+    t = _warm["thread"]
+    if t is not None:
+        t.join()
+
+
 def available() -> bool:
     """True when CuPy imports and at least one CUDA device answers. Never raises."""
     try:

@@ -44,6 +44,7 @@ def _oom_to_error(fn):
     @functools.wraps(fn)
     def wrapper(dg, *args, **kwargs):
         cp = _module.cupy()
+        _module.settle()
         try:
             return fn(dg, *args, **kwargs)
         except cp.cuda.memory.OutOfMemoryError as e:

@@ -83,6 +83,7 @@ class DeviceGraph:
         first H edges of every list, H as many as the budget left over holds (at most HEAD_MAX);
         `heads` = H forces a number (0: none), still within the budget."""
         cp = _module.cupy()
+        _module.settle()
         indptr = _as_host_or_dev(indptr)
         n = int(indptr.shape[0]) - 1
         if n < 0:
@@ -141,6 +142,14 @@ class DeviceGraph:
         """Load an opened graphene_py.graph.Graph (all partitions) into GPU memory. check: called
         between the stages (out-lists, in-lists, the copy), may raise to stop the load."""
         check = check or (lambda: None)
+        _module.warm_cupyx()          # (while the load waits on the disk; settled below)
+        try:
+            return cls._from_graph(graph, gpu_mem, check)
+        finally:
+            _module.settle()
+
+    @classmethod
+    def _from_graph(cls, graph, gpu_mem, check) -> "DeviceGraph":
         n = graph.num_vertices
         need = (n + 1) * 8 * (2 if graph.in_partitions is not None else 1) + \
             STATE_BYTES_PER_VERTEX * n
@@ -149,11 +158,11 @@ class DeviceGraph:
             raise GpuMemoryError(f"{graph.name}: its offsets and per-vertex state need "
                                  f"{_gib(need)} of GPU memory, the budget is {_gib(budget)} "
                                  f"(--gpu-mem)")
-        from . import streamed
-        if n < 2 ** 31 - 1 and streamed.resident_loadable(graph):
+        from . import lists
+        if n < 2 ** 31 - 1 and lists.resident_loadable(graph):
             dirs = ["out"] + (["in"] if graph.in_partitions is not None else [])
             held = need + sum(graph.num_edges * 4 for _ in dirs) + max(
-                streamed.load_resident_bytes(graph, d) for d in dirs)
+                lists.load_resident_bytes(graph, d) for d in dirs)
             if held <= budget:       # every array resident: straight from the files
                 return cls._from_files(graph, dirs, budget, check)
         # 4-byte IDs on the host too while they fit (the device keeps int32 indices): half the
@@ -171,9 +180,9 @@ class DeviceGraph:
     @classmethod
     def _from_files(cls, graph, dirs, budget, check) -> "DeviceGraph":
         """from_graph when every array is resident and the lists have page tables: each
-        direction's lists read in chunks straight into its device array (streamed.load_resident)
+        direction's lists read in chunks straight into its device array (lists.load_resident)
         instead of a CSR assembled on the host and copied."""
-        from .streamed import load_resident
+        from .lists import load_resident
         cp = _module.cupy()
         arrays = {}
         for d in dirs:

@@ -1,0 +1,565 @@
+"""A direction's lists brought to the GPU in chunks of rows (ListStream: from pinned host memory
+or from the dataset's files through staging buffers), and the resident tier's load built on it
+(load_resident: the lists read straight into one device array at their CSR slots).
+
+The streamed algorithms (gpu/streamed.py) make their passes through a ListStream; DeviceGraph
+(gpu/device_graph.py) loads a resident dataset with load_resident. Neither of those is imported
+here.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import queue
+import threading
+
+import numpy as np
+
+from ..errors import GrapheneError
+from . import _module
+
+PAGE = 4096
+#: Lists are read in pieces of PIECE bytes, READERS at a time, each checked by its reader (one
+#: synchronous reader reached 0.69-0.99 GB/s of the GPU machine's disk, where the CPU path's
+#: io_uring got 1.25 GB/s; and 1.35 GB/s from the page cache into pinned memory)
+PIECE = 8 << 20
+READERS = 4
+
+#: chunks stream-host's pinning thread may run ahead of its reader
+PIN_AHEAD = 3
+#: the largest chunk streamed (a longer list is a chunk of its own)
+CHUNK_BYTES = 256 << 20
+#: a direction's lists are cut into at least this many chunks while chunks stay above
+#: MIN_CHUNK_BYTES (chunk_bytes_for): with kron22's 513 MB in 256 MB chunks, a pass overlapped
+#: little (2-3 chunks) and pinned 3 staging buffers of 256 MB first
+MIN_CHUNKS = 8
+MIN_CHUNK_BYTES = 16 << 20
+
+
+def chunk_bytes_for(list_bytes: int) -> int:
+    """The chunk size for lists of `list_bytes` bytes: CHUNK_BYTES, or less so that they make at
+    least MIN_CHUNKS chunks (reads, copies and kernels overlap; the staging buffers are smaller),
+    never below MIN_CHUNK_BYTES; a multiple of PAGE."""
+    want = -(-int(list_bytes) // MIN_CHUNKS)
+    want = -(-want // PAGE) * PAGE
+    return int(max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, want)))
+
+
+def keep_plan(sizes, budget) -> list:
+    """Which chunks stay in GPU memory after their first copy: in order, each one that still fits
+    what is left of `budget` bytes (a chunk too large for the rest is streamed; a later, smaller
+    one may still fit). sizes: each chunk's bytes."""
+    left = int(budget)
+    out = []
+    for b in sizes:
+        b = int(b)
+        keep = 0 < b <= left
+        if keep:
+            left -= b
+        out.append(keep)
+    return out
+
+
+def plan_chunks(offsets, chunk_edges):
+    """Chunks of one partition's rows: [(r0, r1, e0, e1)], each holding at most chunk_edges edges
+    unless one row alone holds more (then it is a chunk of its own). offsets: the partition's
+    uint64 offsets (rows + 1 entries, from 0)."""
+    off = np.asarray(offsets, dtype=np.int64)
+    rows = len(off) - 1
+    out = []
+    r = 0
+    cap = max(1, int(chunk_edges))
+    while r < rows:
+        e0 = int(off[r])
+        # the last row whose end stays within e0 + cap; at least one row
+        r1 = int(np.searchsorted(off, e0 + cap, side="right")) - 1
+        r1 = min(max(r1, r + 1), rows)
+        out.append((r, r1, e0, int(off[r1])))
+        r = r1
+    return out
+
+
+def _offsets(p):
+    """A partition's offsets file (uint64), checked: CRC32 as recorded, then structure."""
+    from ..integrity import check_offsets
+    try:
+        off = np.fromfile(p.off_path, dtype="<u8")
+    except OSError as e:
+        raise GrapheneError(f"{p.off_path}: cannot read offsets ({e.strerror})") from None
+    check_offsets(p, off)
+    return off.astype(np.uint64, copy=False)
+
+
+def _check_pages(p, table, first, data):
+    """The CRC32C of each 4 KB page of `data` (pages first.. of p's list file) against the page
+    table; a mismatch is DamagedDataError naming the file and the byte offset."""
+    from .. import _uring
+    from ..integrity import _damaged
+    crcs = np.frombuffer(_uring.page_crcs(data, PAGE), "<u4")
+    want = table[first:first + len(crcs)]
+    bad = np.flatnonzero(crcs != want)
+    if bad.size:
+        i = int(bad[0])
+        raise _damaged(p.adj_path, f"the page at byte offset {(first + i) * PAGE} has CRC32C "
+                                   f"{int(crcs[i]):08x}, the dataset recorded {int(want[i]):08x}")
+
+
+def _pages(e0, e1, width):
+    """The 4 KB pages [p0, p1) that hold edges e0..e1 of a file of `width`-byte IDs."""
+    return (e0 * width) // PAGE, -(-(e1 * width) // PAGE)
+
+
+def _read_pieces(pool, fd, p, table, view, at, page0) -> int:
+    """Fill `view` from byte `at` of fd (pages page0.. of p's list file) in pieces of PIECE
+    bytes read by the pool's threads, each piece's pages checked (when there is a page table)
+    by the thread that read it. Returns how many bytes were read in one run from the start
+    (less: the file ended)."""
+    def piece(a):
+        v = view[a:a + PIECE]
+        got = 0
+        while got < len(v):
+            try:
+                k = os.preadv(fd, [v[got:]], at + a + got)
+            except OSError as e:
+                if e.errno != errno.EINVAL or not got:
+                    raise
+                break       # O_DIRECT after a short read: the file's end, off a 4 KB block
+            if k <= 0:
+                break
+            got += k
+        if table is not None and got:
+            _check_pages(p, table, page0 + a // PAGE, v[:got])
+        return got
+
+    starts = range(0, len(view), PIECE)
+    got = 0
+    for a, k in zip(starts, [f.result() for f in [pool.submit(piece, a) for a in starts]]):
+        if got == a:
+            got += k
+    return got
+
+
+class _Chunk:
+    __slots__ = ("i", "part", "r0", "r1", "e0", "e1", "p0", "p1")
+
+    def __init__(self, i, part, r0, r1, e0, e1, width):
+        self.i, self.part, self.r0, self.r1, self.e0, self.e1 = i, part, r0, r1, e0, e1
+        self.p0, self.p1 = _pages(e0, e1, width)
+
+
+class ListStream:
+    """One direction's lists, cut into chunks of rows, brought to the GPU chunk by chunk from
+    "host" (read once into pinned host memory, page-checked) or "ssd" (read per pass through
+    three staging buffers by a reader thread, page-checked), through two device buffers and two
+    streams: chunk i+1 is copied while chunk i's kernel runs. The lists' offsets stay in GPU
+    memory, and the chunks `keep_plan` picks within `keep_bytes` stay there after their first
+    copy (later passes neither read nor copy them). `each(launch)` makes one pass:
+    launch(chunk, device buffer, index of the buffer's first edge, stream) for every chunk."""
+
+    def __init__(self, graph, direction, source="ssd", chunk_bytes=None, direct=True,
+                 keep_bytes=0):
+        if source not in ("host", "ssd"):
+            raise ValueError(f"source must be 'host' or 'ssd', got {source!r}")
+        cp = _module.cupy()
+        _module.warm_cupyx()     # (while the lists are read: the callers settle() before any
+        # kernel of their own that is not a RawKernel)
+        self.graph = graph
+        self.source = source
+        self.n = graph.num_vertices
+        self.w = int(graph.id_width)
+        self.direction = direction
+        self.parts = [p for p in graph.parts(direction)]
+        if chunk_bytes is None:                 # (None: chunk_bytes_for the lists' bytes)
+            chunk_bytes = chunk_bytes_for(sum(p.num_edges for p in self.parts) * self.w)
+        chunk_edges = max(1, int(chunk_bytes) // self.w)
+        self.chunks = []
+        self.offs = []
+        for i, p in enumerate(self.parts):
+            off = _offsets(p)
+            self.offs.append(cp.asarray(off))
+            for (r0, r1, e0, e1) in plan_chunks(off, chunk_edges):
+                if e1 > e0:
+                    self.chunks.append(_Chunk(len(self.chunks), i, r0, r1, e0, e1, self.w))
+        self.max_pages = max((c.p1 - c.p0 for c in self.chunks), default=1)
+        self.keep = keep_plan([(c.e1 - c.e0) * self.w for c in self.chunks], keep_bytes)
+        self.kept = {}           # chunk index -> its lists in GPU memory (after the first pass)
+        self.direct = direct
+        #: "host": chunk index -> (pinned buffer, its bytes: the chunk's pages), filled by the
+        #: first pass as the chunks are read (the SSD reader's path, into buffers of their own,
+        #: pinned by a thread of its own while the reader reads the chunk before); later passes copy
+        #: from them. Lists without page tables (older datasets) are read whole first instead and
+        #: checked by their file's CRC32 (host_parts).
+        self.host = {}
+        self.host_parts = None
+        self._tabs = None
+        if source == "host" and any(t is None for t, p in zip(self._tables(), self.parts)
+                                    if p.num_edges):
+            self.host_parts = [self._load_pinned(p, t) for p, t in zip(self.parts, self._tables())]
+        self.bytes_moved = 0
+        self._bufs = None
+
+    def _load_pinned(self, p, table):
+        """One list file read straight into pinned host memory (READERS reads of PIECE bytes at
+        a time, with O_DIRECT where the file system allows it: pinned memory is page-aligned),
+        each piece's pages checked against the page table by the thread that read it (CRC32C in
+        C); without a page table, the file's CRC32."""
+        from concurrent.futures import ThreadPoolExecutor
+        from ..integrity import _damaged, check_crc
+        cp = _module.cupy()
+        dt = np.dtype("<u4" if self.w == 4 else "<u8")
+        nbytes = -(-(p.num_edges * self.w) // PAGE) * PAGE
+        pin = cp.cuda.alloc_pinned_memory(max(nbytes, 1))
+        raw = np.frombuffer(pin, dtype=np.uint8, count=max(nbytes, 1))
+        if not p.num_edges:
+            return pin, raw[:0].view(dt)
+        fd, _ = self._open(p)         # O_DIRECT where allowed: no copy through the page cache
+        try:
+            with ThreadPoolExecutor(READERS, thread_name_prefix="graphene-gpu-load") as pool:
+                got = _read_pieces(pool, fd, p, table, memoryview(raw)[:nbytes], 0, 0)
+        finally:
+            os.close(fd)
+        if got < p.num_edges * self.w:
+            raise _damaged(p.adj_path, f"file too short: {got} bytes for {p.num_edges} IDs")
+        if table is None:
+            check_crc(p, "adj", raw[:got])
+        return pin, raw[:p.num_edges * self.w].view(dt)
+
+    # -- the reader (ssd) ------------------------------------------------------------------------
+    def _tables(self):
+        if self._tabs is None:
+            from ..integrity import load_page_table
+            self._tabs = [load_page_table(p, "adj", p.pages["adj"])
+                          if "adj" in p.pages and p.num_edges else None for p in self.parts]
+        return self._tabs
+
+    def _open(self, p):
+        flags = os.O_RDONLY
+        if self.direct and hasattr(os, "O_DIRECT"):
+            try:
+                return os.open(p.adj_path, flags | os.O_DIRECT), True
+            except OSError:
+                pass
+        return os.open(p.adj_path, flags), False
+
+    def _reader(self, free, full, stop, tables, todo, room=None):
+        """Read every chunk of `todo` into a free staging buffer (_read_pieces), hand it over."""
+        from concurrent.futures import ThreadPoolExecutor
+        from ..integrity import _damaged
+        fds = {}
+        pool = ThreadPoolExecutor(READERS, thread_name_prefix="graphene-gpu-read")
+        try:
+            for c in todo:
+                buf = free.get()
+                if self.source == "host":
+                    room.release()
+                if isinstance(buf, BaseException):
+                    raise buf
+                if stop.is_set() or buf is None:
+                    return
+                p = self.parts[c.part]
+                if c.part not in fds:
+                    fds[c.part] = self._open(p)
+                fd, _ = fds[c.part]
+                nbytes = (c.p1 - c.p0) * PAGE
+                got = _read_pieces(pool, fd, p, tables[c.part], memoryview(buf[1])[:nbytes],
+                                   c.p0 * PAGE, c.p0)
+                if got < (c.e1 * self.w - c.p0 * PAGE):
+                    raise _damaged(p.adj_path, f"file too short: {c.p0 * PAGE + got} bytes, "
+                                               f"edges up to byte {c.e1 * self.w}")
+                full.put((c, buf))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            full.put((None, e))
+        finally:
+            pool.shutdown(wait=True)
+            for fd, _ in fds.values():
+                os.close(fd)
+
+    def _pinned(self, c):
+        """A pinned buffer of chunk c's pages, kept as the chunk's host copy ("host")."""
+        cp = _module.cupy()
+        nbytes = (c.p1 - c.p0) * PAGE
+        pin = cp.cuda.alloc_pinned_memory(nbytes)
+        return pin, np.frombuffer(pin, dtype=np.uint8, count=nbytes)
+
+    def _pinner(self, free, stop, todo, room):
+        """"host": pin each chunk's buffer in `todo`'s order, at most PIN_AHEAD ahead of the
+        reader (`room`), and hand it to the reader through `free` (an error too)."""
+        try:
+            for c in todo:
+                while not room.acquire(timeout=0.05):
+                    if stop.is_set():
+                        return
+                if stop.is_set():
+                    return
+                free.put(self._pinned(c))
+        except BaseException as e:  # noqa: BLE001 - handed to the reader, raised there
+            free.put(e)
+
+    # -- one pass ----------------------------------------------------------------------------------
+    def buffers(self):
+        """(device buffers, streams, staging buffers, page tables), made on the first pass."""
+        if self._bufs is None:
+            cp = _module.cupy()
+            cap = max((c.p1 - c.p0) * PAGE // self.w for c in self.chunks) if self.chunks else 1
+            dev = [cp.empty(cap, dtype=cp.uint32 if self.w == 4 else cp.uint64) for _ in range(2)]
+            streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+            staging = []
+            if self.source == "ssd":
+                for _ in range(3):
+                    pin = cp.cuda.alloc_pinned_memory(self.max_pages * PAGE)
+                    staging.append((pin, np.frombuffer(pin, dtype=np.uint8,
+                                                       count=self.max_pages * PAGE)))
+            tables = self._tables()
+            self._bufs = (dev, streams, staging, tables)
+        return self._bufs
+
+    def each(self, launch) -> int:
+        """One pass over every chunk (see the class); returns the bytes copied to the GPU. The
+        caller's earlier work on the current stream is finished first; the pass's work is
+        finished when this returns."""
+        cp = _module.cupy()
+        dev_bufs, streams, staging, tables = self.buffers()
+        cp.cuda.Device().synchronize()       # the streams below do not wait on the caller's
+        moved = 0
+        done = self._launch_kept(launch, streams)
+        todo = [c for c in self.chunks if c.i not in done]
+        if self.source == "host" and (self.host_parts is not None or
+                                      all(c.i in self.host for c in todo)):
+            for i, c in enumerate(todo):      # every chunk in pinned memory: copies alone
+                s, dbuf = streams[i % 2], dev_bufs[i % 2]
+                if self.host_parts is not None:
+                    at = self.host_parts[c.part][1][c.e0:c.e1].ctypes.data
+                else:
+                    at = self.host[c.i][1].ctypes.data + c.e0 * self.w - c.p0 * PAGE
+                k = c.e1 - c.e0
+                keep = self._keeper(c)
+                dst = dbuf if keep is None else keep
+                cp.cuda.runtime.memcpyAsync(dst.data.ptr, at, k * self.w,
+                                            cp.cuda.runtime.memcpyHostToDevice, s.ptr)
+                moved += k * self.w
+                if keep is not None:
+                    self.kept[c.i] = keep
+                launch(c, dst, c.e0, s)
+        elif todo:
+            moved = self._each_from_ssd(launch, dev_bufs, streams, staging, tables, todo)
+        for s in streams:
+            s.synchronize()
+        self.bytes_moved += moved
+        return moved
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of lists held in GPU memory between passes."""
+        return sum(int(a.nbytes) for a in self.kept.values())
+
+    def _keeper(self, c):
+        """A device array for chunk c's edges when the plan keeps it (None: stream it; also when
+        the GPU has no room after all: the chunk is then streamed every pass)."""
+        if not self.keep[c.i]:
+            return None
+        cp = _module.cupy()
+        try:
+            return cp.empty(c.e1 - c.e0, dtype=cp.uint32 if self.w == 4 else cp.uint64)
+        except cp.cuda.memory.OutOfMemoryError:
+            self.keep[c.i] = False
+            return None
+
+    def _launch_kept(self, launch, streams) -> set:
+        """Launch every chunk already in GPU memory; returns their indices."""
+        for j, (i, arr) in enumerate(sorted(self.kept.items())):
+            launch(self.chunks[i], arr, self.chunks[i].e0, streams[j % 2])
+        return set(self.kept)
+
+    def _each_from_ssd(self, launch, dev_bufs, streams, staging, tables, todo):
+        cp = _module.cupy()
+        moved = 0
+        free, full = queue.Queue(), queue.Queue()
+        for b in staging:
+            free.put(b)
+        stop = threading.Event()
+        room = pinner = None
+        if self.source == "host":       # buffers of their own, pinned by a thread of their own
+            room = threading.Semaphore(PIN_AHEAD)
+            pinner = threading.Thread(target=self._pinner, args=(free, stop, todo, room),
+                                      name="graphene-gpu-pin", daemon=True)
+            pinner.start()
+        t = threading.Thread(target=self._reader, args=(free, full, stop, tables, todo, room),
+                             name="graphene-gpu-stream", daemon=True)
+        t.start()
+        pending = []           # (event after the copy, staging buffer): handed back when done
+        held = []              # "host": pinned buffers of kept chunks, until their copies end
+        try:
+            for i in range(len(todo)):
+                c, buf = full.get()
+                if c is None:
+                    raise buf
+                s, dbuf = streams[i % 2], dev_bufs[i % 2]
+                nbytes = (c.p1 - c.p0) * PAGE
+                keep = self._keeper(c)
+                if keep is None:
+                    cp.cuda.runtime.memcpyAsync(dbuf.data.ptr, buf[1].ctypes.data, nbytes,
+                                                cp.cuda.runtime.memcpyHostToDevice, s.ptr)
+                else:               # only the chunk's edges, out of its first and last pages
+                    at = c.e0 * self.w - c.p0 * PAGE
+                    cp.cuda.runtime.memcpyAsync(keep.data.ptr, buf[1].ctypes.data + at,
+                                                keep.nbytes, cp.cuda.runtime.memcpyHostToDevice,
+                                                s.ptr)
+                ev = cp.cuda.Event()
+                ev.record(s)
+                pending.append((ev, buf))
+                moved += nbytes
+                if keep is None:
+                    # the buffer's edge 0 is the first edge of the chunk's first page
+                    launch(c, dbuf, c.p0 * PAGE // self.w, s)
+                else:
+                    self.kept[c.i] = keep
+                    launch(c, keep, c.e0, s)
+                if self.source == "host":     # the chunk's host copy, for the later passes
+                    pending.clear()
+                    if keep is None:
+                        self.host[c.i] = buf
+                    else:       # (freed to CuPy's pinned pool now, the pinner could hand it
+                        held.append(buf)     # to the reader while the copy still reads it)
+                    continue
+                while pending and (len(pending) > 1 or pending[0][0].done):
+                    ev0, b0 = pending.pop(0)
+                    ev0.synchronize()
+                    free.put(b0)
+        finally:
+            stop.set()
+            if self.source != "host":
+                for _, b in pending:
+                    free.put(b)
+            for b in staging:
+                free.put(b)          # unblock a reader waiting for a buffer
+            if pinner is not None:
+                pinner.join()
+                free.put(None)
+            t.join()
+            if held:
+                for s in streams:
+                    s.synchronize()
+        return moved
+
+    def launch_rows(self, fn, c, dbuf, first, stream, *tail):
+        """fn over chunk c's rows, one warp per row: fn(offsets, rows, first, ids, *tail[:-2],
+        row0, n, bad) with tail = (kernel arguments..., bad flag)."""
+        rows = c.r1 - c.r0
+        p = self.parts[c.part]
+        threads = 256
+        blocks = (rows * 32 + threads - 1) // threads
+        off = self.offs[c.part][c.r0:c.r1 + 1]
+        *args, bad = tail
+        fn((blocks,), (threads,), (off, np.int64(rows), np.int64(first), dbuf, *args,
+                                   np.int64(p.row_lo + c.r0), np.int64(self.n), bad),
+           stream=stream)
+
+    def bad_ids(self, bad) -> None:
+        if int(bad[0]):
+            raise GrapheneError(f"{self.graph.name}: a neighbour ID outside [0, {self.n}) in "
+                                f"the {self.direction}-lists (damaged data?)")
+
+
+_LOAD_SRC = r"""
+// The resident tier's load (load_resident): each row's list copied from the chunk to its slot
+// in the CSR's int32 IDs, one warp per row; an ID outside the partition's columns [lo, hi) is
+// flagged, never written.
+template <typename ID>
+__device__ void fill_slots_rows(const unsigned long long *__restrict__ off, long long rows,
+                                long long first, const ID *__restrict__ idx,
+                                const long long *__restrict__ slot, int *out,
+                                unsigned long long lo, unsigned long long hi, long long row0,
+                                long long n, int *bad) {
+    long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (w >= rows) return;
+    long long a = (long long)off[w] - first, b = (long long)off[w + 1] - first;
+    long long d = slot[w] - a;
+    for (long long k = a + lane; k < b; k += 32) {
+        unsigned long long u = (unsigned long long)idx[k];
+        if (u < lo || u >= hi) { *bad = 1; continue; }
+        out[d + k] = (int)u;
+    }
+}
+extern "C" __global__ void fill_slots32(const unsigned long long *off, long long rows,
+        long long first, const unsigned int *idx, const long long *slot, int *out,
+        unsigned long long lo, unsigned long long hi, long long row0, long long n, int *bad) {
+    fill_slots_rows<unsigned int>(off, rows, first, idx, slot, out, lo, hi, row0, n, bad); }
+extern "C" __global__ void fill_slots64(const unsigned long long *off, long long rows,
+        long long first, const unsigned long long *idx, const long long *slot, int *out,
+        unsigned long long lo, unsigned long long hi, long long row0, long long n, int *bad) {
+    fill_slots_rows<unsigned long long>(off, rows, first, idx, slot, out, lo, hi, row0, n, bad); }
+"""
+_load_kernels: dict = {}
+
+
+def _fill_slots(width):
+    """load_resident's kernel for `width`-byte IDs on the current device (compiled once)."""
+    cp = _module.cupy()
+    dev = cp.cuda.Device().id
+    if dev not in _load_kernels:
+        _load_kernels[dev] = cp.RawModule(code=_LOAD_SRC, options=("-std=c++17",))
+    return _load_kernels[dev].get_function("fill_slots32" if width == 4 else "fill_slots64")
+
+
+def resident_loadable(graph) -> bool:
+    """Whether load_resident can load this dataset: unweighted, and every list file has its
+    page table (format 2) to check the pages it reads against."""
+    return not graph.weighted and all(
+        "adj" in p.pages for d in ("out", "in") if d == "out" or graph.in_partitions is not None
+        for p in graph.parts(d) if p.num_edges)
+
+
+def load_resident_bytes(graph, direction) -> int:
+    """GPU memory load_resident holds while it loads one direction, beyond the CSR itself: the
+    partitions' offsets and slots (8 bytes a row each) and two chunk buffers."""
+    parts = graph.parts(direction)
+    rows = sum(p.row_hi - p.row_lo + 1 for p in parts)
+    chunk = chunk_bytes_for(sum(p.num_edges for p in parts) * int(graph.id_width))
+    return 16 * rows + 2 * (chunk + 2 * PAGE)
+
+
+def load_resident(graph, direction, check=None, chunk_bytes=None):
+    """One direction's CSR as the resident tier holds it: (indptr: host int64[n+1], the lists'
+    int32 IDs in one device array, each list at its CSR slot). Read in chunks as stream-ssd
+    reads them (O_DIRECT, every 4 KB page checked; the next chunk read while this one is
+    copied), each chunk's rows put at their slots by a kernel that also checks that each ID
+    lies in its partition's columns. A partition's lists go behind the pieces of the same rows
+    in the columns before it, so every list stays sorted. No host copy of the lists is made.
+    check: called after each chunk (may raise to stop the load). chunk_bytes: ListStream's."""
+    cp = _module.cupy()
+    n = graph.num_vertices
+    lists = ListStream(graph, direction, "ssd", chunk_bytes)
+    order = sorted(range(len(lists.parts)), key=lambda j: lists.parts[j].index)
+    degs = {i: np.diff(cp.asnumpy(lists.offs[i]).astype(np.int64)) for i in order}
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in order:
+        p = lists.parts[i]
+        indptr[p.row_lo + 1:p.row_hi + 1] += degs[i]
+    np.cumsum(indptr, out=indptr)
+    m = int(indptr[-1])
+    out = cp.empty(max(m, 1), dtype=cp.int32)[:m]
+    if m == 0:
+        return indptr, out
+    fill = indptr[:-1].copy()
+    slots = {}
+    for i in order:
+        p = lists.parts[i]
+        slots[i] = cp.asarray(fill[p.row_lo:p.row_hi])
+        fill[p.row_lo:p.row_hi] += degs.pop(i)
+    del fill
+    bad = cp.zeros(1, dtype=cp.int32)
+    fn = _fill_slots(lists.w)
+
+    def launch(c, dbuf, first, s):
+        p = lists.parts[c.part]
+        lists.launch_rows(fn, c, dbuf, first, s, slots[c.part][c.r0:c.r1], out,
+                          np.uint64(p.col_lo), np.uint64(p.col_hi), bad)
+        if check is not None:
+            check()
+
+    lists.each(launch)
+    if int(bad[0]):
+        raise GrapheneError(f"{graph.name}: a neighbour ID outside its partition's columns in "
+                            f"the {direction}-lists (damaged data?)")
+    return indptr, out
