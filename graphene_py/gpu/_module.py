@@ -114,6 +114,19 @@ def module():
         return mod
 
 
+_raw: dict = {}
+
+
+def raw_function(src: str, name: str):
+    """Kernel `name` of the CUDA source `src` (a module's own kernels beside kernels.cu) on the
+    current device, each source compiled once per device."""
+    cp = cupy()
+    key = (cp.cuda.Device().id, src)
+    if key not in _raw:
+        _raw[key] = cp.RawModule(code=src, options=("-std=c++17",))
+    return _raw[key].get_function(name)
+
+
 def started() -> bool:
     """Whether this process has CuPy, a CUDA context and the kernels ready already (an earlier
     GPU run compiled them): a later run does not pay policy.GPU_START_S again."""

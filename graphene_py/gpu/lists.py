@@ -490,16 +490,11 @@ extern "C" __global__ void fill_slots64(const unsigned long long *off, long long
         unsigned long long lo, unsigned long long hi, long long row0, long long n, int *bad) {
     fill_slots_rows<unsigned long long>(off, rows, first, idx, slot, out, lo, hi, row0, n, bad); }
 """
-_load_kernels: dict = {}
 
 
 def _fill_slots(width):
-    """load_resident's kernel for `width`-byte IDs on the current device (compiled once)."""
-    cp = _module.cupy()
-    dev = cp.cuda.Device().id
-    if dev not in _load_kernels:
-        _load_kernels[dev] = cp.RawModule(code=_LOAD_SRC, options=("-std=c++17",))
-    return _load_kernels[dev].get_function("fill_slots32" if width == 4 else "fill_slots64")
+    """load_resident's kernel for `width`-byte IDs on the current device."""
+    return _module.raw_function(_LOAD_SRC, "fill_slots32" if width == 4 else "fill_slots64")
 
 
 def resident_loadable(graph) -> bool:

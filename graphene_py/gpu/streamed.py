@@ -124,16 +124,11 @@ extern "C" __global__ void wcc_compress32(unsigned int *comp, long long n) {
 extern "C" __global__ void wcc_compress64(unsigned long long *comp, long long n) {
     uf_compress<unsigned long long>(comp, n); }
 """
-_kernels: dict = {}
 
 
 def _function(name):
-    """A kernel of _SRC on the current device (the module compiled once per device)."""
-    cp = _module.cupy()
-    dev = cp.cuda.Device().id
-    if dev not in _kernels:
-        _kernels[dev] = cp.RawModule(code=_SRC, options=("-std=c++17",))
-    return _kernels[dev].get_function(name)
+    """A kernel of _SRC on the current device."""
+    return _module.raw_function(_SRC, name)
 
 
 def _kernel(width):
