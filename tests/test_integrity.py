@@ -275,3 +275,24 @@ def test_crc32c_reference_values_and_both_paths():
             assert _uring.crc32c(x[n // 3:], _uring.crc32c(x[:n // 3])) == _uring.crc32c(x)
     pages = np.frombuffer(_uring.page_crcs(b, 4096), "<u4")
     assert [int(x) for x in pages] == [_uring.crc32c(b[i:i + 4096]) for i in range(0, len(b), 4096)]
+
+
+@pytest.mark.parametrize("block", [1, 3, 4, 1 << 22])
+def test_offsets_order_check_finds_the_first_decrease_across_blocks(monkeypatch, block):
+    """The offsets' order check compares CHECK_BLOCK entries at a time: the first decrease is
+    found wherever it falls (inside a block, on a block's first entry against the one before,
+    at the very end), equal neighbours are no decrease, and short arrays have none."""
+    from graphene_py import integrity
+    monkeypatch.setattr(integrity, "CHECK_BLOCK", block)
+    off = np.arange(10, 50, 2, dtype="<u8")         # 20 entries, rising
+    assert integrity._first_decrease_of(off) == -1
+    for i in (1, 4, 5, 8, 9, 13, 19):
+        bad = off.copy()
+        bad[i] = bad[i - 1] - 1
+        bad[i + 1:] = np.maximum(bad[i + 1:], bad[i])      # the only decrease is at i
+        assert integrity._first_decrease_of(bad) == i
+        bad[min(i + 2, 19)] = 0                              # a later one does not hide it
+        assert integrity._first_decrease_of(bad) == i
+    flat = np.full(9, 7, dtype="<u8")
+    assert integrity._first_decrease_of(flat) == -1
+    assert integrity._first_decrease_of(off[:1]) == -1 and integrity._first_decrease_of(off[:0]) == -1
