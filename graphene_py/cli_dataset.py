@@ -386,9 +386,14 @@ def rm_cmd(graph, yes, forget):
         return
     g = Graph.open(graph, check=False)
     where = ", ".join(store.dataset_dir(d, g.name) for d in g.disks)
-    if not yes:
-        click.confirm(f"delete dataset {g.name} ({g.num_vertices:,} vertices, {g.num_edges:,} edges) "
-                      f"from {len(g.disks)} disk(s): {', '.join(g.disks)}?", abort=True, err=True)
+    try:
+        ok = yes or click.confirm(
+            f"delete dataset {g.name} ({g.num_vertices:,} vertices, {g.num_edges:,} edges) "
+            f"from {len(g.disks)} disk(s): {', '.join(g.disks)}?", err=True)
+    except click.Abort:         # no answer (end of input, Ctrl-C)
+        ok = False
+    if not ok:
+        raise GrapheneError(f"{g.name} not deleted (answer y, or pass -y)")
     home = g.path
     o = store.Opened(g.manifest, g.dirs, g.path, g.version, g._locks, [])
     g._locks = []

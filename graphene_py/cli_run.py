@@ -678,6 +678,8 @@ def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, set
                       for p in graph.placement],
             "exchange_bytes": int(sum(s.get("exchange_bytes", 0) for s in st)),
             "coordination_seconds": round(sum(s.get("coordination_seconds", 0.0) for s in st), 4)}
+    where = placement(getattr(res, "supersteps", None))
+    devices = sorted({e["device"] for e in where if e.get("device")})
     return {
         **extra,
         "algorithm": name, "graph": graph.name, "num_vertices": graph.num_vertices,
@@ -687,8 +689,11 @@ def _summary(name, graph, trial_rows, res, verification, runtime, in_memory, set
         "io_plan": _io_plan(in_memory, graph),
         "setup": {k: round(v, 4) for k, v in (setup or {}).items()},
         "trials": trial_rows, "average_seconds": sum(secs) / len(secs), "min_seconds": min(secs),
-        # the last trial's supersteps: on which device, in which mode or GPU tier
-        "placement": placement(getattr(res, "supersteps", None)),
+        # where the run went and why (--device auto's plan), and the last trial's supersteps: on
+        # which device, in which mode or GPU tier
+        "device": getattr(res, "device", None) or "+".join(devices) or "cpu",
+        "device_reason": getattr(res, "device_reason", None),
+        "placement": where,
         "verification": verification,
         "peak_rss_mb": round(max(proc_peak / 2**20, common.peak_rss_mb()), 1),
         "memory": (dict(mem_block, plan={k: v for k, v in mem_plan.items() if k != "cache"},

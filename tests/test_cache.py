@@ -444,6 +444,9 @@ def test_cli_memory_auto_and_none(mid):
     au = json.loads(_cli("run", "wcc", "-g", mid.path, "--json", "--device", "auto").stdout)
     assert au["memory"]["plan"]["auto"] is True and au["memory"]["plan"]["cache_bytes"] > 0
     assert au["result"]["device_reason"].startswith("--device auto: no GPU")
+    # where the run went and why, at the top (as the README shows); a plain CPU run gives no why
+    assert au["device"] == "cpu" and au["device_reason"] == au["result"]["device_reason"]
+    assert (dflt["device"], dflt["device_reason"]) == ("cpu", None)
     p = _cli("run", "wcc", "-g", mid.path, "--json", "--memory", "auto", "-n", "3")
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)

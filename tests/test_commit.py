@@ -304,8 +304,10 @@ def test_rm_deletes_every_disk_and_the_name(tmp_path):
     disks = make_disks(tmp_path, 2)
     G = partition_arrays(g.src, g.dst, disks=disks, name="x", rows=2, cols=2)
     G.close()
-    r = CliRunner().invoke(main, ["rm", "x"], input="n\n")
-    assert r.exit_code == 1 and all(os.path.isdir(os.path.join(d, "x")) for d in disks)
+    for answer in ("n\n", ""):         # no, or no answer at all (end of input)
+        r = CliRunner().invoke(main, ["rm", "x"], input=answer)
+        assert r.exit_code == 1 and all(os.path.isdir(os.path.join(d, "x")) for d in disks)
+        assert "Error: x not deleted (answer y, or pass -y)" in r.output
     r = CliRunner().invoke(main, ["rm", "x", "-y"])
     assert r.exit_code == 0, r.output
     assert all(os.listdir(d) == [] for d in disks)

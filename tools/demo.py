@@ -33,12 +33,15 @@ def main():
         sh(sys.executable, os.path.join(ROOT, "tools", "generate.py"), "kron", "--scale", str(SCALE),
            "--edge-factor", "16", "-o", el)
     graphene = os.path.join(BIN, "graphene")
-    sh(graphene, "partition", el, "--disks", *disks, "--name", "demo", "-s", "--in-edges", "--force")
+    # (--num-vertices: the generator's 2^scale, isolated vertices above the largest ID included)
+    sh(graphene, "partition", el, "--disks", *disks, "--name", "demo", "-s", "--in-edges", "--force",
+       "--num-vertices", str(1 << SCALE))
     sh(graphene, "info")
     sh(graphene, "run", "bfs", "-v", "-n", "3")
     sh(graphene, "run", "pagerank", "-v")
     sh(graphene, "run", "wcc", "-v")
-    print("\nDemo done. Try: graphene run kcore | apsp | spmv --help | graphene list", flush=True)
+    print("\nDemo done. Try `graphene run --help` (every algorithm), `graphene run kcore --help`, "
+          "`graphene list`.", flush=True)
 
 
 if __name__ == "__main__":
