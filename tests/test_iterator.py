@@ -577,3 +577,52 @@ def test_update_reads_is_checked():
             Update(None, None, combine="sum", reads=bad)
     with pytest.raises(ValueError, match=r"reads=3 names no slot of this state \(2 slots\)"):
         Update(None, None, combine="sum", reads=3).ahead((a, a))
+
+
+# -- a kernel that asks for its reads ahead itself (kernels.looks_ahead) -----------------------
+from graphene_py.iterator.kernels import AHEAD, looks_ahead  # noqa: E402
+
+
+@looks_ahead
+@njit
+def _look(v, nbrs, wts, tid, state):
+    """Checks what the engine gives a looks_ahead kernel: wts[i] must be the ID AHEAD places after
+    nbrs[i] in the partition's list file (ids: its IDs in file order; start: where each vertex's
+    list begins), and never longer than nbrs."""
+    ids, start, bad, looked, edges = state
+    n = nbrs.shape[0]
+    edges[tid] += n
+    if n == 0:
+        return
+    p = start[v]                       # where this chunk of v's sorted list begins
+    while ids[p] != nbrs[0]:
+        p += 1
+    k = wts.shape[0]
+    if k > n:
+        bad[tid] += 1
+    for i in range(min(k, n)):
+        if np.int64(wts[i]) != np.int64(ids[p + i + AHEAD]):
+            bad[tid] += 1
+    looked[tid] += k
+
+
+@pytest.mark.parametrize("gname,max_io,in_memory", [("star", 4096, False), ("powerlaw", 4096, False),
+                                                     ("powerlaw", None, False),
+                                                     ("powerlaw", None, True)])
+def test_a_kernel_that_looks_ahead_gets_the_ids_ahead(dataset, gname, max_io, in_memory):
+    """In an unweighted superstep a looks_ahead kernel's wts are the neighbour IDs AHEAD entries
+    on in the extent (across list ends; cut at the extent's end, as 4 KB extents often do), from
+    the SSD or from RAM; a plain kernel still gets none; results are unchanged."""
+    g, G = dataset(gname, 1, 1, weights=False)
+    p = G.parts("out")[0]
+    ids = np.asarray(p.adjacency(), dtype=np.int64)
+    start = np.asarray(p.offsets()[:-1], dtype=np.int64)
+    deg, _, _ = reference(g)
+    with IoIterator(G, threads=2, max_io=max_io, in_memory=in_memory) as it:
+        state = (ids, start, np.zeros(2, np.int64), np.zeros(2, np.int64), np.zeros(2, np.int64))
+        it.run(_always, _look, state, Frontier.all(g.n))
+        d1, _, w1, _, _ = run_counts(it, g.n, Frontier.all(g.n))
+    assert state[2].sum() == 0
+    assert state[4].sum() == deg.sum()
+    assert state[3].sum() >= deg.sum() - AHEAD * (len(ids) // 1024 + 2) > 0  # cut at extents only
+    assert np.array_equal(d1, deg) and not w1.any()

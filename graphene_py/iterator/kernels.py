@@ -20,6 +20,25 @@ from ..io.offsets import DEG_BLOCK, degrees_into, off3
 
 #: how many neighbour IDs ahead process_batch asks for the element of Update.reads' slot
 AHEAD = 32
+#: compute kernels ("module.name") that ask for their reads ahead themselves (looks_ahead)
+LOOK_AHEAD: set = set()
+#: whether this kernel's compute is one of LOOK_AHEAD: a generated kernel's module sets its own
+#: (iterator/specialize.py); here, in the template called with any compute, never
+LOOK = False
+
+
+def looks_ahead(fn):
+    """Mark an importable compute kernel as asking for its random reads ahead itself. In an
+    unweighted superstep of its generated kernel, `wts` then holds the neighbour IDs AHEAD entries
+    after those of `nbrs` (wts[i] comes AHEAD places after nbrs[i] in the extent, running on into
+    the next lists; shorter near the extent's end, empty where the engine has nothing to give),
+    and the engine asks for nothing itself: the kernel asks for state[wts[i]] as it reads
+    state[nbrs[i]], one at a time (prefetch), which overlapped the misses better than the
+    engine's pass over each list first (BENCHMARKS.md). Weighted supersteps give weights as
+    ever, and the kernel must read `wts` as IDs only where it is unweighted."""
+    py = getattr(fn, "__wrapped__", None) or getattr(fn, "py_func", fn)
+    LOOK_AHEAD.add(f"{py.__module__}.{py.__qualname__}")
+    return fn
 
 
 @njit(nogil=True)
@@ -28,6 +47,7 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                   id_shift, weighted, kcache, kstart, kdone, ahead):
     edges = 0
     wempty = wbuf[:0]
+    look = buf[:0]
     keeping = kdone.shape[0] != 0
     olo, obase, oexc = offs          # compact offsets (io/offsets.py), unpacked once
     for k in range(n):
@@ -71,7 +91,11 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                         cs = s if s > e_lo else e_lo
                         ce = e if e < e_hi else e_hi
                         nb = buf[base_idx + cs:base_idx + ce]
-                        if ahead.shape[0] != 0:
+                        if LOOK:
+                            # the IDs AHEAD entries on: the kernel asks for them (looks_ahead)
+                            look = buf[base_idx + min(cs + AHEAD, e_hi):
+                                       base_idx + min(ce + AHEAD, e_hi)]
+                        elif ahead.shape[0] != 0:
                             # the slot the kernel reads by neighbour (Update.reads), asked for
                             # AHEAD entries of the extent ahead: the random reads overlap
                             q1 = base_idx + min(ce + AHEAD, e_hi)
@@ -81,6 +105,8 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                             keep_chunk(kcache, kstart, kdone, v, nb)
                         if weighted:
                             compute(v, nb, wbuf[wbase + cs:wbase + ce], tid, state)
+                        elif LOOK:
+                            compute(v, nb, look, tid, state)
                         else:
                             compute(v, nb, wempty, tid, state)
                         edges += ce - cs

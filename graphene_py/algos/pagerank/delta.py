@@ -23,6 +23,8 @@ import numpy as np
 from ...jit import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
+from ...iterator.atomics import prefetch as _prefetch
+from ...iterator.kernels import looks_ahead
 from ...io.offsets import DEG_BLOCK, deg_at, degrees_into
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
@@ -59,6 +61,7 @@ def _score(y, d, v):
 BIG = 255
 
 
+@looks_ahead
 @njit(cache=True)
 def _sweep(v, nbrs, wts, tid, state):
     """Gauss-Seidel: x[v] = base + alpha * sum(y[u] over v's in-list), published at once (y: row
@@ -68,10 +71,14 @@ def _sweep(v, nbrs, wts, tid, state):
     BIG or more (d8[v] == BIG) has its degrees in `big` (rows: vertex, in-degree, out-degree;
     sorted by vertex) and its count in bigc. Nothing here reads the offsets: a sweep calls this
     once per list piece, and the lookups of a degree in the compact offsets took a third of the
-    sweep on Kronecker 20 on a 2x2 grid."""
+    sweep on Kronecker 20 on a 2x2 grid. wts: the IDs AHEAD entries on (looks_ahead), whose y
+    is asked for as the sum goes."""
     F, y, seen, d8, od8, big, bigc, consts = state
     s = 0.0
+    ka = len(wts)
     for i in range(len(nbrs)):
+        if i < ka:
+            _prefetch(y, np.int64(wts[i]))
         s += y[np.int64(nbrs[i])]
     k = np.int64(nbrs.shape[0])
     d = np.int64(d8[v])

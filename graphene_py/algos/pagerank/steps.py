@@ -6,6 +6,8 @@ import numpy as np
 from ...jit import njit
 
 from ...iterator.atomics import atomic_fadd as _fadd
+from ...iterator.atomics import prefetch as _prefetch
+from ...iterator.kernels import looks_ahead
 from ...iterator.edgemap import Update
 from ...iterator.memory import track
 
@@ -31,14 +33,19 @@ def _push(v, nbrs, wts, tid, state):
         row[np.int64(nbrs[i])] += x
 
 
+@looks_ahead
 @njit(cache=True)
 def _pull(v, nbrs, wts, tid, state):
     """acc[0, v] += sum of contrib[u] over this chunk of v's in-neighbours: one atomic add per
     chunk (a list may span partitions and threads), so pulling needs one row of sums, not one per
-    thread."""
+    thread. wts: the IDs AHEAD entries on (looks_ahead; PageRank's supersteps are unweighted),
+    whose contributions are asked for as the sum goes."""
     contrib, acc = state
     s = 0.0
+    k = len(wts)
     for i in range(len(nbrs)):
+        if i < k:
+            _prefetch(contrib, np.int64(wts[i]))
         s += contrib[np.int64(nbrs[i])]
     _fadd(acc[0], v, s)
 
