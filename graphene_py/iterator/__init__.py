@@ -28,7 +28,9 @@ Table 4.1 Python API (plain Python, slow; same semantics):
 
 atomics (atomic_cas / atomic_add / atomic_min / atomic_or / atomic_fadd / atomic_add_acq_rel) are
 LLVM atomics for @njit code; prefetch(arr, i) asks for arr[i] ahead of its read (a kernel that
-reads state[nbrs[i]] overlaps those random reads by asking a few dozen entries ahead).
+reads state[nbrs[i]] overlaps those random reads by asking a few dozen entries ahead; a kernel
+marked kernels.looks_ahead is given the IDs 32 entries on, in place of the weights, to do so as
+it goes).
 """
 from .atomics import (atomic_add, atomic_add_acq_rel, atomic_cas, atomic_fadd,  # noqa: F401
                       atomic_min, atomic_or, prefetch)
