@@ -626,3 +626,16 @@ def test_a_kernel_that_looks_ahead_gets_the_ids_ahead(dataset, gname, max_io, in
     assert state[4].sum() == deg.sum()
     assert state[3].sum() >= deg.sum() - AHEAD * (len(ids) // 1024 + 2) > 0  # cut at extents only
     assert np.array_equal(d1, deg) and not w1.any()
+
+
+def test_a_kernel_marked_to_look_ahead_gets_its_own_generated_kernel(monkeypatch):
+    """The generated kernel of a looks_ahead compute says so (LOOK = True), a plain one's not, and
+    marking a kernel changes the generated kernel's name (no code object changes with the mark)."""
+    from graphene_py.iterator import kernels, specialize
+    a, look, plain = (__name__, "_always"), (__name__, "_look"), (__name__, "_count")
+    assert "LOOK = True" in specialize._generated_source(a, look)
+    assert "LOOK = False" in specialize._generated_source(a, plain)
+    marked = specialize.kernel_name(a, look)
+    monkeypatch.setattr(kernels, "LOOK_AHEAD", kernels.LOOK_AHEAD - {f"{__name__}._look"})
+    assert "LOOK = False" in specialize._generated_source(a, look)
+    assert specialize.kernel_name(a, look) != marked

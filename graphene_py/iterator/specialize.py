@@ -134,8 +134,9 @@ def kernel_name(a, c, template="process_batch") -> str:
     for mod in (K, atomics, offsets, sys.modules[a[0]], sys.modules[c[0]]):
         _code_digest(h, mod)
     from ..aot import _numba_version
+    look = f"{c[0]}.{c[1]}" in K.LOOK_AHEAD      # (marking a kernel later changes no code object)
     h.update(f"{GENERATED_VERSION}|{template}|{a[0]}.{a[1]}|{c[0]}.{c[1]}|{_numba_version()}|"
-             f"{sys.version}".encode())
+             f"{sys.version}|look={look}".encode())
     return f"gk_{h.hexdigest()[:20]}"
 
 
