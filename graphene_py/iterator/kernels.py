@@ -91,7 +91,7 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                         cs = s if s > e_lo else e_lo
                         ce = e if e < e_hi else e_hi
                         nb = buf[base_idx + cs:base_idx + ce]
-                        if LOOK:
+                        if LOOK and not weighted:
                             # the IDs AHEAD entries on: the kernel asks for them (looks_ahead)
                             look = buf[base_idx + min(cs + AHEAD, e_hi):
                                        base_idx + min(ce + AHEAD, e_hi)]
