@@ -56,8 +56,8 @@ def _numpy_checks(a) -> bool:
 
 def _first_decrease_of(off) -> int:
     """The first i with off[i] < off[i - 1], or -1: numpy over blocks of CHECK_BLOCK entries (no
-    temporary of |V| entries; as fast as a kernel, ~1 ms per million offsets, and no numba,
-    whose import a GPU run that needs no other CPU kernel would pay for it: 0.73 s)."""
+    temporary of |V| entries; about as fast as a kernel, and no numba, whose import a GPU run
+    that needs no other CPU kernel would pay for it)."""
     n = len(off)
     for a in range(1, n, CHECK_BLOCK):
         b = min(a + CHECK_BLOCK, n)

@@ -46,13 +46,6 @@ def pull_pf(ptr, idx, contrib, out, nchunks, ahead):
                 s += contrib[idx[j]]
             out[v] = s
 
-for f, args in ((pull_plain, ()), (pull_pf, (32,)), (pull_pf, (16,)), (pull_pf, (64,))):
-    f(ptr, idx, contrib, out, 64, *args)
-    ts = []
-    for r in range(5):
-        t = time.perf_counter(); f(ptr, idx, contrib, out, 64, *args); ts.append(time.perf_counter() - t)
-    print(f.__name__, args, "median %.3f" % sorted(ts)[2], ["%.3f" % x for x in ts])
-
 @njit(parallel=True, nogil=True, fastmath=True)
 def pull_pf4(ptr, idx, contrib, out, nchunks, ahead):
     n = ptr.shape[0] - 1
@@ -95,9 +88,13 @@ def pull_pf_stream(ptr, idx, contrib, out, nchunks, ahead):
                 j += 1
             out[v] = s
 
-for f, args in ((pull_pf4, (32,)), (pull_pf_stream, (32,)), (pull_pf, (32,))):
-    f(ptr, idx, contrib, out, 64, *args)
+VARIANTS = ((pull_plain, ()), (pull_pf, (32,)), (pull_pf, (16,)), (pull_pf, (64,)),
+            (pull_pf4, (32,)), (pull_pf_stream, (32,)))
+for f, args in VARIANTS:
+    f(ptr, idx, contrib, out, 64, *args)           # (compiled, untimed)
     ts = []
     for r in range(5):
-        t = time.perf_counter(); f(ptr, idx, contrib, out, 64, *args); ts.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        f(ptr, idx, contrib, out, 64, *args)
+        ts.append(time.perf_counter() - t)
     print(f.__name__, args, "median %.3f" % sorted(ts)[2], ["%.3f" % x for x in ts])
