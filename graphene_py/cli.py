@@ -16,6 +16,12 @@ import sys
 # __init__ imports none.)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# a `--device gpu` run's CUDA context is made by the driver on a thread of its own while the
+# imports below go on (gpu/early.py: stdlib only; any other command imports none of it)
+if "gpu" in sys.argv or "--device=gpu" in sys.argv:
+    from .gpu import early as _early  # noqa: E402
+    _early.start(sys.argv)
+
 import click  # noqa: E402
 
 from .errors import GrapheneError, VerificationError  # noqa: E402

@@ -158,7 +158,8 @@ def test_auto_plans_the_whole_run_when_a_gpu_is_there(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
     assert registry.choose_device("bfs", "auto") == "hybrid"
     assert registry.choose_device("pagerank-pull", "auto") == "hybrid"   # (gpu/handoff.py)
-    assert registry.choose_device("wcc", "auto") == "gpu"
+    assert registry.choose_device("wcc", "auto") == "hybrid"            # (gpu/handoff.py)
+    assert registry.choose_device("spmv", "auto") == "gpu"
     assert registry.choose_device("pagerank-pull", "gpu", g, {}) == "gpu"
     monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: True)
     assert registry._choose("pagerank-pull", "auto", g, {})[0] == "gpu"

@@ -306,3 +306,149 @@ def test_pagerank_part_estimates_the_rest_of_its_tier():
         - first)
     assert part("resident", dg=object()).cost(3) == pytest.approx(
         3 * lists / policy.GPU_PASS_BYTES_PER_S)
+
+
+# -- WCC's CPU part --------------------------------------------------------------------------------
+class _UnionFindPart:
+    """A stand-in for WCC's GPU part (no GPU here): union-find over the stored edges from the
+    labels handed over (the GPU's Afforest and streamed link do the same on a forest); keeps
+    what it was handed."""
+
+    def __init__(self, g):
+        self.g, self.got = g, None
+
+    def cost(self, due):
+        return 0.0
+
+    def run(self, labels, stats):
+        from graphene_py.algos import wcc as W
+        self.got = np.array(labels, copy=True)
+        src, dst = self.g.edges("out")
+        out = W._union_find(self.got.astype(np.int64), src, dst)
+        stats.update(n_components=int(np.count_nonzero(out == np.arange(len(out)))),
+                     supersteps=[{"phase": "link", "seconds": 0.0}])
+        return out
+
+
+def _components(g):
+    """Each vertex's component's smallest ID (scipy), and the stored edges' matrix."""
+    sp = pytest.importorskip("scipy.sparse")
+    cs = pytest.importorskip("scipy.sparse.csgraph")
+    n = g.num_vertices
+    src, dst = g.edges("out")
+    a = sp.coo_matrix((np.ones(len(src)), (src, dst)), shape=(n, n)).tocsr()
+    _, comp = cs.connected_components(a, directed=True, connection="weak")
+    least = np.full(comp.max() + 1, n, dtype=np.int64)
+    np.minimum.at(least, comp, np.arange(n))
+    return least[comp], a
+
+
+@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
+@pytest.mark.parametrize("gname", ["powerlaw", "isolated_ends", "disconnected", "grid", "star"])
+def test_wcc_hands_over_the_labels_a_run_stopped_there_has(tmp_path, monkeypatch, gname, layout):
+    """Forced after every superstep k in turn: the CPU part stops there (its line says it moves),
+    the labels it hands over are a forest of the components (each an ID of the vertex's
+    component, no larger than the vertex) holding the CPU's progress (after BFS level l of an
+    undirected dataset: exactly the vertices within l + 1 hops of the hub share its least ID;
+    later, no fewer labels than the BFS set), and the rest (union-find from them) gives every
+    vertex its component's smallest ID. Handing over identity labels would pass the last check
+    alone: the progress checks catch it."""
+    from graphene_py.algos import wcc as W
+    cs = pytest.importorskip("scipy.sparse.csgraph")
+    g = _dataset(tmp_path, gname, layout)
+    ref, a = _components(g)
+    # the BFS's edges: both ways, but only the out-lists on a directed dataset without in-edges
+    und = a if layout == "directed" else a + a.T
+    n = g.num_vertices
+    full = W.run(g, threads=2)
+    np.testing.assert_array_equal(full.labels, ref)
+    total = len(full.supersteps)
+    assert total >= 2
+    src, _ = g.edges("out")
+    deg = np.bincount(src, minlength=n)
+    if layout == "directed_in":
+        deg = deg + np.bincount(g.edges("out")[1], minlength=n)
+    hub = int(np.argmax(deg))
+    hops = cs.shortest_path(und, unweighted=True, indices=hub)
+    for k in sorted({1, 2, total // 2, total}):
+        part = _UnionFindPart(g)
+        monkeypatch.setattr(W, "_handoff", lambda *a, **kw: (
+            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        seen = []
+        r = W.run(g, threads=2, device="auto", handoff_at=k, progress=seen.append)
+        np.testing.assert_array_equal(r.labels, ref, err_msg=f"k={k}")
+        assert r.n_components == len(np.unique(ref))
+        assert r.device == "cpu+gpu" and r.cpu_supersteps == k and r.gpu_supersteps == 1
+        cpu = r.supersteps[:k]
+        assert [st["device"] for st in cpu] == ["cpu"] * k
+        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
+        assert seen[k - 1]["handoff"] == cpu[-1]["handoff"]       # on the progress line too
+        assert r.supersteps[k]["device"] == "gpu"
+        got = part.got.astype(np.int64)
+        v = np.arange(n)
+        assert np.all(got <= v) and np.all(ref[got] == ref), f"k={k}: not a forest of the components"
+        least = int(np.flatnonzero(np.isfinite(hops))[0])       # the BFS set's least ID
+        if cpu[-1]["phase"] == "bfs" and layout == "sym":
+            want = np.isfinite(hops) & (hops <= cpu[-1]["level"] + 1)
+            np.testing.assert_array_equal(got == int(np.flatnonzero(want)[0]), want,
+                                          err_msg=f"k={k}")
+        elif cpu[-1]["phase"] == "lp":
+            assert np.count_nonzero(got == least) >= np.count_nonzero(np.isfinite(hops))
+            assert r.bfs_reached == np.count_nonzero(np.isfinite(hops))
+
+
+def test_wcc_auto_without_a_gpu_is_the_cpu_run(tmp_path, monkeypatch):
+    from graphene_py.algos import wcc as W
+    monkeypatch.setattr("graphene_py.algos.registry.gpu_may_be_available",
+                        lambda: "test: no GPU")
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    a = W.run(g, threads=2)
+    b = W.run(g, threads=2, device="auto", gpu_mem="1G")
+    np.testing.assert_array_equal(a.labels, b.labels)
+    assert b.device_note == "no GPU (test: no GPU)" and not hasattr(b, "gpu_supersteps")
+    assert all("handoff" not in st for st in b.supersteps)
+
+
+def test_wcc_load_not_needed_is_stopped_and_the_cpu_ends(tmp_path, monkeypatch):
+    """The load never ends before the CPU does: every superstep says it is loading, the run is
+    the CPU's, and the load is stopped at its next stage."""
+    from graphene_py.algos import wcc as W
+    gate = threading.Event()
+
+    def load(check):
+        gate.wait(10)
+        check()
+        return _UnionFindPart(None)
+    holder = {}
+
+    def fake(*a, **kw):
+        holder["ho"] = Handoff(BackgroundLoad(load), state_bytes=1)
+        return holder["ho"], "test"
+    monkeypatch.setattr(W, "_handoff", fake)
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    threading.Timer(0.5, gate.set).start()
+    r = W.run(g, threads=2, device="auto")
+    np.testing.assert_array_equal(r.labels, W.run(g, threads=2).labels)
+    assert r.device == "cpu" and r.cpu_supersteps == len(r.supersteps)
+    assert all(st["handoff"].startswith(("loading (", "loaded, CPU goes on"))
+               for st in r.supersteps)
+    assert holder["ho"].load.ready() and isinstance(holder["ho"].load.error, Cancelled)
+
+
+def test_wcc_in_memory_hands_over_after_a_level(tmp_path, monkeypatch):
+    """The lists in RAM (the BFS levels of algos/bfs_ram.py): moved after its first level, the
+    labels handed over are the hub's first two rings under their least ID, the result exact."""
+    from graphene_py.algos import wcc as W
+    cs = pytest.importorskip("scipy.sparse.csgraph")
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    ref, a = _components(g)
+    part = _UnionFindPart(g)
+    monkeypatch.setattr(W, "_handoff", lambda *a_, **kw: (
+        Handoff(_loaded(part), state_bytes=1, force_at=1), "test"))
+    r = W.run(g, threads=2, device="auto", in_memory=True)
+    np.testing.assert_array_equal(r.labels, ref)
+    assert r.cpu_supersteps == 1 and r.supersteps[0]["phase"] == "bfs"
+    hub = int(np.argmax(np.bincount(g.edges("out")[0], minlength=g.num_vertices)))
+    hops = cs.shortest_path(a + a.T, unweighted=True, indices=hub)
+    want = hops <= 1
+    np.testing.assert_array_equal(part.got == int(np.flatnonzero(want)[0]), want)

@@ -138,11 +138,14 @@ LP_BOTH = Update(_always, _lp_both, combine="min", writes=(1, (2, "or")), reads=
 
 
 # ---------------------------------------------------------------------------------------------
-def _reached(em, n, root, dirs, steps, progress):
+def _reached(em, n, root, dirs, steps, progress, ho=None, box=None):
     """Phase 1 through the engine: a top-down BFS from root over every direction's lists, with
-    byte flags; returns the reached flags (bool[n], the visited row itself)."""
+    byte flags; returns the reached flags (bool[n], the visited row itself). box: gets the row
+    (a run that moves to the GPU in mid-level takes it from there)."""
     visited = np.zeros(n, dtype=np.uint8)
     visited[root] = 1
+    if box is not None:
+        box["visited"] = visited
     cur = np.zeros(n, dtype=np.uint8)
     cur[root] = 1
     level = 0
@@ -150,7 +153,7 @@ def _reached(em, n, root, dirs, steps, progress):
         nxt = np.zeros(n, dtype=np.uint8)
         track("BFS flags", visited, cur, nxt)
         for st in em.across((cur, visited, nxt), BFS_VISIT, dirs, mask=cur):
-            _note(steps, progress, st, "bfs", level)
+            _note(steps, progress, st, "bfs", level, ho)
         level += 1
         if not nxt.any():
             break
@@ -158,13 +161,14 @@ def _reached(em, n, root, dirs, steps, progress):
     return visited.view(np.bool_)
 
 
-def _bfs_levels(em, n, root, steps, progress, keep=0):
+def _bfs_levels(em, n, root, steps, progress, keep=0, ho=None, box=None):
     """Phase 1 on an undirected dataset: BFS's direction-optimizing levels without parents (in
     RAM GAPBS's loop, algos/bfs_ram.py; else the engine's, bfs.Levels: a pull reads the lists of
     the unvisited vertices where that is faster; keep: neighbour IDs of short lists kept in RAM
     from its first pull on, as BFS's). Returns (q, visited): the queue, n + a block per thread
     (and one for the kept lists' helper thread) of 4-byte IDs, which then holds the labels, and
-    the visited bitmap."""
+    the visited bitmap. box: gets both as they are made (a run that moves to the GPU after a
+    level takes them from there)."""
     from .bfs import Levels
     vdt = vertex_dtype(n)
     threads = em.threads
@@ -174,9 +178,11 @@ def _bfs_levels(em, n, root, steps, progress, keep=0):
     track("BFS bitmaps", visited, front)
     visited[root >> 6] |= np.uint64(1) << np.uint64(root & 63)
     q[0] = root
+    if box is not None:
+        box.update(q=q, visited=visited)
 
     def note(st):
-        _note(steps, progress, st, "bfs", st.get("level", 0))
+        _note(steps, progress, st, "bfs", st.get("level", 0), ho)
     none = np.empty(0, dtype=vdt)
     if bfs_ram.usable(em):
         bfs_ram.levels(em, root, none, q, visited, front, True, note, [],
@@ -208,12 +214,24 @@ def _labels_from_visited(label, visited, has_edges, active):
     return c
 
 
-def _note(steps, progress, st, phase, step):
+class _Move(Exception):
+    """Raised after a superstep's line when a `--device auto` run moves to the GPU there."""
+
+
+def _note(steps, progress, st, phase, step, ho=None):
+    """Records and reports a superstep; under a hand-off (gpu/handoff.py) marks it with where it
+    ran and why, and raises _Move after reporting it when the GPU takes the rest."""
     st = dict(st)
     st.update(phase=phase, step=step)
+    move = False
+    if ho is not None:
+        ho.mark(st)
+        move = ho.after(st, ho.cpu_steps, 0.0)
     steps.append(st)
     if progress is not None:
         progress(st)
+    if move:
+        raise _Move()
 
 
 GPU_STREAMS = True     # run_gpu can stream the lists once instead (gpu/streamed.py)
@@ -273,12 +291,56 @@ def _roots(label):
     return c
 
 
-def run(graph, *, device="cpu", in_memory=False, keep_edges=None, **runtime) -> WCCResult:
+HYBRID = True       # run(device="auto") starts on the CPU; the GPU may take over in mid-run
+HANDOFF = True      # ... once a thread of its own has loaded it (gpu/handoff.py WCCPart)
+
+
+def _handoff(graph, gpu_mem, gpu_tier, handoff_at):
+    """(Handoff or None, note) for device="auto": the GPU's part (the tier a GPU run would take,
+    set up: gpu/handoff.py WCCPart) is made on a thread of its own while the CPU runs."""
+    from .registry import gpu_may_be_available
+    why = gpu_may_be_available()     # (no CuPy here: it starts on the load's thread)
+    if why:
+        return None, f"no GPU ({why})"
+    from ..gpu.handoff import Handoff, wcc_part
+    from ..iterator.memory import memory_available
+    load = wcc_part(graph, gpu_mem, lambda: choose_gpu_tier(graph, gpu_mem, gpu_tier),
+                    memory_available())
+    return Handoff(load, state_bytes=4 * graph.num_vertices, force_at=handoff_at), \
+        "hybrid CPU/GPU: the GPU takes over once it is ready"
+
+
+def handoff_prep_seconds(graph, opts):
+    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off
+    (gpu/handoff.py WCCPart) in the tier a GPU run would take: resident, the dataset's load,
+    then nothing; streamed, nothing, then the tier's one pass (its read). None when no tier can
+    hold the run. Without asking the GPU (the plan)."""
+    from ..gpu import streamed as S
+    tier = str(opts.get("gpu_tier", "auto"))
+    costs = gpu_tier_costs(graph, opts)
+    if tier == "auto":
+        tier = min(costs, key=costs.get) if costs else "resident"
+    if tier == "resident":
+        dirs = 2 if graph.directed and graph.in_partitions is not None else 1
+        csr = (graph.num_edges * int(graph.id_width) + 8 * (graph.num_vertices + 1)) * dirs
+        from ..iterator.memory import memory_available
+        if not S.resident_loadable(graph) and memory_available() < 2 * csr:
+            return None     # its assembly on the host, beside the CPU's run
+        return csr / S.resident_load_bps(graph), 0.0
+    return (0.0, costs[tier]) if tier in costs else None
+
+
+def run(graph, *, device="cpu", in_memory=False, keep_edges=None, gpu_mem=None, gpu_tier="auto",
+        handoff_at=None, **runtime) -> WCCResult:
     """Components of an undirected dataset: a direction-optimizing BFS from the largest hub,
     then label propagation over the vertices it did not reach. keep_edges: RAM for short lists
     kept from the BFS's first bottom-up level on, in stored neighbour IDs (default 2 per vertex;
     0: none): its later levels and the propagation's supersteps take them from RAM (part of the
-    adjacency cache, not of the state: `--memory none` keeps none)."""
+    adjacency cache, not of the state: `--memory none` keeps none).
+    device="auto" (dispatch's "hybrid"): the CPU runs while a thread loads the dataset into GPU
+    memory; after each superstep, once it is there, the GPU takes the rest from the labels so
+    far when its estimate is below the CPU's last superstep (gpu/handoff.py). handoff_at: move
+    after that superstep, waiting there for the load (tests)."""
     from .bfs import keep_budget
     keep = keep_budget(graph.num_vertices, in_memory, keep_edges)
     runtime = dict(runtime)
@@ -291,12 +353,20 @@ def run(graph, *, device="cpu", in_memory=False, keep_edges=None, **runtime) -> 
         label = np.arange(n, dtype=vertex_dtype(n))
         return WCCResult(labels=label, n_components=n, bfs_reached=min(n, 1), supersteps=steps,
                          seconds=time.perf_counter() - t0)
+    ho, note = _handoff(graph, gpu_mem, gpu_tier, handoff_at) if device == "auto" else (None, "")
     symmetric = not graph.directed
     # an undirected dataset's in-edge partitions hold the same edges as its out-edge ones
     has_in = graph.in_partitions is not None and not symmetric
     dirs = ["out", "in"] if has_in else ["out"]
-    # an undirected dataset pulls over its out-lists (its BFS levels go bottom-up)
-    em = EdgeMap(graph, pull=has_in or symmetric, in_memory=in_memory, **runtime)
+    box, phase, moved = {}, "bfs", False
+    label = n_reached = None
+    try:
+        # an undirected dataset pulls over its out-lists (its BFS levels go bottom-up)
+        em = EdgeMap(graph, pull=has_in or symmetric, in_memory=in_memory, **runtime)
+    except BaseException:
+        if ho is not None:
+            ho.finish()
+        raise
     try:
         # degrees from the offsets the iterators hold (no copy of them on a 1x1 grid)
         dout, diff_out = em.degree_view("out")
@@ -305,47 +375,79 @@ def run(graph, *, device="cpu", in_memory=False, keep_edges=None, **runtime) -> 
         root = int(_hub_and_flags(dout, diff_out, din, diff_in, has_in, has_edges))
         del dout, din      # all the rest needs: 1 byte per vertex
         em.deg.clear()
+        if not symmetric:
+            # 4-byte labels while IDs fit (as GAPBS)
+            label = track("labels", np.arange(n, dtype=vertex_dtype(n)))
         # 1. BFS from the max-degree vertex
         if symmetric:
             # direction-optimizing, no parents; the queue becomes the labels (a cluster too:
             # the levels' state goes through the engine contract as BFS's does)
-            q, visited = _bfs_levels(em, n, root, steps, progress, keep)
+            _bfs_levels(em, n, root, steps, progress, keep, ho, box)
             em.deg.clear()
-            label = q[:n]
-            active = np.empty(n, dtype=np.uint8)
-            n_reached = int(_labels_from_visited(label, visited, has_edges, active))
-            del visited
         else:
-            # 4-byte labels while IDs fit (as GAPBS)
-            label = track("labels", np.arange(n, dtype=vertex_dtype(n)))
-            reached = _reached(em, n, root, dirs, steps, progress)
-            label[reached] = int(np.argmax(reached))     # the smallest reached ID
-            n_reached = int(reached.sum())
-            active = (~reached & has_edges).view(np.uint8)
+            _reached(em, n, root, dirs, steps, progress, ho, box)
+        label, n_reached, active = _labels_after_bfs(box, label, has_edges, symmetric)
         # 2. label propagation for the rest
+        phase = "lp"
         step = 0
         if symmetric or has_in:
             while active.any():
                 changed = np.zeros(n, dtype=np.uint8)
                 track("propagation flags", active, changed)
                 for st in em.across((active, label, changed), LP_PUSH, dirs, mask=active):
-                    _note(steps, progress, st, "lp", step)
+                    _note(steps, progress, st, "lp", step, ho)
                 active = changed
                 step += 1
-        elif not reached.all():
+        elif n_reached < n:
             ones = np.ones(n, dtype=np.uint8)
             while True:
                 changed = np.zeros(n, dtype=np.uint8)
                 st = em.dense((ones, label, changed), LP_BOTH)
-                _note(steps, progress, st, "lp", step)
+                _note(steps, progress, st, "lp", step, ho)
                 step += 1
                 if not changed.any():
                     break
+    except _Move:
+        moved = True
+        if phase == "bfs":        # the vertices reached so far are one tree under the least
+            label, n_reached, _ = _labels_after_bfs(box, label, has_edges, symmetric)
     finally:
         em.close()
-    n_comp = _roots(label)
+        if ho is not None:
+            ho.finish()
+    extra = {"device_note": note} if device == "auto" else {}
+    n_comp = None
+    if moved:
+        from ..gpu.resident import gpu_steps
+        gst: dict = {}
+        label = np.asarray(ho.load.value.run(label, gst)).astype(vertex_dtype(n), copy=False)
+        gsteps = gpu_steps(gst, progress)
+        steps.extend(gsteps)
+        n_comp = gst.get("n_components")
+        extra.update(ho.summary(len(gsteps)), device="cpu+gpu")
+    elif ho is not None:
+        extra.update(ho.summary(0), device="cpu")
+    if n_comp is None:
+        n_comp = _roots(label)
     return WCCResult(labels=label, n_components=n_comp, bfs_reached=n_reached, supersteps=steps,
-                     seconds=time.perf_counter() - t0)
+                     seconds=time.perf_counter() - t0, **extra)
+
+
+def _labels_after_bfs(box, label, has_edges, symmetric):
+    """(labels, vertices reached, propagation's first frontier) from the BFS's state in box (all
+    of it, or as far as it went): every reached vertex gets the least reached ID, the rest their
+    own."""
+    n = has_edges.shape[0]
+    if symmetric:
+        label = box["q"][:n]
+        active = np.empty(n, dtype=np.uint8)
+        n_reached = int(_labels_from_visited(label, box["visited"], has_edges, active))
+        box.pop("q", None)
+        box.pop("visited", None)
+        return label, n_reached, active
+    reached = box["visited"].view(np.bool_)
+    label[reached] = int(np.argmax(reached))     # the smallest reached ID
+    return label, int(reached.sum()), (~reached & has_edges).view(np.uint8)
 
 
 def verify(graph, result, **_ignored) -> list:

@@ -539,7 +539,7 @@ def pagerank(dg, alpha: float = config.PR_ALPHA, tol: float = config.PR_TOLERANC
 # ------------------------------------------------------------------------------------------------
 @_oom_to_error
 def wcc(dg, verify: bool = False, method: str = "afforest", stats: Optional[dict] = None,
-        sample_rounds: int = 2, samples: int = 1024):
+        sample_rounds: int = 2, samples: int = 1024, init=None):
     """labels int64: the minimum vertex ID of each weakly connected component.
 
     method="afforest" (default; Sutton et al., IPDPS'18, as GAPBS's cc.cc): unite every vertex with
@@ -552,13 +552,16 @@ def wcc(dg, verify: bool = False, method: str = "afforest", stats: Optional[dict
     read the labels off the forest without writing it. verify=True adds a check pass over every
     edge that would also repair an inconsistency by Shiloach-Vishkin rounds (hook by atomicMin +
     pointer jumping) until stable. stats: n_components, repair_rounds, giant, method.
+    init: a forest to start from instead of every vertex alone (a CPU run's labels handed over
+    in mid-run, gpu/handoff.py): each label an ID of the vertex's component, no larger than it.
     """
     if method not in ("afforest", "full"):
         raise ValueError(f"method must be 'afforest' or 'full', got {method!r}")
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
-    comp = cp.arange(n, dtype=cp.int32)
+    comp = cp.arange(n, dtype=cp.int32) if init is None else \
+        cp.asarray(np.ascontiguousarray(init, dtype=np.int32))
     lab = comp
     repairs = 0
     giant = -1

@@ -1,4 +1,4 @@
-"""`--device auto` per superstep for an algorithm whose state is one vector (PageRank): the CPU path
+"""`--device auto` per superstep for an algorithm whose state is one vector (PageRank, WCC): the CPU path
 runs supersteps while a thread of its own loads the dataset into GPU memory, and after each
 superstep the run asks whether to go on there. Pure Python until the load starts; no CuPy import
 in this module.
@@ -91,13 +91,17 @@ class Handoff:
               (rate = this change / the last one)
         cpu = due * this superstep's measured seconds
         gpu = the state's move (state_bytes over PCIe) + load.value.cost(due)
-    Every CPU superstep's stats get device "cpu" and `handoff`: why it stayed or moves."""
+    Every CPU superstep's stats get device "cpu" and `handoff`: why it stayed or moves.
+    Without max_iter (WCC: how many supersteps are left is not known) one superstep is due: the
+    run moves once the GPU's estimate for all the rest is below the CPU's last superstep."""
 
-    def __init__(self, load: BackgroundLoad, *, state_bytes: int, max_iter: int, tol: float,
+    def __init__(self, load: BackgroundLoad, *, state_bytes: int, max_iter=None, tol: float = 0.0,
                  force_at=None, pcie: float = PCIE_BYTES_PER_S):
         self.load = load
         self.state_bytes = int(state_bytes)
-        self.max_iter, self.tol = int(max_iter), float(tol)
+        # max_iter None: a run of unknown length (WCC): one superstep is counted due
+        self.max_iter = None if max_iter is None else int(max_iter)
+        self.tol = float(tol)
         self.force_at = force_at
         self.pcie = float(pcie)
         self.moved_after = None          # the CPU superstep after which the run moved
@@ -105,7 +109,10 @@ class Handoff:
         self._last_err = None
 
     def due(self, k: int, err: float) -> int:
-        """Supersteps still due after superstep k with L1 change err (at least 1)."""
+        """Supersteps still due after superstep k with L1 change err (at least 1; 1 for a run
+        of unknown length)."""
+        if self.max_iter is None:
+            return 1
         left = self.max_iter - k
         last, self._last_err = self._last_err, err
         if self.tol > 0 and last and 0 < err < last and err > self.tol:
@@ -219,4 +226,55 @@ def pagerank_part(graph, gpu_mem, tier_of, alpha, host_free=0) -> BackgroundLoad
         _module.module()
         check()
         return PageRankPart(graph, gpu_mem, tier_of(), alpha, check, host_free)
+    return BackgroundLoad(load)
+
+
+class WCCPart:
+    """The GPU's part of a WCC handed over in mid-run, made on the load's thread. Resident: the
+    dataset loaded (DeviceGraph), then Afforest from the CPU's labels; streamed (stream-host,
+    stream-ssd): one union-find pass over the out-lists from them, its reads after the move.
+    The CPU's labels at any superstep boundary are a forest of its components (every label is
+    an ID of the vertex's component, no larger than the vertex; a label's own label is no
+    larger): linking every edge on top of it gives each component's smallest ID."""
+
+    def __init__(self, graph, gpu_mem, tier, check, host_free=0):
+        from .resident import device_graph
+        self.graph, self.gpu_mem, self.tier = graph, gpu_mem, tier
+        self.host_free = int(host_free)
+        self.stream_bytes = graph.num_edges * int(graph.id_width)     # the out-lists
+        self.dg = device_graph(graph, gpu_mem, check=check) if tier == "resident" else None
+
+    def cost(self, due: int) -> float:
+        """Estimated seconds of everything left (`due` is not used: the GPU ends the run), the
+        setup done: at most one pass over the lists (resident: at the GPU's rate; streamed: the
+        tier model's one pass, its read included)."""
+        if self.dg is not None:
+            return self.stream_bytes / GPU_PASS_BYTES_PER_S
+        from . import streamed as S
+        costs = S.tier_costs(self.graph, self.gpu_mem, self.stream_bytes, self.host_free,
+                             passes=1.0, resident_ok=False)
+        return costs.get(self.tier, costs["stream-ssd"])
+
+    def run(self, labels, stats):
+        """The components' labels (int64 or the IDs' width) from the CPU's `labels`."""
+        if self.dg is not None:
+            from . import algorithms as A
+            out = A.wcc(self.dg, stats=stats, init=labels)
+            stats["tier"] = "resident" if self.dg.tier() == "gpu" else self.dg.tier()
+            return out
+        from . import streamed
+        return streamed.wcc(self.graph, source=self.tier[len("stream-"):], stats=stats,
+                            init=labels)
+
+
+def wcc_part(graph, gpu_mem, tier_of, host_free=0) -> BackgroundLoad:
+    """A BackgroundLoad of WCC's GPU part: CuPy's start, then `tier_of()`'s setup (WCCPart);
+    cancelled between the stages."""
+    def load(check):
+        from . import _module
+        check()
+        _module.cupy()
+        _module.module()
+        check()
+        return WCCPart(graph, gpu_mem, tier_of(), check, host_free)
     return BackgroundLoad(load)

@@ -354,9 +354,10 @@ def spmv(graph, x, source="ssd", chunk_bytes=None, stats=None, direct=True):
     return cp.asnumpy(y)
 
 
-def wcc(graph, source="ssd", chunk_bytes=None, stats=None, direct=True):
+def wcc(graph, source="ssd", chunk_bytes=None, stats=None, direct=True, init=None):
     """Component labels (the smallest vertex ID of each component; edges taken undirected) by
-    union-find over the out-lists streamed once from `source`, then compressed."""
+    union-find over the out-lists streamed once from `source`, then compressed. init: a forest
+    to start from (a CPU run's labels handed over, gpu/handoff.py WCCPart)."""
     cp = _module.cupy()
     t0 = time.perf_counter()
     n = graph.num_vertices
@@ -364,7 +365,9 @@ def wcc(graph, source="ssd", chunk_bytes=None, stats=None, direct=True):
     setup = time.perf_counter() - t0
     _module.settle()
     narrow = lists.w == 4                 # labels as wide as the IDs
-    comp = cp.arange(n, dtype=cp.uint32 if narrow else cp.uint64)
+    dt = np.uint32 if narrow else np.uint64
+    comp = cp.arange(n, dtype=dt) if init is None else \
+        cp.asarray(np.ascontiguousarray(init, dtype=dt))
     bad = cp.zeros(1, dtype=cp.int32)
     link = _function("wcc_link32" if narrow else "wcc_link64")
     moved = lists.each(lambda c, dbuf, first, s: lists.launch_rows(link, c, dbuf, first, s, comp,
