@@ -858,3 +858,76 @@ def test_pagerank_auto_hands_over_through_dispatch(tmp_path, monkeypatch):
     assert np.abs(r.scores - ref.scores).sum() < 1e-8
     assert "gpu: moves here: forced after superstep 2" in lines[1]
     assert "[gpu-" in lines[-1] and len(lines) == len(r.supersteps)
+
+
+# -- WCC handed over to the GPU in mid-run (--device auto, gpu/handoff.py WCCPart) ----------------
+@pytest.mark.parametrize("tier", ["resident", "stream-ssd", "stream-host"])
+@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
+@pytest.mark.parametrize("gname", ["powerlaw", "isolated_ends", "disconnected", "star"])
+def test_wcc_handed_over_equals_the_cpu_run(tmp_path, gname, layout, tier):
+    """The CPU runs k supersteps (forced hand-off points: BFS levels, then propagation), the
+    GPU's part in each tier links every edge on top of its labels: the labels equal the CPU
+    run's exactly and the supersteps say where they ran."""
+    from graphene_py.algos import wcc as W
+    g = _hybrid_dataset(tmp_path, gname, layout)
+    ref = W.run(g, threads=2)
+    assert W.verify(g, ref) == []
+    total = len(ref.supersteps)
+    for k in sorted({1, 2, max(1, total - 1)}):
+        r = W.run(g, threads=2, device="auto", handoff_at=k, gpu_tier=tier)
+        np.testing.assert_array_equal(r.labels, ref.labels, err_msg=f"k={k}")
+        assert r.labels.dtype == ref.labels.dtype and r.n_components == ref.n_components
+        devs = [st["device"] for st in r.supersteps]
+        assert devs[:k] == ["cpu"] * k and devs[k:] and set(devs[k:]) == {"gpu"}, devs
+        assert r.cpu_supersteps == k and r.device == "cpu+gpu" and r.device_moves == 1
+        assert r.supersteps[k - 1]["handoff"] == f"moves here: forced after superstep {k}"
+        want = "gpu-resident" if tier == "resident" else f"gpu-{tier}"
+        assert all(st["mode"] == want for st in r.supersteps[k:]), r.supersteps[k:]
+
+
+@pytest.mark.parametrize("layout", ["sym", "directed_in"])
+def test_gpu_wcc_from_a_forest(tmp_path, layout):
+    """gpu wcc (Afforest and full union-find, resident) and the streamed union-find started
+    from a forest of the components (each vertex under a random smaller ID of its component, or
+    alone): the same labels as from every vertex alone. The labels follow init: a forest that
+    joins two components is not repaired (so the hand-off's must be right)."""
+    from graphene_py.algos import wcc as W
+    from graphene_py.gpu import DeviceGraph, algorithms as A, streamed
+    g = _hybrid_dataset(tmp_path, "disconnected", layout)
+    ref = W.run(g, threads=2).labels.astype(np.int64)
+    n = g.num_vertices
+    rng = np.random.default_rng(5)
+    init = np.arange(n, dtype=np.int64)
+    for v in range(n):              # a random smaller vertex of v's component, or v itself
+        same = np.flatnonzero(ref[:v] == ref[v])
+        if len(same) and rng.random() < 0.7:
+            init[v] = rng.choice(same)
+    dg = DeviceGraph.from_graph(g)
+    np.testing.assert_array_equal(A.wcc(dg, init=init), ref)
+    np.testing.assert_array_equal(A.wcc(dg, init=init, method="full"), ref)
+    for src in ("ssd", "host"):
+        np.testing.assert_array_equal(streamed.wcc(g, source=src, init=init).astype(np.int64), ref)
+    # a forest across two components: the labels follow it (so the hand-off's must be right)
+    a, b = int(ref[0]), int(np.max(ref))
+    if a != b:
+        bad = init.copy()
+        bad[b] = a
+        assert A.wcc(dg, init=bad)[b] == a
+
+
+def test_wcc_auto_hands_over_through_dispatch(tmp_path, monkeypatch):
+    """`--device auto` through registry.dispatch with the plan made to pick the hand-off: the
+    lines say where it moved; the labels equal the CPU's."""
+    from graphene_py.algos import registry
+    from graphene_py.algos.common import superstep_line
+    from graphene_py.gpu import policy
+    g = _hybrid_dataset(tmp_path, "powerlaw", "sym")
+    monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "test: hand off"))
+    lines = []
+    r = registry.dispatch("wcc", g, device="auto", threads=2, handoff_at=1, gpu_mem="1G",
+                          progress=lambda st: lines.append(superstep_line(len(lines), st)))
+    ref = registry.dispatch("wcc", g, threads=2)
+    assert r.device_reason == "test: hand off" and r.device == "cpu+gpu"
+    np.testing.assert_array_equal(r.labels, ref.labels)
+    assert "gpu: moves here: forced after superstep 1" in lines[0]
+    assert "[gpu-" in lines[-1] and len(lines) == len(r.supersteps)

@@ -452,3 +452,70 @@ def test_wcc_in_memory_hands_over_after_a_level(tmp_path, monkeypatch):
     hops = cs.shortest_path(a + a.T, unweighted=True, indices=hub)
     want = hops <= 1
     np.testing.assert_array_equal(part.got == int(np.flatnonzero(want)[0]), want)
+
+
+def test_cpu_estimate_gains_from_threads_by_algorithm(monkeypatch):
+    """The frontier-driven algorithms gain little from more cores (fitted on the H200 machine's
+    16): BFS's and WCC's compute at 16 threads stays near 2 threads' 1.3 GB/s, PageRank's grows
+    as threads^0.75; k-core and MS-BFS between. So on a 16-core machine with a 2.15 GB/s disk,
+    WCC on a scale-24 shape (2.08 GB of lists) is planned for the GPU (streamed: est. 2.64 s
+    against ~3.9 s on the CPU; measured 2.2-2.3 s against 3.2-3.7 s own) and stays on the CPU
+    on kron22's shape; on 2 cores every algorithm keeps 1.3 GB/s."""
+    from graphene_py.algos import registry
+    from graphene_py.iterator import memory
+    from graphene_py.gpu import _module
+    r16 = {a: policy.cpu_pass_rates(16, exponent=policy.threads_exponent(a), disk_bps=20e9,
+                                    fits=True)[1] for a in ("bfs", "wcc", "pagerank", "kcore")}
+    assert r16["bfs"] < r16["wcc"] < r16["kcore"] < r16["pagerank"]
+    assert r16["bfs"] == pytest.approx(1.3e9 * 8 ** 0.05)
+    assert r16["pagerank"] == pytest.approx(1.3e9 * 8 ** 0.75)
+    assert policy.threads_exponent("sssp") == policy.CPU_THREADS_EXPONENT
+    assert {policy.cpu_pass_rates(2, exponent=policy.threads_exponent(a))[0]
+            for a in ("bfs", "wcc", "pagerank")} == {1.3e9}
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    monkeypatch.setattr(memory, "memory_available", lambda: 100 << 30)
+    monkeypatch.setattr(_module, "_modules", {})
+    monkeypatch.setattr(registry, "cpu_rates", lambda g, o, name=None: policy.cpu_pass_rates(
+        16, 2.15e9, fits=True, exponent=policy.threads_exponent((name or "").split("-")[0])))
+    s24, kron22 = G.standin(2_083_000_000 // 4), G.standin(128_311_450)
+    where, why = registry._choose("wcc", "auto", s24, {"threads": 16})
+    assert where == "gpu" and "stream-ssd" in why, why
+    assert registry._choose("wcc", "auto", kron22, {"threads": 16})[0] == "cpu"
+    # PageRank's plan is what it was (its exponent is the default)
+    assert registry._choose("pagerank", "auto", kron22, {"threads": 16})[0] == "cpu"
+    # MS-BFS's slower CPU is matched by its GPU kernels' own rate (~1.3 GB/s measured): the
+    # CPU (measured 3.9 s own against 5.4-6.1 s on the GPU, its load apart)
+    where, why = registry._choose("msbfs", "auto", s24, {"threads": 16})
+    assert where == "cpu" and "est. cpu 3.94 s vs gpu 8.25 s" in why, why
+    assert policy.gpu_pass_rate("bfs") == policy.GPU_PASS_BYTES_PER_S
+
+
+def test_wcc_plan_of_the_hand_off(monkeypatch):
+    """WCC's GPU part set up in each tier, for the plan (no GPU asked): resident, the dataset's
+    load (straight from the files at 1.4 GB/s); streamed, nothing before the move and its one
+    pass after it; a dataset whose CSR would be assembled on the host beside the run, without
+    room for it: none. Where the rule says the hand-off pays, dispatch runs it."""
+    from graphene_py.algos import registry, wcc as W
+    from graphene_py.gpu import streamed as S
+    from graphene_py.iterator import memory
+    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+    g = G.standin(1 << 27)
+    lists = (1 << 27) * 4
+    assert W.handoff_prep_seconds(g, {"gpu_tier": "resident"}) == (
+        pytest.approx((lists + 8 * (g.num_vertices + 1)) / 1.4e9), 0.0)
+    costs = S.tier_costs(g, None, lists, 64 << 30, 1.0, probe=False)
+    assert W.handoff_prep_seconds(g, {"gpu_tier": "stream-ssd"}) == (0.0, costs["stream-ssd"])
+    best = min(costs, key=costs.get)
+    assert W.handoff_prep_seconds(g, {}) == (
+        W.handoff_prep_seconds(g, {"gpu_tier": best}) if best != "resident" else
+        W.handoff_prep_seconds(g, {"gpu_tier": "resident"}))
+    weighted = G.standin(1 << 27)
+    weighted.weighted = True
+    monkeypatch.setattr(memory, "memory_available", lambda: 600 << 20)
+    assert W.handoff_prep_seconds(weighted, {"gpu_tier": "resident"}) is None
+    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "est. both"))
+    assert registry._choose("wcc", "auto", g, {}) == ("hybrid", "est. both")

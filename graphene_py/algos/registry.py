@@ -167,7 +167,7 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     why = gpu_may_be_available()
     if why:
         return "cpu", f"--device auto: no GPU ({why})"
-    from ..gpu.policy import GPU_START_S, GPU_STARTED_S, plan_run
+    from ..gpu.policy import GPU_START_S, GPU_STARTED_S, gpu_pass_rate, plan_run
     from ..gpu.resident import is_resident
     opts = {**entry(name).fixed, **(opts or {})}
     gbytes = int(graph.num_edges) * int(graph.id_width) * (
@@ -181,12 +181,13 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
         forced = str(opts.get("gpu_tier", "auto"))
         if tiers and forced != "auto":            # --gpu-tier given: that tier's estimate
             tiers = {forced: tiers[forced]} if forced in tiers else None
-    cpu_bps, later_bps = cpu_rates(graph, opts)
+    cpu_bps, later_bps = cpu_rates(graph, opts, name)
     start = GPU_STARTED_S if _gpu_started() else GPU_START_S    # (an earlier run paid it)
     from ..gpu.streamed import resident_load_bps
     dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers,
                                          cpu_bps=cpu_bps, later_bps=later_bps, start_s=start,
-                                         load_bps=resident_load_bps(graph))
+                                         load_bps=resident_load_bps(graph),
+                                         gpu_bps=gpu_pass_rate(name.split("-")[0]))
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
         # (gpu/handoff.py); a tier that cannot hold the run has no setup time
@@ -215,13 +216,14 @@ def _gpu_started() -> bool:
     return _module.started()
 
 
-def cpu_rates(graph, opts):
+def cpu_rates(graph, opts, name=None):
     """(first pass, later passes) bytes/s of the CPU path on `graph` for --device auto's plan
-    (gpu/policy.py cpu_pass_rates): its compute threads (`threads`, default every core), the
-    stored profiles of its disks (io/calibrate.py; none: the fixed default), whether its lists
-    fit the memory available (later passes read them from memory)."""
+    (gpu/policy.py cpu_pass_rates): its compute threads (`threads`, default every core; how
+    algorithm `name` gains from them: policy.threads_exponent), the stored profiles of its
+    disks (io/calibrate.py; none: the fixed default), whether its lists fit the memory
+    available (later passes read them from memory)."""
     from .. import config
-    from ..gpu.policy import cpu_pass_rates
+    from ..gpu.policy import cpu_pass_rates, threads_exponent
     from ..iterator.memory import memory_available
     threads = int((opts or {}).get("threads") or config.default_threads())
     disk = None
@@ -235,7 +237,9 @@ def cpu_rates(graph, opts):
         disk = None              # (a stand-in graph, an unreadable store: the default)
     dirs = 2 if graph.directed and graph.in_partitions is not None else 1
     lists = int(graph.num_edges) * int(graph.id_width) * dirs
-    return cpu_pass_rates(threads, disk, fits=lists <= memory_available() // 2)
+    base = (name or "").split("-")[0]         # kcore, pagerank-pull: their family's
+    return cpu_pass_rates(threads, disk, fits=lists <= memory_available() // 2,
+                          exponent=threads_exponent(base))
 
 
 def gpu_may_be_available() -> str:

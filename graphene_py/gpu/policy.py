@@ -145,6 +145,15 @@ GPU_STARTED_S = 0.05           # ... once an earlier run of the process paid tha
 GPU_LOAD_BYTES_PER_S = 0.3e9   # the CSR assembled on the host and copied (where gpu/streamed.py
 #: load_resident cannot read the lists straight in: weighted or format-1 datasets, a tiered GPU)
 GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
+#: ... where an algorithm's kernels are much slower than that: MS-BFS's 32 sources at Kronecker
+#: scale 24 took 5.4-6.1 s own on the H200 (the load apart), 3.5 passes of 2.08 GB at ~1.3 GB/s
+#: (benchmarks/auto_device_kron24_h200.jsonl; BFS there ran at ~20 GB/s, 17-core at ~9)
+GPU_PASS_BYTES = {"msbfs": 1.3e9, "apsp": 1.3e9}
+
+
+def gpu_pass_rate(name) -> float:
+    """GPU_PASS_BYTES for algorithm `name` (the default: GPU_PASS_BYTES_PER_S)."""
+    return GPU_PASS_BYTES.get(name, GPU_PASS_BYTES_PER_S)
 
 
 #: The CPU path's compute over lists in memory grows with its threads about as threads^0.75 from
@@ -154,13 +163,28 @@ GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
 CPU_THREADS_EXPONENT = 0.75
 
 
-def cpu_pass_rates(threads: int, disk_bps=None, fits: bool = False):
+#: ... but not for every algorithm: the frontier-driven ones wait on their levels' reads and
+#: barriers more than they gather. Fitted to the CPU runs' own time on the H200 machine's 16
+#: cores at Kronecker scales 22 and 24 (benchmarks/auto_device_kron2{2,4}_h200*.jsonl: each run's
+#: own seconds against RUN_PASSES passes, the first at its disk's 2.15 GB/s): BFS 0.03-0.12,
+#: WCC 0.08-0.16, MS-BFS 0.17, 17-core membership 0.43, delta PageRank 0.48-0.71, pull
+#: PageRank-10 0.76. The estimates for BFS and WCC were 2.2-2.4x too short before.
+CPU_THREADS_EXPONENTS = {"bfs": 0.05, "wcc": 0.1, "msbfs": 0.17, "apsp": 0.17, "kcore": 0.43}
+
+
+def threads_exponent(name) -> float:
+    """CPU_THREADS_EXPONENTS for algorithm `name` (the default: CPU_THREADS_EXPONENT)."""
+    return CPU_THREADS_EXPONENTS.get(name, CPU_THREADS_EXPONENT)
+
+
+def cpu_pass_rates(threads: int, disk_bps=None, fits: bool = False,
+                   exponent: float = CPU_THREADS_EXPONENT):
     """(first pass, later passes) bytes/s of one dense pass of the CPU path: its compute
-    (CPU_BYTES_PER_S at 2 threads, x (threads/2)^CPU_THREADS_EXPONENT), no faster than its disks
-    (disk_bps: the datasets' stored profiles, summed; None: CPU_BYTES_PER_S, the fixed default);
-    later passes at the compute's rate when the lists fit in memory (page cache, read-through
-    cache), else the first pass's."""
-    compute = CPU_BYTES_PER_S * (max(int(threads), 2) / 2) ** CPU_THREADS_EXPONENT
+    (CPU_BYTES_PER_S at 2 threads, x (threads/2)^exponent: threads_exponent(algorithm)), no
+    faster than its disks (disk_bps: the datasets' stored profiles, summed; None:
+    CPU_BYTES_PER_S, the fixed default); later passes at the compute's rate when the lists fit
+    in memory (page cache, read-through cache), else the first pass's."""
+    compute = CPU_BYTES_PER_S * (max(int(threads), 2) / 2) ** exponent
     first = min(compute, CPU_BYTES_PER_S if disk_bps is None else float(disk_bps))
     return first, (compute if fits and disk_bps is not None else first)
 
