@@ -519,3 +519,25 @@ def test_wcc_plan_of_the_hand_off(monkeypatch):
     monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
     monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "est. both"))
     assert registry._choose("wcc", "auto", g, {}) == ("hybrid", "est. both")
+
+
+def test_background_load_hands_the_gil_on_often_while_it_runs():
+    """While a load runs the switch interval is LOAD_SWITCH_S (the CPU path's threads get the
+    GIL back quickly); once it ends, value or error, the interval is the one before."""
+    import sys
+    from graphene_py.gpu.handoff import LOAD_SWITCH_S
+    before = sys.getswitchinterval()
+    assert before > LOAD_SWITCH_S
+    seen, release = [], threading.Event()
+
+    def load(check):
+        seen.append(sys.getswitchinterval())
+        release.wait(10)
+        raise RuntimeError("no GPU")
+    bl = BackgroundLoad(load)
+    while not seen:
+        time.sleep(0.001)
+    assert seen[0] == pytest.approx(LOAD_SWITCH_S) and not bl.ready()
+    release.set()
+    assert bl.wait(10) and isinstance(bl.error, RuntimeError)
+    assert sys.getswitchinterval() == pytest.approx(before)

@@ -24,6 +24,7 @@ for the load (tests: every hand-off point gives the same result).
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 
@@ -34,18 +35,33 @@ class Cancelled(Exception):
     """Raised inside a background load that the run no longer needs."""
 
 
+#: The interpreter's switch interval while a background load runs (Python's default: 5 ms). The
+#: load is mostly Python (CuPy's import, its kernels' set-up) and holds the GIL; the CPU path's
+#: threads take the GIL for every request and chunk they hand on, and each waited up to the whole
+#: interval: WCC on Kronecker scale 21 (2 compute threads, the 2-vCPU machine) took 1.53-1.77 s
+#: beside a busy Python thread against 0.21-0.25 s alone; 0.54 s at 0.5 ms, 0.33-0.39 s at
+#: 0.1 ms (tools/probe_gil_load.py). On the H200 machine a forced WCC hand-off at scale 22 took
+#: 2.95-3.27 s own against the CPU's 0.89-1.03 s alone, at the default interval.
+LOAD_SWITCH_S = 1e-4
+
+
 class BackgroundLoad:
     """Runs `load(check)` on a thread of its own, started at once. `check()` raises Cancelled once
     `cancel()` was called: the load calls it between its stages (a stage already running is
-    finished first). `ready()`: it ended (value or error); `value`, `error`, `seconds`."""
+    finished first). `ready()`: it ended (value or error); `value`, `error`, `seconds`. While it
+    runs the interpreter hands the GIL on every LOAD_SWITCH_S (restored when it ends)."""
 
-    def __init__(self, load, what: str = "the dataset"):
+    def __init__(self, load, what: str = "the dataset", switch_s: float = LOAD_SWITCH_S):
         self.what = what
         self.value = None
         self.error = None
         self.seconds = None
         self._cancel = threading.Event()
         self._done = threading.Event()
+        self._switch = None
+        if switch_s and switch_s < sys.getswitchinterval():
+            self._switch = sys.getswitchinterval()
+            sys.setswitchinterval(switch_s)
         self._t0 = time.perf_counter()
         self._thread = threading.Thread(target=self._run, args=(load,), name="gpu-load",
                                         daemon=True)
@@ -62,6 +78,8 @@ class BackgroundLoad:
             self.error = e
         finally:
             self.seconds = time.perf_counter() - self._t0
+            if self._switch is not None:
+                sys.setswitchinterval(self._switch)
             self._done.set()
 
     def elapsed(self) -> float:
