@@ -183,10 +183,11 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
             tiers = {forced: tiers[forced]} if forced in tiers else None
     cpu_bps, later_bps = cpu_rates(graph, opts, name)
     start = GPU_STARTED_S if _gpu_started() else GPU_START_S    # (an earlier run paid it)
-    from ..gpu.streamed import resident_load_bps
+    from ..gpu.streamed import resident_load_bps, resident_setup_seconds
     dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers,
                                          cpu_bps=cpu_bps, later_bps=later_bps, start_s=start,
                                          load_bps=resident_load_bps(graph),
+                                         load_setup_s=resident_setup_seconds(graph),
                                          gpu_bps=gpu_pass_rate(name.split("-")[0]))
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile

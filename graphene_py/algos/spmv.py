@@ -108,12 +108,13 @@ GPU_RESIDENT = False   # ... and never uses a dataset left in GPU memory
 
 def gpu_tier_costs(graph, opts) -> dict:
     """Estimated seconds of the streamed tiers (one pass), for `--device auto`'s plan."""
-    from ..gpu.streamed import tier_costs
+    from ..gpu.streamed import stream_setup_seconds, tier_costs
     from ..iterator.memory import memory_available
     if graph.weighted:
         return {}
     return tier_costs(graph, opts.get("gpu_mem"), graph.num_edges * int(graph.id_width),
-                      memory_available(), 1.0, resident_ok=False, probe=False)
+                      memory_available(), 1.0, resident_ok=False, probe=False,
+                      setup_s=stream_setup_seconds(graph, "spmv"))
 
 
 def run_gpu(graph, *, x="ones", gpu_mem=None, gpu_tier="auto", progress=None,

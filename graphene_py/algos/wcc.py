@@ -243,18 +243,20 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto"):
     estimated time, the dataset's load counted (gpu/streamed.auto_tier)."""
     if tier != "auto":
         return tier
-    from ..gpu.streamed import auto_tier
+    from ..gpu.streamed import auto_tier, stream_setup_seconds
     from ..iterator.memory import memory_available
-    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width), memory_available())
+    return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width), memory_available(),
+                     setup_s=stream_setup_seconds(graph, "wcc"))
 
 
 def gpu_tier_costs(graph, opts) -> dict:
     """Estimated seconds of each GPU tier (one union-find pass streamed, or the dataset loaded
     for Afforest), without asking the GPU: `--device auto`'s plan (algos/registry.py)."""
-    from ..gpu.streamed import tier_costs
+    from ..gpu.streamed import stream_setup_seconds, tier_costs
     from ..iterator.memory import memory_available
     return tier_costs(graph, opts.get("gpu_mem"), graph.num_edges * int(graph.id_width),
-                      memory_available(), 1.0, probe=False)
+                      memory_available(), 1.0, probe=False,
+                      setup_s=stream_setup_seconds(graph, "wcc"))
 
 
 def run_gpu(graph, *, gpu_mem=None, gpu_tier="auto", progress=None, **_ignored) -> WCCResult:
@@ -326,7 +328,7 @@ def handoff_prep_seconds(graph, opts):
         from ..iterator.memory import memory_available
         if not S.resident_loadable(graph) and memory_available() < 2 * csr:
             return None     # its assembly on the host, beside the CPU's run
-        return csr / S.resident_load_bps(graph), 0.0
+        return S.resident_setup_seconds(graph) + csr / S.resident_load_bps(graph), 0.0
     return (0.0, costs[tier]) if tier in costs else None
 
 

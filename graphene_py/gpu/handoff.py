@@ -265,12 +265,13 @@ class WCCPart:
     def cost(self, due: int) -> float:
         """Estimated seconds of everything left (`due` is not used: the GPU ends the run), the
         setup done: at most one pass over the lists (resident: at the GPU's rate; streamed: the
-        tier model's one pass, its read included)."""
+        tier model's one pass, its set-up and read included: they come after the move)."""
         if self.dg is not None:
             return self.stream_bytes / GPU_PASS_BYTES_PER_S
         from . import streamed as S
         costs = S.tier_costs(self.graph, self.gpu_mem, self.stream_bytes, self.host_free,
-                             passes=1.0, resident_ok=False)
+                             passes=1.0, resident_ok=False,
+                             setup_s=S.stream_setup_seconds(self.graph, "wcc"))
         return costs.get(self.tier, costs["stream-ssd"])
 
     def run(self, labels, stats):

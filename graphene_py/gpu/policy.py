@@ -209,14 +209,15 @@ def run_passes(name: str, opts: dict) -> float:
 def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
              cpu_bps: float = CPU_BYTES_PER_S, start_s: float = GPU_START_S,
              load_bps: float = GPU_LOAD_BYTES_PER_S, gpu_bps: float = GPU_PASS_BYTES_PER_S,
-             tiers: dict = None, later_bps: float = None):
+             tiers: dict = None, later_bps: float = None, load_setup_s: float = 0.0):
     """('cpu' or 'gpu', est. cpu seconds, est. gpu seconds, reason) for one whole run of `name`
     on a dataset of `graph_bytes` adjacency bytes; the GPU pays its start and the dataset's load
     unless the dataset is resident already (an earlier run of this process loaded it). tiers:
     an algorithm that can stream its lists gives each GPU tier's estimated seconds
     (gpu/streamed.tier_costs: the load counted there); the GPU then costs its start plus the
     least of them. cpu_bps, later_bps: the CPU path's first and later passes (cpu_pass_rates;
-    later_bps None: cpu_bps)."""
+    later_bps None: cpu_bps). load_setup_s: the resident load's time beyond its bytes
+    (gpu/streamed.py resident_setup_seconds)."""
     passes = run_passes(name, opts)
     # the first pass at cpu_bps, the others at later_bps (cpu_pass_rates; default: the same)
     cpu = graph_bytes / cpu_bps + max(passes - 1.0, 0.0) * graph_bytes / (later_bps or cpu_bps)
@@ -225,7 +226,7 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
         gpu = start_s + tiers[tier]
         what = f"start {start_s:.2f} s, {tier} {tiers[tier]:.2f} s"
     else:
-        load = 0.0 if resident else start_s + graph_bytes / load_bps
+        load = 0.0 if resident else start_s + load_setup_s + graph_bytes / load_bps
         gpu = load + passes * graph_bytes / gpu_bps
         what = "resident" if resident else f"start and load {load:.2f} s"
     dev = "gpu" if gpu < cpu else "cpu"

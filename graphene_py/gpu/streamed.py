@@ -172,8 +172,35 @@ def keep_budget(graph, gpu_mem, stream_bytes, probe=True) -> int:
     return int(max(0, min(int(stream_bytes), budget - held)))
 
 
+#: A streamed run's set-up before its first pass, per vertex: the offsets read and checked,
+#: degrees, the O(|V|) state allocated (its `setup_seconds`). On the H200 machine WCC took
+#: 0.09-0.18 s at Kronecker scale 22 and 0.41-0.50 s at scale 24 (~28 ns a vertex); PageRank,
+#: both directions' offsets and its degrees, 0.19-0.23 s at 22 and 0.90-1.00 s at 24 (~57 ns):
+#: benchmarks/auto_device_kron22_h200_prepared_load.jsonl, benchmarks/auto_device_kron24_h200*.jsonl
+STREAM_SETUP_S_PER_VERTEX = {"wcc": 28e-9, "spmv": 28e-9, "pagerank": 57e-9}
+
+
+#: The resident tier's load beyond its bytes at resident_load_bps: a fixed part (the CSR's arrays
+#: allocated, the readers started) and a part per vertex (the offsets read, checked and turned
+#: into CSR positions). BFS's load on the H200 machine took 0.86-0.92 s at Kronecker scale 22
+#: (0.55 GB of CSR) and 2.24-2.40 s at scale 24 (2.2 GB), against 0.39 s and 1.58 s of bytes at
+#: 1.4 GB/s (benchmarks/auto_device_kron22_h200_prepared_load.jsonl, auto_device_kron24_h200.jsonl)
+RESIDENT_SETUP_S = 0.25
+RESIDENT_SETUP_S_PER_VERTEX = 30e-9
+
+
+def resident_setup_seconds(graph) -> float:
+    """RESIDENT_SETUP_S + RESIDENT_SETUP_S_PER_VERTEX times the vertices."""
+    return RESIDENT_SETUP_S + int(graph.num_vertices) * RESIDENT_SETUP_S_PER_VERTEX
+
+
+def stream_setup_seconds(graph, algo: str) -> float:
+    """STREAM_SETUP_S_PER_VERTEX of `algo` (WCC's by default) times the vertices."""
+    return int(graph.num_vertices) * STREAM_SETUP_S_PER_VERTEX.get(algo, 28e-9)
+
+
 def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True,
-               probe=True) -> dict:
+               probe=True, setup_s: float = 0.0) -> dict:
     """Estimated seconds of each tier that can hold this run, for one command as a user runs it
     (the dataset's load counted, unless an earlier run of this process left it in GPU memory):
     resident: the CSR loaded and `passes` passes over it in GPU memory (only while it fits the
@@ -183,7 +210,8 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
     available): one pass is never cheaper than stream-ssd's; stream-ssd: a read of every
     list on the first pass, of those not kept on later ones. Kept lists cost a GPU pass each
     later pass (keep_budget; KEPT_PASS_BYTES_PER_S). probe=False: no question to the GPU (a plan made before CuPy is
-    imported): the resident tier is taken to fit."""
+    imported): the resident tier is taken to fit. setup_s: the streamed tiers' set-up before
+    their first pass (stream_setup_seconds; the resident tier's is in its load)."""
     from .device_graph import STATE_BYTES_PER_VERTEX, _budget
     from .policy import GPU_PASS_BYTES_PER_S
     from .resident import is_resident
@@ -197,28 +225,32 @@ def tier_costs(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=
             budget = None
         csr = (n + 1) * 8 * dirs + m * w * dirs
         if budget is None or csr + STATE_BYTES_PER_VERTEX * n <= budget:
-            load = 0.0 if is_resident(graph, gpu_mem) else csr / resident_load_bps(graph)
+            load = 0.0 if is_resident(graph, gpu_mem) else \
+                resident_setup_seconds(graph) + csr / resident_load_bps(graph)
             out["resident"] = load + passes * csr / GPU_PASS_BYTES_PER_S
     later = max(float(passes) - 1.0, 0.0)
     keep = keep_budget(graph, gpu_mem, stream_bytes, probe) if later else 0
     kept = later * keep / KEPT_PASS_BYTES_PER_S
     rest = stream_bytes - keep
     # (the SSD first: a tie, as one pass makes, goes to the tier that pins nothing)
-    out["stream-ssd"] = (stream_bytes + later * rest) / SSD_BYTES_PER_S + kept
+    out["stream-ssd"] = setup_s + (stream_bytes + later * rest) / SSD_BYTES_PER_S + kept
     if stream_bytes <= host_free // 2:
         # the first pass reads as stream-ssd does while another thread pins the host copy
-        out["stream-host"] = max(stream_bytes / SSD_BYTES_PER_S, stream_bytes / PIN_BYTES_PER_S) \
+        out["stream-host"] = setup_s + max(stream_bytes / SSD_BYTES_PER_S,
+                                           stream_bytes / PIN_BYTES_PER_S) \
             + (stream_bytes + later * rest) / BUS_BYTES_PER_S + kept
     return out
 
 
-def auto_tier(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True) -> str:
+def auto_tier(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=True,
+              setup_s: float = 0.0) -> str:
     """--gpu-tier auto: the tier of least estimated time (tier_costs), for one whole command:
     a dataset already in GPU memory stays there; else one pass (WCC's union-find, SpMV) or a
     dozen (PageRank) streamed from pinned host memory costs less than assembling and loading the
     CSR (7.0 s for WCC at scale 23 on an H100, against 0.68 s streamed from host memory and 1.05
     from a cold disk); the SSD when host memory is short and few passes are due."""
-    costs = tier_costs(graph, gpu_mem, stream_bytes, host_free, passes, resident_ok)
+    costs = tier_costs(graph, gpu_mem, stream_bytes, host_free, passes, resident_ok,
+                       setup_s=setup_s)
     return min(costs, key=costs.get)
 
 

@@ -117,24 +117,25 @@ def choose_gpu_tier(graph, gpu_mem=None, tier="auto", passes=12.0):
         return tier
     if graph.directed and graph.in_partitions is None:
         return "resident"
-    from ...gpu.streamed import auto_tier
+    from ...gpu.streamed import auto_tier, stream_setup_seconds
     from ...iterator.memory import memory_available
     dirs = 2 if graph.in_partitions is not None else 1
     return auto_tier(graph, gpu_mem, graph.num_edges * int(graph.id_width) * dirs,
-                     memory_available(), passes)
+                     memory_available(), passes, setup_s=stream_setup_seconds(graph, "pagerank"))
 
 
 def gpu_tier_costs(graph, opts) -> dict:
     """Estimated seconds of each GPU tier for this run (gpu/streamed.tier_costs), without asking
     the GPU: `--device auto`'s plan (algos/registry.py)."""
     from ...gpu.policy import run_passes
-    from ...gpu.streamed import tier_costs
+    from ...gpu.streamed import stream_setup_seconds, tier_costs
     from ...iterator.memory import memory_available
     if graph.directed and graph.in_partitions is None:
         return {}                # streaming pulls over in-lists: the plan's resident estimate
     dirs = 2 if graph.in_partitions is not None else 1
     return tier_costs(graph, opts.get("gpu_mem"), graph.num_edges * int(graph.id_width) * dirs,
-                      memory_available(), run_passes("pagerank-pull", opts), probe=False)
+                      memory_available(), run_passes("pagerank-pull", opts), probe=False,
+                      setup_s=stream_setup_seconds(graph, "pagerank"))
 
 
 def handoff_prep_seconds(graph, opts):
@@ -155,10 +156,12 @@ def handoff_prep_seconds(graph, opts):
         csr = stream + 8 * (graph.num_vertices + 1) * dirs
         if not S.resident_loadable(graph) and memory_available() < 2 * csr:
             return None     # its assembly on the host, beside the CPU's run
-        return csr / S.resident_load_bps(graph), 0.0
+        return S.resident_setup_seconds(graph) + csr / S.resident_load_bps(graph), 0.0
+    # a streamed part is set up on the load's thread (StreamedPageRank), before the move
+    setup = S.stream_setup_seconds(graph, "pagerank")
     if tier == "stream-host":
-        return max(stream / S.SSD_BYTES_PER_S, stream / S.PIN_BYTES_PER_S), 0.0
-    return 0.0, stream / S.SSD_BYTES_PER_S
+        return setup + max(stream / S.SSD_BYTES_PER_S, stream / S.PIN_BYTES_PER_S), 0.0
+    return setup, stream / S.SSD_BYTES_PER_S
 
 
 def run_gpu(graph, *, alpha=config.PR_ALPHA, tolerance=config.PR_TOLERANCE,
