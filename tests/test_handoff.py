@@ -196,9 +196,13 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     assert registry._choose("pagerank-pull", "auto", big, {})[0] == "gpu"
     assert registry._choose("pagerank-pull", "auto", small, {})[0] == "cpu"
     # resident forced: the CSR is read straight into GPU memory meanwhile (0.39 s at 1.4
-    # GB/s, 0.37 s of set-up beside), ready at 1.91 s with CuPy's start: after 5 of delta's 6
-    # CPU passes (0.39 s each); the GPU does the last (est. 2.08 s, against 2.37 s on the CPU
-    # and 2.56 s on the GPU)
+    # GB/s, 0.37 s of set-up beside), ready at 1.91 s with CuPy's start. The CPU's passes run
+    # at half speed beside that set-up (0.79 s each): the CPU would be done before the GPU
+    # took over (the whole runs: 2.37 s on the CPU, 2.56 s on the GPU)
+    where, why = registry._choose("pagerank", "auto", kron22, {"gpu_tier": "resident"})
+    assert where == "cpu" and "est. cpu 2.37 s vs gpu 2.56 s" in why, why
+    # at full speed beside it (slowdown 1) it would pay: after 5 of delta's 6 passes, est. 2.08 s
+    monkeypatch.setattr(policy, "HANDOFF_CPU_SLOWDOWN", 1.0)
     where, why = registry._choose("pagerank", "auto", kron22, {"gpu_tier": "resident"})
     assert where == "hybrid" and "both 2.08 s" in why, why
     # where the CSR is assembled on the host first (a weighted dataset: 0.3 GB/s, 1.8 s), the
@@ -230,12 +234,21 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
         0.25 + kron22.num_vertices * 30e-9 +
         (kron22.num_edges * 4 + 8 * (kron22.num_vertices + 1)) / 1.4e9)
     # the rule itself: 10 passes of 0.5 s on the CPU; the GPU 0.1 s a pass after its setup
-    ok, why = policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 2.0, 10)
+    ok, why = policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 2.0, 10, slowdown=1.0)
     assert ok and "both 3.80 s" in why           # 7 CPU passes (ready at 3.15 s) + 3 x 0.1 s
-    assert not policy.plan_handoff(10.0, 1.15 + 2.0 + 1.0, 2.0, 10)[0]   # 4 x 1 s + 6 x 0.1 s
-    assert not policy.plan_handoff(3.0, 20.0, 2.0, 10)[0]               # the CPU is done first
+    assert not policy.plan_handoff(10.0, 1.15 + 2.0 + 1.0, 2.0, 10, slowdown=1.0)[0]  # 4 x 1 s + 6 x 0.1 s
+    assert not policy.plan_handoff(3.0, 20.0, 2.0, 10, slowdown=1.0)[0]  # the CPU is done first
     # a once-cost after the move (stream-ssd's first read) counts whole, not spread
-    assert not policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 0.0, 10, after_s=2.0)[0]
+    assert not policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 0.0, 10, after_s=2.0, slowdown=1.0)[0]
+    # beside the set-up the CPU's passes take twice as long (the default, as measured): 4 slowed
+    # passes (1 s each) before the GPU is ready, then 6 x 0.1 s: 4.60 s, above the GPU's 4.15 s
+    assert policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 2.0, 10) == (False, policy.plan_handoff(
+        5.0, 1.15 + 2.0 + 1.0, 2.0, 10)[1])
+    assert "both 4.60 s" in policy.plan_handoff(5.0, 1.15 + 2.0 + 1.0, 2.0, 10)[1]
+    # it pays only where a GPU pass is not much cheaper than a CPU pass: 100 passes of 0.5 s
+    # (1 s beside the set-up), the GPU ready at 3.0 s, then 0.4 s a pass: 3 + 97 x 0.4 s
+    ok, why = policy.plan_handoff(50.0, 3.0 + 40.0, 1.85, 100)
+    assert ok and "both 41.80 s" in why, why
 
 
 def test_a_load_not_needed_is_stopped_when_the_cpu_ends():

@@ -234,23 +234,34 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
                            f"{passes:g} passes of {graph_bytes / 1e6:,.0f} MB)")
 
 
+#: How much slower the CPU path's supersteps run while the GPU's part is set up beside them (CuPy's
+#: import, the CUDA context, the part's set-up on a thread of the same process). Measured on the
+#: H200 machine (16 cores), the GIL handed on every 0.1 ms: WCC at Kronecker scale 22 ran its 7
+#: supersteps in 2.1-2.5 s own beside the set-up against 0.99-1.17 s alone; delta PageRank at
+#: scale 24 5.1-5.35 s against 3.39-3.41 s (benchmarks/handoff_interference_h200.jsonl)
+HANDOFF_CPU_SLOWDOWN = 2.0
+
+
 def plan_handoff(cpu_s: float, gpu_s: float, prep_s: float, passes: float, *,
-                 after_s: float = 0.0, start_s: float = GPU_START_S):
+                 after_s: float = 0.0, start_s: float = GPU_START_S,
+                 slowdown: float = None):
     """(hand off?, reason) for an algorithm that can move to the GPU between supersteps
     (gpu/handoff.py): the CPU starts at once while CuPy starts and the GPU's part is set up
     (prep_s: the CSR loaded for the resident tier, the lists pinned for stream-host), and the
     GPU takes the supersteps left after the CPU's superstep in which it became ready; after_s:
     what its part still pays once, after the move (stream-ssd: the first read of the lists).
-    With `passes` supersteps of cpu_s / passes each and the whole GPU run's estimate gpu_s (its
-    start, setup, once-cost, then `passes` passes):
-        ready = start_s + prep_s;  k = ceil(ready / CPU pass)
-        hand-off = k CPU passes + after_s + (passes - k) GPU passes
+    With `passes` supersteps of cpu_s / passes each, `slowdown` (default HANDOFF_CPU_SLOWDOWN)
+    times longer while the set-up runs beside them, and the whole GPU run's estimate gpu_s (its start, setup, once-cost, then
+    `passes` passes):
+        ready = start_s + prep_s;  k = ceil(ready / slowed CPU pass)
+        hand-off = k slowed CPU passes + after_s + (passes - k) GPU passes
     It pays when that is below both whole runs: the CPU's when the setup is long against the run,
     the GPU's when it is short against one CPU pass (the run would wait for that pass to end).
     No: the whole-run plan (plan_run) stands."""
     ready = start_s + prep_s
     passes = max(float(passes), 1.0)
-    cpu_pass = cpu_s / passes
+    slowdown = HANDOFF_CPU_SLOWDOWN if slowdown is None else slowdown
+    cpu_pass = cpu_s / passes * max(float(slowdown), 1.0)
     if ready >= cpu_s or cpu_pass <= 0:
         return False, ""
     k = min(math.ceil(ready / cpu_pass), passes)
