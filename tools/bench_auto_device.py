@@ -35,6 +35,8 @@ ALGOS = {
     "kcore-17": ["kcore", "--k", "17", "--membership-only"],
     "kcore": ["kcore"],
     "msbfs-32": ["msbfs"],
+    "apsp": ["apsp"],
+    "spmv": ["spmv"],
 }
 CLI = ("import sys; from graphene_py.cli import main; sys.argv[0] = 'graphene'; "
        "sys.exit(main())")
