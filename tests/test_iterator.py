@@ -450,6 +450,35 @@ def test_prefetch_is_only_a_hint():
     assert _gather_ahead(c.astype(np.int32).astype(np.float64), idx.astype(np.int32), 3) == want
 
 
+def test_unowned_views_read_and_write_the_same_memory():
+    """atomics.unowned / unowned_all (process_batch's buffer and state without numba's owner
+    record): a view cut from them reads the array's values, a write through them lands in the
+    array itself, non-array members pass through, and the arrays' owners are untouched (their
+    Python reference counts as before)."""
+    import sys
+    from graphene_py.iterator.atomics import unowned, unowned_all
+    from graphene_py.jit import njit
+
+    @njit
+    def cut_and_write(buf, state):
+        b = unowned(buf)
+        st = unowned_all(state)
+        a, k, c = st
+        s = 0
+        for i in range(2, 6):
+            s += b[i:i + 3].sum()          # views of the unowned buffer
+        a[k] = 7.5                         # written through the unowned member
+        c[0] = b[1:4][1]
+        return s, k
+    buf = np.arange(10, dtype=np.uint32)
+    a, c = np.zeros(4), np.zeros(1, dtype=np.int64)
+    before = [sys.getrefcount(x) for x in (buf, a, c)]
+    s, k = cut_and_write(buf, (a, 2, c))
+    assert s == sum(int(buf[i:i + 3].sum()) for i in range(2, 6)) and k == 2
+    assert a.tolist() == [0, 0, 7.5, 0] and c[0] == 2
+    assert [sys.getrefcount(x) for x in (buf, a, c)] == before
+
+
 def test_in_memory_load_is_reused_and_droppable(dataset):
     from graphene_py.iterator import drop_memory_cache
     g, G = dataset("powerlaw", 2, 2)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from ..jit import njit
 
-from .atomics import atomic_add, prefetch
+from .atomics import atomic_add, prefetch, unowned, unowned_all
 from ..io.offsets import DEG_BLOCK, degrees_into, off3
 
 #: how many neighbour IDs ahead process_batch asks for the element of Update.reads' slot
@@ -46,6 +46,9 @@ def process_batch(is_active, compute, state, tid, comp, n, buf, wbuf, req_file, 
                   req_woff, file_part, part_base, part_row_lo, part_nedges, offs, mask, use_mask,
                   id_shift, weighted, kcache, kstart, kdone, ahead):
     edges = 0
+    buf = unowned(buf)               # the lists' views below take no reference (atomics.unowned)
+    wbuf = unowned(wbuf)
+    state = unowned_all(state)       # nor the compute kernel's unpacking of its state
     wempty = wbuf[:0]
     look = buf[:0]
     keeping = kdone.shape[0] != 0
@@ -137,6 +140,8 @@ def keep_chunk(kcache, kstart, kdone, v, nb):
 def serve_kept(is_active, compute, state, tid, served, kcache, kstart, wbuf):
     """The superstep's part done from RAM: compute(v, v's kept list, ...) for the vertices flagged
     in `served` (their lists complete in the kept lists) that are active. Returns the edges."""
+    kcache = unowned(kcache)         # (atomics.unowned: no reference per list, none per call)
+    state = unowned_all(state)
     wempty = wbuf[:0]
     edges = 0
     for v in range(served.shape[0]):
