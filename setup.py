@@ -3,7 +3,7 @@ from setuptools import Extension, find_packages, setup
 
 uring_ext = Extension(
     "graphene_py._uring",
-    sources=["csrc/uring.c", "csrc/crc32c.c"],
+    sources=["csrc/uring.c", "csrc/crc32c.c", "csrc/warm.c"],
     extra_compile_args=["-O2", "-std=gnu11", "-Wall"],
     libraries=["pthread"],
 )

@@ -1106,6 +1106,8 @@ PyObject *gp_crc32c(PyObject *m, PyObject *args);
 PyObject *gp_page_crcs(PyObject *m, PyObject *args);
 PyObject *gp_check_pages(PyObject *m, PyObject *args);
 PyObject *gp_crc32c_hw(PyObject *m, PyObject *noargs);
+/* csrc/warm.c: the files a command's start reads, asked for ahead */
+PyObject *gp_warm_files(PyObject *m, PyObject *args);
 
 static PyMethodDef mod_methods[] = {
     {"probe", mod_probe, METH_NOARGS, "probe() -> 0 if io_uring works, else errno"},
@@ -1115,6 +1117,9 @@ static PyMethodDef mod_methods[] = {
      "check_pages(buf, rows, n, col, req_file, req_off, req_len, table, table_base, file_size, "
      "page_shift) -> None or (row, page offset, expected, got)"},
     {"crc32c_hardware", gp_crc32c_hw, METH_NOARGS, "whether the SSE4.2 crc32 instruction is used"},
+    {"warm_files", gp_warm_files, METH_VARARGS,
+     "warm_files(paths, threads) -> threads started: stat each .py, readahead (WILLNEED) the rest, "
+     "on detached native threads; returns at once"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,6 +35,8 @@ import threading
 
 import numpy as np
 
+from . import startfiles
+
 try:    # CPython's own SHA-1: hashlib would load OpenSSL's libcrypto first (15-18 ms of a cold
     from _sha1 import sha1      # start here, against ~1 ms), for the same digests
 except ImportError:             # (a Python built without it)
@@ -185,15 +187,8 @@ def build_key(root: str = None) -> str:
 GENERATED_PREFIX = "graphene_py._kernels."
 
 
-def kernel_cache_dir() -> str:
-    """Where generated kernels live: $GRAPHENE_KERNEL_CACHE, else
-    $XDG_CACHE_HOME/graphene_py/kernels (~/.cache/graphene_py/kernels); the preload lists go to
-    `preload/` beside it, the compiled modules to `aot/`."""
-    d = os.environ.get("GRAPHENE_KERNEL_CACHE")
-    if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "graphene_py", "kernels")
-    return d
+#: where generated kernels live (startfiles.py: stdlib only, the `graphene` command's first step)
+kernel_cache_dir = startfiles.kernel_cache_dir
 
 
 def lib_dir() -> str:
@@ -236,6 +231,7 @@ def _load(key) -> dict:
         return {}
     with open(manifest) as f:
         m = json.load(f)
+    startfiles.note(manifest)
     if m.get("key") != key:
         return {}
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]

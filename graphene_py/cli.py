@@ -16,6 +16,12 @@ import sys
 # __init__ imports none.)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# the files this kind of command loaded last time are read ahead by native threads while it imports
+# them (startfiles.py: stdlib only); only as the `graphene` command, not inside a user's process
+if os.path.basename(sys.argv[0]) == "graphene":
+    from . import startfiles as _startfiles  # noqa: E402
+    _startfiles.start(sys.argv)
+
 # a `--device gpu` run's CUDA context is made by the driver on a thread of its own while the
 # imports below go on (gpu/early.py: stdlib only; any other command imports none of it)
 if "gpu" in sys.argv or "--device=gpu" in sys.argv:
@@ -102,6 +108,12 @@ def run_cli():
         code = 0
     except SystemExit as e:
         code = e.code
+    if code in (0, None):
+        try:
+            from . import startfiles
+            startfiles.record(sys.argv)    # what the next start of this kind reads ahead
+        except Exception:   # noqa: BLE001 - a list not written only makes the next start slower
+            pass
     _exit_now(code)
 
 

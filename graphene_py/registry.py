@@ -8,6 +8,7 @@ import tempfile
 import time
 from typing import Optional
 
+from . import startfiles
 from .config import home_dir
 
 
@@ -16,6 +17,7 @@ def _path() -> str:
 
 
 def load() -> dict:
+    startfiles.note(_path())
     try:
         with open(_path()) as f:
             reg = json.load(f)

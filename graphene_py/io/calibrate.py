@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .. import config
+from .. import config, startfiles
 from ..errors import GrapheneError
 
 SIZES = (4096, 16384, 65536, 131072, 262144, 524288)
@@ -150,6 +150,7 @@ def _store_path():
 
 
 def load_all() -> dict:
+    startfiles.note(_store_path())
     try:
         with open(_store_path()) as f:
             d = json.load(f)
