@@ -101,8 +101,9 @@ def _memory_limit(ctx, param, value):
                    "generator's 2^scale); default: the largest ID + 1. Not with --relabel/--labels.")
 @click.option("--in-edges", is_flag=True, help="Also write the transposed graph (pull algorithms).")
 @click.option("--memory-limit", default=None, metavar="SIZE", callback=_memory_limit,
-              help="Peak memory of the whole run, e.g. 4G, 512M (default 25% of RAM); edges that "
-                   "do not fit are sorted in runs spilled to the disks.")
+              help="Peak memory of the whole run, e.g. 4G, 512M (default 1G, more when the "
+                   "vertices need it, up to 25% of RAM); edges that do not fit are sorted in "
+                   "runs spilled to the disks.")
 @click.option("--work-memory", default=None, metavar="SIZE", hidden=True,
               help="Working memory for the sort itself, instead of --memory-limit (testing).")
 @click.option("--force", is_flag=True, help="Replace an existing dataset of the same name.")

@@ -48,8 +48,13 @@ SCAN_THRESHOLD = 0.02
 #: Edge-list chunk parsed per step by the readers (bytes of text).
 READ_CHUNK_BYTES = 16 * 1024 * 1024
 
-#: Default --memory-limit for partitioning, as a fraction of physical RAM.
+#: Default --memory-limit for partitioning: PARTITION_MEMORY, grown when the per-vertex arrays
+#: need more, up to this fraction of physical RAM. A larger limit only made it slower: GAPBS's
+#: kron22 text (`-s --in-edges`) took 13.6-16.1 s in 3.4 GiB at 6 GiB against 8.2-9.1 s in 583
+#: MiB at 1G, Kronecker 24's 37.5-41.3 s in 3.1 GiB against 30.9 s in 529 MiB (the edge batches
+#: and bucket sorts outgrow the caches; BENCHMARKS.md, "Partitioning kron22's text").
 MEMORY_LIMIT_FRACTION = 0.25
+PARTITION_MEMORY = 1 << 30
 
 #: Fixed seed for random sources (GAPBS habit: reproducible runs).
 SEED = 27491095

@@ -652,6 +652,17 @@ def test_relabel_dense_and_sparse_paths_agree(tmp_path):
     np.testing.assert_array_equal(rel[d], rd)
 
 
+def _kernels_loaded(tmp_path):
+    """One partition first, so that the sort's kernels are loaded (and the process's RSS has
+    grown by them) before a test derives a limit from the RSS: alone, the test's first partition
+    would load them inside the limit it measured."""
+    p = tmp_path / "warm.el"
+    p.write_text("0 1\n1 2\n")
+    (tmp_path / "warm").mkdir()
+    partition(str(p), [str(tmp_path / "warm")], name="warm", quiet=True, register=False,
+              symmetrize=True)
+
+
 def test_memory_limit_counts_the_process_and_refuses_too_small(tmp_path):
     """--memory-limit bounds the whole process: a limit below what the process already holds, or one
     that leaves too little for the per-vertex arrays, fails with the size it needs and writes
@@ -663,6 +674,7 @@ def test_memory_limit_counts_the_process_and_refuses_too_small(tmp_path):
     disk.mkdir()
     with pytest.raises(GrapheneError, match="too small: this process itself needs"):
         partition(str(p), [str(disk)], name="tiny", quiet=True, memory_limit="2M", register=False)
+    _kernels_loaded(tmp_path)
     big = tmp_path / "big.el"
     n = 600_000                                   # 600k vertices x 48 B = 28.8 MB of arrays
     big.write_text(f"0 {n - 1}\n")
@@ -675,6 +687,39 @@ def test_memory_limit_counts_the_process_and_refuses_too_small(tmp_path):
                   memory_limit=str(limit + BYTES_PER_VERTEX * n), register=False)
     assert g.num_vertices == n and g.num_edges == 1
 
+
+
+def test_default_memory_limit_grows_for_the_vertices(tmp_path, monkeypatch):
+    """The default limit (config.PARTITION_MEMORY) grows when the per-vertex arrays need more
+    (up to the fraction of RAM), where the same size given as --memory-limit refuses; the grown
+    limit is what the manifest records."""
+    from graphene_py import config
+    from graphene_py.partition.partitioner import BYTES_PER_VERTEX, rss_bytes
+    n = 600_000                                   # 600k vertices x 48 B = 28.8 MB of arrays
+    big = tmp_path / "big.el"
+    big.write_text(f"0 {n - 1}\n5 7\n7 5\n")
+    disk = tmp_path / "d"
+    disk.mkdir()
+    _kernels_loaded(tmp_path)
+    small = rss_bytes() + (64 << 20) + (20 << 20)    # 20 MiB of working memory
+    monkeypatch.setattr(config, "PARTITION_MEMORY", small)
+    g = partition(str(big), [str(disk)], name="big", quiet=True, register=False)
+    assert g.num_vertices == n and g.num_edges == 3
+    got = g.manifest["options"]["memory_limit"]
+    assert BYTES_PER_VERTEX * n <= got <= BYTES_PER_VERTEX * n * 5 // 4 + (16 << 20)
+    with pytest.raises(GrapheneError, match="per-vertex arrays while sorting"):
+        partition(str(big), [str(disk)], name="big2", quiet=True, memory_limit=str(small),
+                  register=False)
+    # a default that needs no growth keeps its size (the 1 GiB, less what the process holds)
+    monkeypatch.setattr(config, "PARTITION_MEMORY", small + (200 << 20))
+    g = partition(str(big), [str(disk)], name="big3", quiet=True, register=False)
+    assert abs(g.manifest["options"]["memory_limit"] - (200 << 20) - (20 << 20)) < (64 << 20)
+    # the ceiling stays: a fraction of RAM too small for the vertices still refuses
+    monkeypatch.setattr(config, "PARTITION_MEMORY", small)
+    monkeypatch.setattr(config, "MEMORY_LIMIT_FRACTION",
+                        (small + (8 << 20)) / __import__("psutil").virtual_memory().total)
+    with pytest.raises(GrapheneError, match="per-vertex arrays while sorting"):
+        partition(str(big), [str(disk)], name="big4", quiet=True, register=False)
 
 @pytest.mark.parametrize("top", [1, 200, 1 << 22, 1 << 24, (1 << 25) + 3, (1 << 32) - 1])
 def test_radix_sorted_lists_equal_numpy(top):

@@ -37,7 +37,10 @@ ALGOS = {
     "msbfs-32": ["msbfs"],
     "apsp": ["apsp"],
     "spmv": ["spmv"],
+    "sssp": ["sssp", "--src", "0"],     # on the weighted dataset (make_dataset(weighted=True))
 }
+#: algorithms that run on the weighted copy of the graph
+WEIGHTED = ("sssp",)
 CLI = ("import sys; from graphene_py.cli import main; sys.argv[0] = 'graphene'; "
        "sys.exit(main())")
 #: device "handoff": `--device auto` with the plan's hand-off rule made to say yes (the CPU starts,
@@ -48,12 +51,15 @@ HANDOFF = ("import sys; from graphene_py.gpu import policy; "
            "from graphene_py.cli import main; sys.argv[0] = 'graphene'; sys.exit(main())")
 
 
-def make_dataset(scale, work):
+def make_dataset(scale, work, weighted=False):
+    """The Kronecker graph partitioned 1x1 (symmetrized) under work/disk; weighted: its copy with
+    GAPBS's weights (uniform integers 1..255, one per undirected edge, numpy seed 2)."""
     from graphene_py.generate import kronecker
     from graphene_py.partition import partition_arrays
     import numpy as np
     disk = os.path.join(work, "disk")
-    path = os.path.join(disk, f"kron{scale}")          # the dataset's folder (Di/NAME)
+    name = f"kron{scale}" + ("w" if weighted else "")
+    path = os.path.join(disk, name)          # the dataset's folder (Di/NAME)
     if os.path.exists(os.path.join(path, "CURRENT")):
         return path
     os.makedirs(disk, exist_ok=True)
@@ -62,7 +68,9 @@ def make_dataset(scale, work):
         src.append(s)
         dst.append(d)
     src, dst = np.concatenate(src), np.concatenate(dst)
-    g = partition_arrays(src, dst, num_vertices=1 << scale, disks=[disk], name=f"kron{scale}",
+    w = (np.random.default_rng(2).integers(1, 256, len(src)).astype(np.float32) if weighted
+         else None)
+    g = partition_arrays(src, dst, weights=w, num_vertices=1 << scale, disks=[disk], name=name,
                          symmetrize=True, force=True, register=False)
     # as `graphene partition` does: measure the disk once (io/calibrate.py), which the IO
     # planner and --device auto's CPU estimate use
@@ -110,17 +118,21 @@ def main():
     a = ap.parse_args()
     t = time.perf_counter()
     path = make_dataset(a.scale, a.work)
+    paths = {algo: path for algo in a.algos}
+    if any(algo in WEIGHTED for algo in a.algos):
+        wpath = make_dataset(a.scale, a.work, weighted=True)
+        paths.update({algo: wpath for algo in a.algos if algo in WEIGHTED})
     print(f"dataset {path} ready in {time.perf_counter() - t:.1f} s", flush=True)
     rows = []
     if a.warmup:
         for algo in a.algos:
             for dev in a.devices:
-                print("warm-up", algo, dev, one(ALGOS[algo], path, dev)["rc"], flush=True)
+                print("warm-up", algo, dev, one(ALGOS[algo], paths[algo], dev)["rc"], flush=True)
     with open(a.json, "w") as out:
         for algo in a.algos:
             for i in range(a.runs):
                 for dev in a.devices:
-                    row = dict(algorithm=algo, run=i, **one(ALGOS[algo], path, dev))
+                    row = dict(algorithm=algo, run=i, **one(ALGOS[algo], paths[algo], dev))
                     rows.append(row)
                     out.write(json.dumps(row) + "\n")
                     out.flush()

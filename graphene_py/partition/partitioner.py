@@ -462,6 +462,14 @@ def working_memory(memory_limit=None, work_memory=None) -> int:
     return work
 
 
+def _grown(limit, need, ceiling):
+    """The default limit grown for per-vertex arrays of `need` bytes: those arrays and a quarter
+    more for the edge batches, at most `ceiling`; None when even that cannot hold them."""
+    if ceiling is None or need + (16 << 20) > ceiling:
+        return None
+    return max(limit, min(ceiling, need * 5 // 4 + (16 << 20)))
+
+
 def default_memory_limit() -> int:
     try:
         import psutil
@@ -555,7 +563,8 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     kept in relabel.npy on disk 0. labels: the vertices are names (any token without blanks or
     commas, text edge lists only; graphene_py/partition/labels.py): vertex i is the i-th distinct
     name in file order, and labels.txt on disk 0 holds the names, one per line. memory_limit: bytes or '4G', the whole process's memory (peak
-    RSS); default config.MEMORY_LIMIT_FRACTION of RAM. What the process already holds (interpreter,
+    RSS); default config.PARTITION_MEMORY (1 GiB), grown when the per-vertex arrays need more,
+    up to config.MEMORY_LIMIT_FRACTION of RAM (a larger limit only made it slower). What the process already holds (interpreter,
     numpy, numba; measured at the call) plus KERNEL_MARGIN for kernels loaded during the run is
     taken off it; the rest is the working memory for per-vertex arrays and edge buffers, and edges
     beyond it go to bucket files by source range on the target disks, each bucket then sorted in
@@ -594,6 +603,14 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
         raise GrapheneError(f"{input}: is a folder, not an edge-list file")
     return_freed_memory()
     limit = working_memory(memory_limit, work_memory)
+    ceiling = None
+    if memory_limit is None and work_memory is None:
+        # the default: 1 GiB (config.PARTITION_MEMORY), more only for the per-vertex arrays
+        ceiling = limit
+        try:
+            limit = min(limit, working_memory(config.PARTITION_MEMORY))
+        except GrapheneError:            # this process alone is near 1 GiB: the fraction of RAM
+            pass
     # --memory-limit is a promise about peak memory: IDs whose per-vertex arrays do not fit fail;
     # an explicit work_memory (tests, experts) only sizes the batches, and a budget below the
     # arrays' 48 B per vertex is exceeded rather than crawled through (16 B per vertex still fail)
@@ -605,7 +622,8 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
     try:
         path = _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                                in_edges, limit, force, progress, drop_self_loops, drop_duplicates,
-                               chunk_bytes, t0, vertex_bytes, register, labels, num_vertices)
+                               chunk_bytes, t0, vertex_bytes, register, labels, num_vertices,
+                               ceiling)
     finally:
         if own_progress:
             own_progress.done()
@@ -615,7 +633,7 @@ def partition(input, disks, name=None, fmt=None, symmetrize=False, weighted=None
 def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, relabel, R, C,
                     in_edges, limit, force, progress, drop_self_loops, drop_duplicates, chunk_bytes,
                     t0, vertex_bytes=BYTES_PER_VERTEX, register=True, labels=False,
-                    num_vertices=None):
+                    num_vertices=None, ceiling=None):
     from .readers import open_edges
     with DatasetWriter(disks, name, force=force, register=register) as writer:
         names = writer.open(0, LABELS_FILE, pad=False) if labels else None
@@ -639,6 +657,8 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
         sym = bool(symmetrize or getattr(reader, "symmetric", False))
         n_known = len(uniq) if uniq is not None else max(
             getattr(reader, "header_vertices", None) or 0, num_vertices or 0)
+        if n_known * vertex_bytes > limit:       # a header's count: the default grows now
+            limit = _grown(limit, n_known * vertex_bytes, ceiling) or limit
         free = limit - BYTES_PER_VERTEX * n_known - 4 * chunk_bytes
         if relabel:
             free -= (table.nbytes if table is not None else 0) + uniq.nbytes
@@ -657,7 +677,14 @@ def _partition_file(input, disks, name, fmt, symmetrize, weighted, id_width, rel
                 s = np.searchsorted(uniq, s)
                 d = np.searchsorted(uniq, d)
             mx = max(int(s.max()), int(d.max())) if len(s) else -1
+            grown = None
             if (mx + 1) * vertex_bytes > limit:
+                grown = _grown(limit, (mx + 1) * vertex_bytes, ceiling)
+            if grown is not None:           # the default limit, grown for the IDs seen
+                free += grown - limit
+                batch.sort_bytes += grown - limit
+                limit = grown
+            elif (mx + 1) * vertex_bytes > limit:
                 raise GrapheneError(
                     f"{input}: vertex ID {mx} needs {_mb(vertex_bytes * (mx + 1))} of "
                     f"per-vertex arrays while sorting ({vertex_bytes} B per vertex), more than "
