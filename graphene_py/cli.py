@@ -22,9 +22,9 @@ if os.path.basename(sys.argv[0]) == "graphene":
     from . import startfiles as _startfiles  # noqa: E402
     _startfiles.start(sys.argv)
 
-# a `--device gpu` run's CUDA context is made by the driver on a thread of its own while the
-# imports below go on (gpu/early.py: stdlib only; any other command imports none of it)
-if "gpu" in sys.argv or "--device=gpu" in sys.argv:
+# a `--device gpu|auto` run's CUDA context is made by the driver on a thread of its own while
+# the imports below go on (gpu/early.py: stdlib only; any other command imports none of it)
+if any(a in ("gpu", "auto", "--device=gpu", "--device=auto") for a in sys.argv):
     from .gpu import early as _early  # noqa: E402
     _early.start(sys.argv)
 

@@ -15,14 +15,16 @@ from graphene_py.gpu import early
 @pytest.mark.parametrize("argv, want", [
     (["graphene", "run", "bfs", "--device", "gpu", "-g", "x"], True),
     (["graphene", "bench", "wcc", "--device=gpu"], True),
-    (["graphene", "run", "bfs", "--device", "auto"], False),
+    (["graphene", "run", "bfs", "--device", "auto"], True),
+    (["graphene", "run", "wcc", "--device=auto", "-g", "x"], True),
+    (["graphene", "run", "wcc", "--memory", "auto"], False),                # not a device
     (["graphene", "run", "bfs", "--device", "cpu", "-g", "gpu"], False),   # a dataset named gpu
     (["graphene", "run", "bfs", "--device"], False),
     (["graphene", "partition", "x.el", "--device", "gpu"], False),          # not a run
     (["graphene"], False),
     ([], False),
 ])
-def test_only_a_gpu_run_starts_early(argv, want):
+def test_only_a_run_that_may_use_the_gpu_starts_early(argv, want):
     assert early.wanted(argv) is want
 
 

@@ -8,8 +8,11 @@ the imports instead of after them. CuPy's runtime later takes that same primary 
 (the runtime API uses a device's primary context), so nothing is made twice.
 
 cli.py calls start(sys.argv) before it imports anything else, for `graphene run|bench ...
---device gpu` alone: a run that `--device auto` may keep on the CPU does not pay a context it
-does not use. Only stdlib here (no numpy, no CuPy).
+--device gpu|auto`. `auto` too: at Kronecker scale 25 on the H200 machine, an `auto` run that
+chose the GPU spent 0.47 s more outside its trial than the same `--device gpu` run
+(BENCHMARKS.md). A run that `auto` keeps on the CPU pays one core's cuInit beside its
+imports and a primary context it does not use; a CPU run (the default) starts nothing. Only
+stdlib here (no numpy, no CuPy).
 
 GRAPHENE_GPU_EARLY: `context` (the default) as above; `import` also imports CuPy on that thread
 once the context is there; `off` (or 0) starts nothing early.
@@ -36,13 +39,14 @@ def mode() -> str:
 
 
 def wanted(argv) -> bool:
-    """Whether the command line is a GPU run: `run` or `bench` with `--device gpu` (or
-    `--device=gpu`)."""
+    """Whether the command line is a run that may use the GPU: `run` or `bench` with `--device
+    gpu` or `--device auto` (or `--device=...`)."""
     args = list(argv[1:]) if argv else []
     if not any(a in ("run", "bench") for a in args):
         return False
     for i, a in enumerate(args):
-        if a == "--device=gpu" or (a == "--device" and i + 1 < len(args) and args[i + 1] == "gpu"):
+        if a in ("--device=gpu", "--device=auto") or (
+                a == "--device" and i + 1 < len(args) and args[i + 1] in ("gpu", "auto")):
             return True
     return False
 
