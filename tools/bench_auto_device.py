@@ -61,6 +61,7 @@ def make_dataset(scale, work, weighted=False):
     name = f"kron{scale}" + ("w" if weighted else "")
     path = os.path.join(disk, name)          # the dataset's folder (Di/NAME)
     if os.path.exists(os.path.join(path, "CURRENT")):
+        _calibrated(path)       # (a profile is kept per cgroup: each run here may be in another)
         return path
     os.makedirs(disk, exist_ok=True)
     src, dst = [], []
@@ -72,11 +73,17 @@ def make_dataset(scale, work, weighted=False):
          else None)
     g = partition_arrays(src, dst, weights=w, num_vertices=1 << scale, disks=[disk], name=name,
                          symmetrize=True, force=True, register=False)
-    # as `graphene partition` does: measure the disk once (io/calibrate.py), which the IO
-    # planner and --device auto's CPU estimate use
-    from graphene_py.io.calibrate import calibrate_dataset
-    calibrate_dataset(g, only_missing=True, say=print)
+    _calibrated(path)
     return path
+
+
+def _calibrated(path):
+    """As `graphene partition` does: measure the dataset's disk (io/calibrate.py) unless its
+    profile is stored; the IO planner and --device auto's CPU estimate use it (without one they
+    fall back to a fixed default, and `auto` plans differently)."""
+    from graphene_py.graph import Graph
+    from graphene_py.io.calibrate import calibrate_dataset
+    calibrate_dataset(Graph.open(path), only_missing=True, say=print)
 
 
 def one(args, path, device):
