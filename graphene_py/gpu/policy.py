@@ -168,8 +168,12 @@ CPU_THREADS_EXPONENT = 0.75
 #: cores at Kronecker scales 22 and 24 (benchmarks/auto_device_kron2{2,4}_h200*.jsonl: each run's
 #: own seconds against RUN_PASSES passes, the first at its disk's 2.15 GB/s): BFS 0.03-0.12,
 #: WCC 0.08-0.16, MS-BFS 0.17, 17-core membership 0.43, delta PageRank 0.48-0.71, pull
-#: PageRank-10 0.76. The estimates for BFS and WCC were 2.2-2.4x too short before.
-CPU_THREADS_EXPONENTS = {"bfs": 0.05, "wcc": 0.1, "msbfs": 0.17, "apsp": 0.17, "kcore": 0.43}
+#: PageRank-10 0.76. The estimates for BFS and WCC were 2.2-2.4x too short before. SSSP (its
+#: buckets' barriers and re-relaxations): 2.3-2.6 s own on the weighted Kronecker 22 at 16
+#: threads against 4.4 s on 2 (8^0.28 = 1.8x), est. 0.95 s at the default
+#: (benchmarks/auto_sssp_kron2{2,4}_h200.jsonl).
+CPU_THREADS_EXPONENTS = {"bfs": 0.05, "wcc": 0.1, "msbfs": 0.17, "apsp": 0.17, "kcore": 0.43,
+                         "sssp": 0.28}
 
 
 def threads_exponent(name) -> float:
