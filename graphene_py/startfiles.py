@@ -32,6 +32,9 @@ MAX_FILES = 4000
 MAX_FILE_BYTES = 256 << 20
 #: a library's touched pages closer than this are asked for in one range
 MERGE_GAP = 64 << 10
+#: commands whose second word names what they run (an algorithm, a subcommand): their kinds
+#: keep it; any other command's second word is a file or a dataset (`partition web.el`)
+_TWO_WORDS = ("run", "bench", "cluster")
 #: devices whose runs import other modules than a CPU run (their own lists)
 _DEVICE_KINDS = ("gpu", "auto", "hybrid")
 
@@ -52,9 +55,10 @@ def kernel_cache_dir() -> str:
 
 
 def kind(argv) -> str:
-    """The list a command line uses: its leading words (before the first option after them), and
-    its device when that imports more than a CPU run does. `graphene --debug run bfs -g x
-    --device gpu` -> "run-bfs-gpu"."""
+    """The list a command line uses: its command (and for `run`, `bench` and `cluster` the word
+    after it, before any option), and its device when that imports more than a CPU run does.
+    `graphene --debug run bfs -g x --device gpu` -> "run-bfs-gpu"; `graphene partition web.el`
+    -> "partition"."""
     words = []
     for a in argv[1:]:
         if a.startswith("-"):
@@ -62,7 +66,7 @@ def kind(argv) -> str:
                 break
             continue
         words.append(a)
-        if len(words) == 2:
+        if len(words) == 2 or words[0] not in _TWO_WORDS:
             break
     device, cluster = None, False
     for i, a in enumerate(argv[1:], 1):

@@ -26,7 +26,9 @@ PAGE = mmap.PAGESIZE
     (["graphene", "run", "wcc", "--device=auto"], "run-wcc-auto"),
     (["graphene", "run", "wcc", "--device", "cpu"], "run-wcc"),
     (["graphene", "run", "pagerank", "--memory", "auto"], "run-pagerank"),   # not a device
-    (["graphene", "partition", "a.el", "--disks", "/d"], "partition-a.el"),
+    (["graphene", "partition", "a.el", "--disks", "/d"], "partition"),
+    (["graphene", "info", "web"], "info"),
+    (["graphene", "cluster", "up", "--nodes", "2"], "cluster-up"),
     (["graphene", "run", "bfs", "--cluster", "auto"], "run-bfs-cluster"),
     (["graphene"], "none"),
     (["graphene", "run", "../../etc/x y"], "run-.._.._etc_x_y"),
