@@ -110,7 +110,8 @@ def _relax(v, nbrs, wts, tid, state):
 
 
 from ..iterator.atomics import (atomic_add as _add, atomic_min as _amin,  # noqa: E402
-                                atomic_or as _or, float_bits as _bits, prefetch as _prefetch)
+                                atomic_or as _or, float_bits as _bits, prefetch as _prefetch,
+                                unowned as _unowned, unowned_all as _unowned_all)
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.queue import push  # noqa: E402
 from ..iterator.ramlists import RamLists, list_span, row_of, step_stats  # noqa: E402
@@ -155,7 +156,12 @@ def _ask(stage, u, buf, offs, row_lo, row_part, pbase, plo, ebase, wbuf, wbase, 
 def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase, plo, ebase,
                wbuf, wbase, state, out):
     """Thread tid's share of one superstep in RAM (RamLists): the frontier's lists walked
-    directly, `chunk` vertices per claim, each relaxed by _relax; out[tid, 0] = edges relaxed."""
+    directly, `chunk` vertices per claim, each relaxed by _relax; out[tid, 0] = edges relaxed.
+    The lists' views and the state's arrays take no reference (atomics.unowned): each was an
+    atomic add and subtract on a counter both threads' cores share, for every vertex."""
+    buf = _unowned(buf)
+    wbuf = _unowned(wbuf)
+    state = _unowned_all(state)
     m = frontier.shape[0]
     edges = 0
     while True:
