@@ -5,7 +5,7 @@ A fresh `graphene run kcore --k 17 --membership-only -g kron22` on a cold page c
 package's modules. The imports read them one after another, each open waiting for its directory
 and inode blocks and each library's page faults for their reads: on the 2-vCPU machine of
 BENCHMARKS.md the same command took 0.55 s with those files already in the page cache against
-0.80 s without (the graph's own lists cold in both).
+0.80 s without (the graph's own lists cold in both; BENCHMARKS.md has the commands).
 
 So the first time a command line of a kind runs, `record` writes the files it loaded (its modules'
 sources and bytecode, the shared libraries it mapped, the kernels' manifest) to
@@ -188,8 +188,8 @@ def _entry(path, runs) -> str:
 
 def loaded_files() -> list:
     """The files this process's start read, in the order it needed them (list lines, _entry):
-    each module's source and bytecode (or its extension module's pages) in import order; other
-    shared libraries' pages and the noted files after them."""
+    each module's source and bytecode (or its extension module's pages) in import order; the
+    noted files and the other shared libraries' pages after them."""
     out, seen = [], set()
 
     def add(p, runs=None):
