@@ -5,8 +5,9 @@ on-disk cache (beside the module, or the generated kernels' folder, jit.kernel_c
 this step a user's first `graphene partition` pays ~20 s of compilation and a first `graphene run
 bfs` ~13 s, on any graph. `make install` runs it; run it again after upgrading numba.
 
-It builds eight small datasets in a temporary folder (undirected on one disk and on two, directed
-with in-edges, weighted, two with many small components, one of vertex names and one relabelled)
+It builds nine small datasets in a temporary folder (undirected on one disk and on two, directed
+with in-edges, weighted with whole and with fractional weights, two with many small components,
+one of vertex names and one relabelled)
 through `graphene partition`, then
 runs every built-in algorithm on them through `graphene run` as a user would: from the SSD path
 (the default read-through cache, and without it), in memory, with verification; and a few
@@ -69,6 +70,8 @@ RUNS = [
     # narrow buckets: a superstep's hits fall into several, which its bins sort by counting
     # (sssp._counting_order: GAPBS's weighted kron22 imported numba for it after `make install`)
     ("w", "sssp --delta 1"),
+    ("wf", "sssp -v"), ("wf", "sssp --in-memory"), ("wf", "sssp --memory none"),
+    ("wf", "sssp --delta 1"),
     ("sparse", "kcore --k 16 --membership-only"), ("sparse", "wcc"),
     # a grid's in-memory BFS walks its own bottom-up kernel (bfs_ram); a graph whose BFS goes
     # bottom-up and leaves many small components serves WCC's propagation from kept lists
@@ -85,7 +88,7 @@ OTHER_PLANNER_RUNS = [
     ("sym", "kcore"), ("sym", "kcore --k 3 --membership-only"), ("sym", "apsp"), ("sym", "spmv"),
     ("sym", "bc"), ("sym2", "bfs"), ("sym2", "wcc"), ("sym2", "kcore"), ("sym2", "pagerank"),
     ("dir", "bfs"), ("dir", "wcc"), ("dir", "kcore"), ("dir", "apsp"), ("w", "sssp"),
-    ("tail", "wcc"), ("tail", "bfs"), ("sparse", "kcore --k 16 --membership-only"),
+    ("wf", "sssp"), ("tail", "wcc"), ("tail", "bfs"), ("sparse", "kcore --k 16 --membership-only"),
 ]
 
 #: a device profile for OTHER_PLANNER_RUNS where the user has none (a virtio disk's, measured)
@@ -152,6 +155,11 @@ def _datasets(main, root: str) -> None:
     _cli(main, ["partition", el, "--disks", *disks, "--name", "sym2", "-s", "-q"])
     _cli(main, ["partition", el, "--disks", *disks, "--name", "dir", "--in-edges", "-q"])
     _cli(main, ["partition", wel, "--disks", disks[0], "--name", "w", "-s", "-q"])
+    # weights with fractions: SSSP's float64 distances (whole weights get uint32 ones)
+    wfl = os.path.join(root, "gf.wel")
+    with open(wfl, "w") as f:
+        f.writelines(f"{a} {b} {x + 0.5}\n" for a, b, x in zip(src, dst, w))
+    _cli(main, ["partition", wfl, "--disks", disks[1], "--name", "wf", "-s", "-q"])
     # the same graph and SPARSE_PATHS short paths beside it: most vertices below K, as in a large
     # graph's tail, so k-core membership keeps lists in RAM and WCC labels many small
     # components by propagation (paths these small graphs do not take otherwise)

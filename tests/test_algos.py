@@ -13,6 +13,7 @@ in-edges (the fallback paths); "sym" = symmetrized (undirected), weighted.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import networkx as nx
@@ -259,6 +260,25 @@ def check_sssp(g, c, run_kw):
         r = sssp.run(g, src=s, delta=delta, **run_kw)
         assert np.array_equal(r.dist, ref), (s, delta)
         assert sssp.verify(g, r) == []
+    if len(srcs):       # the weights are whole: distances in uint32; again in float64
+        assert sssp.int_distances(g) == (len(c.w) > 0)     # no edges: no weights recorded
+        s = srcs[0]
+        ref = c.ref(("dijkstra", s), lambda: naive.dijkstra(c.n, c.src, c.dst, c.w, s))
+        with _float_distances(g):
+            r = sssp.run(g, src=s, delta=0.7, **run_kw)
+        assert np.array_equal(r.dist, ref), s
+
+
+@contextlib.contextmanager
+def _float_distances(g):
+    """g's SSSP runs with float64 distances (as for fractional weights) while inside."""
+    st = g.stats
+    g.stats = dict(st, weight_integral=False)
+    try:
+        assert not sssp.int_distances(g)
+        yield
+    finally:
+        g.stats = st
 
 
 CHECKS = {"pagerank": check_pagerank, "wcc": check_wcc, "kcore": check_kcore,
@@ -321,7 +341,8 @@ def test_sssp_walk_in_ram(gname, grid, tmp_root):
         # (the chain's thousands of levels: one bucket each at 0.7, ~20 s; its default width
         # makes hundreds already)
         for delta in (None, 1e9) if gname == "chain" else (None, 0.7, 1e9):
-            r = sssp.run(g, src=s, delta=delta, **SSD, **kw)
+            with _float_distances(g) if delta == 1e9 else contextlib.nullcontext():
+                r = sssp.run(g, src=s, delta=delta, **SSD, **kw)
             assert np.array_equal(r.dist, ref), (how, delta)
             loads = [st for st in r.supersteps if st.get("phase") == "load"]
             assert len(loads) == (how == "cache" and g.num_edges > 0), how
@@ -428,6 +449,38 @@ def test_vs_networkx_scipy(gname, tmp_root):
     dist = csg.dijkstra(_csr(c, weighted=True), indices=srcs[0])
     r = sssp.run(g, src=srcs[0], **SSD)
     assert np.array_equal(r.dist, dist)
+
+
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_sssp_distances_in_four_bytes_when_the_weights_allow(tmp_path, in_memory):
+    """Partitioning records whether every weight is whole; SSSP then keeps uint32 distances
+    unless (|V| - 1) x the largest weight could reach the unreached mark. Every case gives
+    Dijkstra's distances exactly, as float64, with inf where unreached (vertex 3 here)."""
+    src = np.array([0, 1, 0, 4], dtype=np.int64)
+    dst = np.array([1, 2, 2, 1], dtype=np.int64)
+    big = 2.0 ** 31 - 128                  # a float32; twice it is 2^32 - 256: just fits
+    cases = [("whole", [3, 4, 9, 1], True), ("quarters", [0.25, 1.5, 2.0, 0.75], False),
+             ("near", [big, big, big, big], None), ("zero", [0, 0, 5, 0], True)]
+    for name, w, ints in cases:
+        w = np.array(w, np.float32)
+        n = 5 if ints is not None else 3          # "near": 3 vertices fit, 5 would not
+        keep = src < n if ints is not None else np.array([True, True, False, False])
+        disk = tmp_path / name
+        disk.mkdir()
+        g = partition_arrays(src[keep], dst[keep], weights=w[keep], num_vertices=n,
+                             disks=[str(disk)], name=name, register=False, durable=False)
+        assert g.stats["weight_integral"] == (ints is not False)
+        assert sssp.int_distances(g) == (ints is not False)
+        ref = naive.dijkstra(n, src[keep], dst[keep], w[keep], 0)
+        r = sssp.run(g, src=0, in_memory=in_memory, **SSD)
+        assert r.dist.dtype == np.float64
+        assert np.array_equal(r.dist, ref), name
+        assert np.isinf(r.dist[n - 1]) or name == "near"
+        if name == "near":
+            assert r.dist[2] == 2 * big
+            g.stats = dict(g.stats, weight_max=2.0 ** 31)     # 2 x 2^31 would reach the mark
+            assert not sssp.int_distances(g)
+            assert np.array_equal(sssp.run(g, src=0, in_memory=in_memory, **SSD).dist, ref)
 
 
 def test_sssp_default_delta_comes_from_the_recorded_weights(tmp_path):

@@ -73,8 +73,29 @@ RAM_DELTA_DIVISOR = 64.0
 AHEAD = 32
 
 
+#: an unreached vertex's distance where distances are 4-byte integers (int_distances)
+UNREACHED32 = np.uint32(0xFFFFFFFF)
+
+
 class SSSPResult(Result):
     MAIN = "dist"
+
+
+def int_distances(graph) -> bool:
+    """Whether a run's distances can be exact 4-byte unsigned integers, as GAPBS's are: the
+    dataset's partitioning recorded that every weight is a whole number >= 0 (weight_integral), and
+    no simple path can reach UNREACHED32 ((|V| - 1) x the largest weight is below it; a tentative
+    distance of a label-correcting run is always a simple path's length). Half the bytes of
+    float64 in the random reads of every relaxation: kron22's 4 M distances are 16 MB, inside this
+    CPU's L3 (BENCHMARKS.md). The result is float64 either way."""
+    st = getattr(graph, "stats", None) or {}
+    if not st.get("weight_integral"):
+        return False
+    try:
+        lo, hi = float(st["weight_min"]), float(st["weight_max"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return lo >= 0 and hi * max(0, graph.num_vertices - 1) < float(UNREACHED32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,9 +106,16 @@ def _active(v, state):
 
 @njit(cache=True)
 def _relax(v, nbrs, wts, tid, state):
+    """The engine's compute function (RELAX): _relax_list."""
+    _relax_list(v, nbrs, wts, tid, state)
+
+
+@njit(cache=True, inline="always")
+def _relax_list(v, nbrs, wts, tid, state):
     """v's out-neighbours: dist[u] = min(dist[u], dist[v] + w) by an atomic min on the float's bits
     (weights >= 0, so bits order as values; as GAPBS, in place: a later list of the same superstep
-    sees the lower distance); the first improvement of u this superstep queues it."""
+    sees the lower distance); the first improvement of u this superstep queues it. Distances in
+    uint32 (int_distances) add the weight as an integer and take the min on the value itself."""
     inq, dist, dbits, hit, ids, tail, cur, neg = state
     dv = dist[v]
     m = len(nbrs)
@@ -96,22 +124,23 @@ def _relax(v, nbrs, wts, tid, state):
     for i in range(m):
         if i + AHEAD < m:                     # a hub's list: its random reads overlap
             _prefetch(dist, nbrs[i + AHEAD])
-        w = np.float64(wts[i])
+        w = wts[i]
         if w < 0.0:
             neg[0] = 1
             continue
         u = np.int64(nbrs[i])
-        nd = dv + w
+        nd = dv + _cast(dv, w)                # in the distances' own kind (float64 or uint32)
         if nd < dist[u]:                      # plain read first: most candidates lose
-            b = _bits(nd)
+            b = _key(nd, dbits)
             if b < _amin(dbits, u, b):
                 if hit[u] == 0 and _or(hit, u, np.uint8(1)) == 0:
                     push(ids, tail, cur, tid, u)
 
 
 from ..iterator.atomics import (atomic_add as _add, atomic_min as _amin,  # noqa: E402
-                                atomic_or as _or, float_bits as _bits, prefetch as _prefetch,
-                                unowned as _unowned, unowned_all as _unowned_all)
+                                atomic_or as _or, cast_like as _cast, order_key as _key,
+                                prefetch as _prefetch, unowned as _unowned,
+                                unowned_all as _unowned_all)
 from ..iterator.edgemap import Update  # noqa: E402
 from ..iterator.queue import push  # noqa: E402
 from ..iterator.ramlists import RamLists, list_span, row_of, step_stats  # noqa: E402
@@ -156,7 +185,7 @@ def _ask(stage, u, buf, offs, row_lo, row_part, pbase, plo, ebase, wbuf, wbase, 
 def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase, plo, ebase,
                wbuf, wbase, state, out):
     """Thread tid's share of one superstep in RAM (RamLists): the frontier's lists walked
-    directly, `chunk` vertices per claim, each relaxed by _relax; out[tid, 0] = edges relaxed.
+    directly, `chunk` vertices per claim, each relaxed by _relax_list; out[tid, 0] = edges relaxed.
     The lists' views and the state's arrays take no reference (atomics.unowned): each was an
     atomic add and subtract on a counter both threads' cores share, for every vertex."""
     buf = _unowned(buf)
@@ -188,7 +217,9 @@ def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase
                 if eb >= 0:
                     s, e = list_span(offs, pbase, plo, j, v)
                     wb = wbase[j]
-                    _relax(v, buf[eb + s:eb + e], wbuf[wb + s:wb + e], tid, state)
+                    # inlined: a call per list passed each of the state's arrays (numba's
+                    # reference calls, if only on no owner: 6% of a cold run's samples)
+                    _relax_list(v, buf[eb + s:eb + e], wbuf[wb + s:wb + e], tid, state)
                     edges += e - s
     out[tid, 0] = edges
 
@@ -208,15 +239,6 @@ def _ram_step(rl, weights, frontier, state):
     res = rl.run(job)
     return step_stats(len(frontier), int(res[:, 0].sum()), time.perf_counter() - t0, "queue",
                       walk="ram")
-
-
-@njit(cache=True)
-def _bins_of(dist, hit, q, nq, delta, key):
-    """The queued (improved) vertices' buckets: key[j] = floor(dist[q[j]] / delta); clears hit."""
-    for j in range(nq):
-        u = q[j]
-        hit[u] = 0
-        key[j] = np.floor(dist[u] / delta)
 
 
 @njit(cache=True)
@@ -251,6 +273,46 @@ def _counting_order(keys, k0, span):
         order[at[i]] = j
         at[i] += 1
     return order, cnt
+
+
+@njit(cache=True)
+def _settle(frontier, inq, dist, hit, q, nq, delta, like):
+    """After a superstep, in one pass: the frontier leaves the bucket (inq), and the queued
+    vertices (q[:nq], hit cleared) are grouped by their new bucket floor(dist / delta), stably, by
+    a counting sort when their buckets span a few times their count. Returns (sorted, vertices,
+    buckets, counts): vertices (like's dtype) in bucket order, each distinct bucket and its count;
+    sorted False (a wide span: Bins.add sorts) leaves them empty and `buckets` the keys of q."""
+    for j in range(frontier.shape[0]):
+        inq[frontier[j]] = 0
+    keys = np.empty(nq)
+    k0 = np.inf
+    k1 = -np.inf
+    for j in range(nq):
+        u = q[j]
+        hit[u] = 0
+        k = np.floor(dist[u] / delta)
+        keys[j] = k
+        k0 = min(k0, k)
+        k1 = max(k1, k)
+    if nq == 0 or not k1 - k0 < 4 * nq + 1024:
+        return False, np.empty(0, like.dtype), keys, np.empty(0, np.int64)
+    order, cnt = _counting_order(keys, k0, np.int64(k1 - k0) + 1)
+    vs = np.empty(nq, like.dtype)
+    for j in range(nq):
+        vs[j] = q[order[j]]
+    m = 0
+    for i in range(cnt.shape[0]):
+        if cnt[i]:
+            m += 1
+    ks = np.empty(m)
+    cs = np.empty(m, np.int64)
+    m = 0
+    for i in range(cnt.shape[0]):
+        if cnt[i]:
+            ks[m] = k0 + i
+            cs[m] = cnt[i]
+            m += 1
+    return True, vs, ks, cs
 
 
 class Bins:
@@ -288,6 +350,13 @@ class Bins:
         for hi in (*cut.tolist(), len(ks)):
             self._put(float(ks[lo]), vs[lo:hi])
             lo = hi
+
+    def add_grouped(self, verts, keys, counts):
+        """verts (in bucket order, this bins' dtype) join the bins keys[i], counts[i] each."""
+        lo = 0
+        for k, c in zip(keys.tolist(), counts.tolist()):
+            self._put(k, verts[lo:lo + c])
+            lo += c
 
     def _put(self, k, arr):
         got = self.bins.get(k)
@@ -360,8 +429,14 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
     from ..iterator.edgemap import EdgeMap
     from ..iterator.memory import track, track_bytes
     from ..iterator.queue import NextQueue
-    dist = np.full(n, np.inf)
-    dist[src] = 0.0
+    ints = int_distances(graph)
+    if ints:
+        dist = np.full(n, UNREACHED32)
+        keys = dist.view(np.uint32)              # lowered by "umin" on the values themselves
+    else:
+        dist = np.full(n, np.inf)
+        keys = dist.view(np.int64)               # lowered by "min" on the floats' bits
+    dist[src] = 0
     inq = np.zeros(n, dtype=np.uint8)
     neg = np.zeros(1, dtype=np.uint8)
     steps = []
@@ -373,7 +448,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
         track("distances", dist)
         track("flags (active, hit)", inq, hit)
         track("hit queue", q.ids)
-        state = (inq, dist, dist.view(np.int64), hit, q.ids, q.tail, q.cur, neg)
+        state = (inq, dist, keys, hit, q.ids, q.tail, q.cur, neg)
         # in memory, the frontier's lists are walked directly (no plan, no extents: a superstep
         # costs its own edges, which is what makes small buckets pay); a read-through cache with
         # room for every list gets them all in one pass first (read at the disks' full speed,
@@ -395,7 +470,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
             if asked is None:
                 delta = ram_delta(graph)
         bins.add(np.array([src], dtype=np.int64), np.array([np.floor(0.0 / delta)]))
-        key = np.empty(0)
+        like = np.empty(0, bins.dtype)
         while True:
             got = bins.pop()
             if got is None:
@@ -408,15 +483,15 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
             buckets.add(b)
             st = (_ram_step(rl, weights, frontier, state) if rl is not None else
                   em.edge_map(state, frontier, push=RELAX))
-            inq[frontier] = 0
             nq = q.close()
             if neg[0]:
                 raise GrapheneError(f"{graph.name}: negative edge weight found; delta-stepping "
                                     f"needs weights >= 0")
-            if len(key) < nq:
-                key = np.empty(max(nq, 2 * len(key)))
-            _bins_of(dist, hit, q.ids, nq, float(delta), key)
-            bins.add(q.ids[:nq], key[:nq])
+            grouped, vs, ks, cs = _settle(frontier, inq, dist, hit, q.ids, nq, float(delta), like)
+            if grouped:
+                bins.add_grouped(vs, ks, cs)
+            else:
+                bins.add(q.ids[:nq], ks)
             st = dict(st)
             st.update(bucket=int(b) if b < 2**62 else float(b), relaxed=int(m),
                       bins_held=bins.held)
@@ -424,6 +499,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
             if progress is not None:
                 progress(st)
         track_bytes("bucket bins (at the most)", bins.most * np.dtype(bins.dtype).itemsize)
+    if ints:
+        dist = np.where(dist == UNREACHED32, np.inf, dist)
     return SSSPResult(dist=dist, src=src, delta=float(delta),
                       n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=len(buckets),
                       supersteps=steps, seconds=time.perf_counter() - t0)

@@ -115,6 +115,44 @@ def float_bits(typingctx, x):
 
 
 @intrinsic
+def order_key(typingctx, x, keys):
+    """x as an element of `keys`, the integer array an atomic_min orders it in: a float64's
+    IEEE-754 bits into an int64 array (float_bits), an integer converted into an array of its
+    own kind (an unsigned array takes "umin": integer distances in 4 bytes, algos/sssp.py)."""
+    from numba import types
+    if not (isinstance(keys, types.Array) and isinstance(keys.dtype, types.Integer)):
+        return None
+    kt = keys.dtype
+    if isinstance(x, types.Float):
+        if x.bitwidth != 64 or kt.bitwidth != 64:
+            return None
+    elif not isinstance(x, types.Integer):
+        return None
+    from llvmlite import ir
+
+    def codegen(context, builder, signature, args):
+        if isinstance(x, types.Float):
+            return builder.bitcast(args[0], ir.IntType(64))
+        return context.cast(builder, args[0], x, kt)
+
+    return kt(x, keys), codegen
+
+
+@intrinsic
+def cast_like(typingctx, x, v):
+    """v converted to x's type (e.g. a float32 weight added to a uint32 distance as a uint32,
+    not promoted to float64 as numba's typing of the sum would)."""
+    from numba import types
+    if not (isinstance(x, types.Number) and isinstance(v, types.Number)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[1], v, x)
+
+    return x(x, v), codegen
+
+
+@intrinsic
 def unowned(typingctx, ary):
     """The same array without its owner record (numba's meminfo): views cut from it then take
     and drop no reference. process_batch cuts a view of its buffer for every list it hands on;

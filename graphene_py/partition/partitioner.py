@@ -169,6 +169,16 @@ def _blocks(store, lo, hi, budget, scratch):
         yield v0, v1, lptr, idx, w
 
 
+def _whole(w, chunk=1 << 20) -> bool:
+    """Whether every weight is a whole number (SSSP's distances can then be integers:
+    algos/sssp.py int_distances); a slice at a time, within the partitioner's memory."""
+    for a in range(0, len(w), chunk):
+        p = w[a:a + chunk]
+        if not np.array_equal(p, np.floor(p)):
+            return False
+    return True
+
+
 def _write_direction(writer, store, direction, R, C, id_width, weighted, budget, loads,
                      progress=None, wstats=None):
     """One direction's partitions; wstats (a dict) gets the weights' min, max and sum. A streamed
@@ -221,6 +231,8 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
                 wstats["min"] = min(wstats.get("min", np.inf), float(out_w.min()))
                 wstats["max"] = max(wstats.get("max", -np.inf), float(out_w.max()))
                 wstats["sum"] = wstats.get("sum", 0.0) + float(out_w.sum(dtype=np.float64))
+                if wstats.get("integral", True):
+                    wstats["integral"] = _whole(out_w)
             for c in range(C):
                 fa, fo, fw, base_e = files[c]
                 a, b = int(starts[c]), int(starts[c + 1])
@@ -325,7 +337,8 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
         stats = stats(int(out_store.m))
     if wstats:      # what SSSP's default bucket width is made from (algos/sssp.py default_delta)
         stats = dict(stats, weight_min=wstats["min"], weight_max=wstats["max"],
-                     weight_mean=wstats["sum"] / max(1, int(out_store.m)))
+                     weight_mean=wstats["sum"] / max(1, int(out_store.m)),
+                     weight_integral=wstats["integral"])
     in_sec = None
     if in_edges and not directed:     # undirected: the in-lists are the out-lists
         in_sec = _mirror_direction(writer, out_sec, "in")
