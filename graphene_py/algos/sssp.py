@@ -69,6 +69,11 @@ RAM_CHUNK = 64
 #: default_delta / this = the bucket width in RAM (ram_delta)
 RAM_DELTA_DIVISOR = 64.0
 
+#: a bucket's vertices are walked in ID order from this many on: their offsets, lists and weights
+#: are then read in file order (kron22w in RAM, warm: the supersteps under 10 M edges 0.24-0.26 s
+#: against 0.29-0.30 s in bucket order, the larger ones 0.47-0.49 against 0.51-0.53 s)
+SORT_FROM = 1024
+
 #: how many entries of a list ahead _relax asks for the distance it will read
 AHEAD = 32
 
@@ -106,33 +111,36 @@ def _active(v, state):
 
 @njit(cache=True)
 def _relax(v, nbrs, wts, tid, state):
-    """The engine's compute function (RELAX): _relax_list."""
-    _relax_list(v, nbrs, wts, tid, state)
+    """The engine's compute function (RELAX): v's whole list, by _relax_span."""
+    inq, dist, dbits, hit, ids, tail, cur, neg = state
+    _relax_span(v, nbrs, wts, 0, len(nbrs), 0, tid, dist, dbits, hit, ids, tail, cur, neg)
 
 
 @njit(cache=True, inline="always")
-def _relax_list(v, nbrs, wts, tid, state):
-    """v's out-neighbours: dist[u] = min(dist[u], dist[v] + w) by an atomic min on the float's bits
-    (weights >= 0, so bits order as values; as GAPBS, in place: a later list of the same superstep
-    sees the lower distance); the first improvement of u this superstep queues it. Distances in
-    uint32 (int_distances) add the weight as an integer and take the min on the value itself."""
-    inq, dist, dbits, hit, ids, tail, cur, neg = state
+def _relax_span(v, nbrs, wts, a, b, wa, tid, dist, dbits, hit, ids, tail, cur, neg):
+    """v's out-neighbours nbrs[a:b] (weights wts[wa:]): dist[u] = min(dist[u], dist[v] + w) by
+    an atomic min on the float's bits (weights >= 0, so bits order as values; as GAPBS, in place:
+    a later list of the same superstep sees the lower distance); the first improvement of u this
+    superstep queues it. Distances in uint32 (int_distances) add the weight as an integer and
+    take the min on the value itself. The arrays come whole, with the span's bounds: a view cut
+    per list, or the state's tuple unpacked per list, cost numba's reference calls (if only on
+    arrays without an owner) for every vertex: 13% of a walk's samples."""
     dv = dist[v]
-    m = len(nbrs)
-    for i in range(min(m, AHEAD)):
+    for i in range(a, min(b, a + AHEAD)):
         _prefetch(dist, nbrs[i])
-    for i in range(m):
-        if i + AHEAD < m:                     # a hub's list: its random reads overlap
+    d = wa - a
+    for i in range(a, b):
+        if i + AHEAD < b:                     # a hub's list: its random reads overlap
             _prefetch(dist, nbrs[i + AHEAD])
-        w = wts[i]
+        w = wts[i + d]
         if w < 0.0:
             neg[0] = 1
             continue
         u = np.int64(nbrs[i])
         nd = dv + _cast(dv, w)                # in the distances' own kind (float64 or uint32)
         if nd < dist[u]:                      # plain read first: most candidates lose
-            b = _key(nd, dbits)
-            if b < _amin(dbits, u, b):
+            c = _key(nd, dbits)
+            if c < _amin(dbits, u, c):
                 if hit[u] == 0 and _or(hit, u, np.uint8(1)) == 0:
                     push(ids, tail, cur, tid, u)
 
@@ -185,12 +193,12 @@ def _ask(stage, u, buf, offs, row_lo, row_part, pbase, plo, ebase, wbuf, wbase, 
 def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase, plo, ebase,
                wbuf, wbase, state, out):
     """Thread tid's share of one superstep in RAM (RamLists): the frontier's lists walked
-    directly, `chunk` vertices per claim, each relaxed by _relax_list; out[tid, 0] = edges relaxed.
+    directly, `chunk` vertices per claim, each relaxed by _relax_span; out[tid, 0] = edges relaxed.
     The lists' views and the state's arrays take no reference (atomics.unowned): each was an
     atomic add and subtract on a counter both threads' cores share, for every vertex."""
-    buf = _unowned(buf)
-    wbuf = _unowned(wbuf)
-    state = _unowned_all(state)
+    buf, wbuf, frontier, offs, row_lo, row_part, pbase, plo, ebase, wbase = _unowned_all(
+        (buf, wbuf, frontier, offs, row_lo, row_part, pbase, plo, ebase, wbase))
+    inq, dist, dbits, hit, ids, tail, cur, neg = _unowned_all(state)
     m = frontier.shape[0]
     edges = 0
     while True:
@@ -203,13 +211,13 @@ def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase
             # distances the list names); the vertices ahead get each step asked for early
             if k + 8 < m:
                 _ask(0, np.int64(frontier[k + 8]), buf, offs, row_lo, row_part, pbase, plo,
-                     ebase, wbuf, wbase, state[1])
+                     ebase, wbuf, wbase, dist)
             if k + 4 < m:
                 _ask(1, np.int64(frontier[k + 4]), buf, offs, row_lo, row_part, pbase, plo,
-                     ebase, wbuf, wbase, state[1])
+                     ebase, wbuf, wbase, dist)
             if k + 2 < m:
                 _ask(2, np.int64(frontier[k + 2]), buf, offs, row_lo, row_part, pbase, plo,
-                     ebase, wbuf, wbase, state[1])
+                     ebase, wbuf, wbase, dist)
             v = np.int64(frontier[k])
             r = row_of(row_lo, v)
             for j in range(row_part[r], row_part[r + 1]):
@@ -217,9 +225,8 @@ def _relax_ram(tid, counter, chunk, frontier, buf, offs, row_lo, row_part, pbase
                 if eb >= 0:
                     s, e = list_span(offs, pbase, plo, j, v)
                     wb = wbase[j]
-                    # inlined: a call per list passed each of the state's arrays (numba's
-                    # reference calls, if only on no owner: 6% of a cold run's samples)
-                    _relax_list(v, buf[eb + s:eb + e], wbuf[wb + s:wb + e], tid, state)
+                    _relax_span(v, buf[eb + s:eb + e], wbuf[wb + s:wb + e], 0, e - s, 0, tid,
+                                dist, dbits, hit, ids, tail, cur, neg)
                     edges += e - s
     out[tid, 0] = edges
 
@@ -480,6 +487,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
             if m == 0:                           # every entry went stale
                 continue
             frontier = ids[:m]
+            if m >= SORT_FROM:
+                frontier.sort()
             buckets.add(b)
             st = (_ram_step(rl, weights, frontier, state) if rl is not None else
                   em.edge_map(state, frontier, push=RELAX))
