@@ -229,11 +229,15 @@ def bad_ids(buf, rows, n, req_file, req_off, req_len, file_part, part_nedges, co
 
 @njit(cache=True, nogil=True)
 def _nonfinite(w, lo, hi):
-    acc = np.float32(0.0)
-    b = w[lo:hi]                           # from 0: vectorizes (see _range_of)
+    """The first index in lo..hi of a NaN or infinite weight (float32), or -1. A float32 is one
+    of those when its exponent bits are all set: that exponent plus one more carries into the
+    sign bit, and an OR over the words vectorizes (a float sum that turned NaN, as before, added
+    one element at a time: numba's floats may not be reordered; 2.6% of a cold SSSP's samples)."""
+    b = w[lo:hi].view(np.uint32)           # from 0: vectorizes (see _range_of)
+    acc = np.uint32(0)
     for i in range(b.shape[0]):
-        acc += b[i] * np.float32(0.0)      # NaN once any element is NaN or inf
-    if acc == acc:
+        acc |= (b[i] & np.uint32(0x7F800000)) + np.uint32(0x00800000)
+    if not acc & np.uint32(0x80000000):
         return -1
     for i in range(lo, hi):
         if not np.isfinite(w[i]):

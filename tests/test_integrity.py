@@ -296,3 +296,19 @@ def test_offsets_order_check_finds_the_first_decrease_across_blocks(monkeypatch,
     flat = np.full(9, 7, dtype="<u8")
     assert integrity._first_decrease_of(flat) == -1
     assert integrity._first_decrease_of(off[:1]) == -1 and integrity._first_decrease_of(off[:0]) == -1
+
+
+def test_nonfinite_weights_found_at_their_index():
+    """The weights' check (integrity._nonfinite): the first NaN or infinity in lo..hi, none for
+    the largest finite floats, zeros of either sign and denormals."""
+    from graphene_py.integrity import _nonfinite
+    w = np.arange(1, 5001, dtype=np.float32)
+    w[10:15] = [np.finfo(np.float32).max, -np.finfo(np.float32).max, 0.0, -0.0, 1e-45]
+    assert _nonfinite(w, 0, len(w)) == -1
+    for bad in (np.nan, np.inf, -np.inf):
+        for at in (0, 63, 4999):
+            x = w.copy()
+            x[at] = bad
+            assert _nonfinite(x, 0, len(x)) == at
+            assert _nonfinite(x, at + 1, len(x)) == -1
+            assert _nonfinite(x, 0, at) == -1

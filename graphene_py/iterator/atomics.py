@@ -139,6 +139,32 @@ def order_key(typingctx, x, keys):
 
 
 @intrinsic
+def copy_into(typingctx, dst, do, src, so, n):
+    """dst[do:do + n] = src[so:so + n] as one memcpy (1-D arrays of one dtype, not overlapping;
+    indices unchecked). numba's slice assignment copies an element at a time with its strides:
+    2.7 GB/s against 11-17 for a plain copy (64 KB pieces, uint8), and the adjacency cache's
+    copy-in was 9-14% of a cold SSSP's samples."""
+    from numba import types
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
+            and dst.ndim == 1 and src.ndim == 1 and dst.dtype == src.dtype):
+        return None
+
+    def codegen(context, builder, signature, args):
+        from numba.core import cgutils
+        d, i, s_, j, k = args
+        ty = signature.args
+        dp = _ptr(context, builder, ty[0], d, context.cast(builder, i, ty[1], types.intp))
+        sp = _ptr(context, builder, ty[2], s_, context.cast(builder, j, ty[3], types.intp))
+        cnt = context.cast(builder, k, ty[4], types.intp)
+        item = context.get_constant(types.intp, context.get_abi_sizeof(
+            context.get_data_type(dst.dtype)))
+        cgutils.raw_memcpy(builder, dp, sp, cnt, item)
+        return context.get_dummy_value()
+
+    return types.none(dst, do, src, so, n), codegen
+
+
+@intrinsic
 def cast_like(typingctx, x, v):
     """v converted to x's type (e.g. a float32 weight added to a uint32 distance as a uint32,
     not promoted to float64 as numba's typing of the sum would)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from ..jit import njit
 
-from .atomics import atomic_add, prefetch, unowned, unowned_all
+from .atomics import atomic_add, copy_into, prefetch, unowned, unowned_all
 from ..io.offsets import DEG_BLOCK, degrees_into, off3
 
 #: how many neighbour IDs ahead process_batch asks for the element of Update.reads' slot
@@ -178,12 +178,16 @@ def copy_rows(rows, n, pool, fids, offs, lens, woff, wlen, fill_base, wfill_base
         p = rows[k, 1]
         ln = lens[j]
         o = b + offs[j]
-        mem[o:o + ln] = pool[p:p + ln]
+        if o < 0 or o + ln > mem.shape[0] or p < 0 or p + ln > pool.shape[0]:
+            raise ValueError("copy_rows: an extent outside the cache or the IO buffers")
+        copy_into(mem, o, pool, p, ln)          # a memcpy (a slice assignment: 4x slower)
         q = rows[k, 2]
         if q >= 0:
             wl = wlen[j]
             wo = wfill_base[f] + woff[j]
-            wmem[wo:wo + wl] = pool[q:q + wl]
+            if wo < 0 or wo + wl > wmem.shape[0] or q < 0 or q + wl > pool.shape[0]:
+                raise ValueError("copy_rows: a weight extent outside the cache or the buffers")
+            copy_into(wmem, wo, pool, q, wl)
 
 
 @njit(cache=True, nogil=True)
