@@ -170,10 +170,13 @@ def partitioned(tmp_path, gname, layout, name="hyb"):
                             register=False)
 
 
-def standin(m, name="g"):
+def standin(m, name="g", page_tables=True):
     """A dataset's shape without its files (what --device auto's plan reads): m undirected
-    edges, m / 32 vertices, 4-byte IDs, unweighted, no partition without its page tables."""
+    edges, m / 32 vertices, 4-byte IDs, unweighted, no partition without its page tables
+    (page_tables=False: one, as an older dataset's, whose lists the GPU's load cannot read
+    straight: gpu/lists.py resident_loadable)."""
     from types import SimpleNamespace
+    old = [] if page_tables else [SimpleNamespace(num_edges=1, pages={})]
     return SimpleNamespace(num_vertices=m // 32, num_edges=m, id_width=4, directed=False,
                            in_partitions=None, uuid=f"{name}{m}", weighted=False, name=name,
-                           parts=lambda direction: [])
+                           parts=lambda direction: old)

@@ -380,8 +380,7 @@ def test_resident_load_reads_the_lists_straight_into_gpu_memory(tmp_path, monkey
 @pytest.mark.gpu
 def test_resident_load_refuses_damage_and_stops_when_told(tmp_path):
     """A list out of its partition's columns (the range taken narrower here) and a flipped bit
-    are refused, naming what; a load told to stop (check raising) stops, its reader joined; a
-    weighted dataset is assembled on the host as before."""
+    are refused, naming what; a load told to stop (check raising) stops, its reader joined."""
     import threading
     from graphene_py.gpu import DeviceGraph
     c = tg.powerlaw()
@@ -402,10 +401,46 @@ def test_resident_load_refuses_damage_and_stops_when_told(tmp_path):
         lists.load_resident(g, "out", check=check, chunk_bytes=64)
     assert len(calls) == 3 and threading.active_count() == before
     _refused_when_damaged(g, lambda source: DeviceGraph.from_graph(g))
-    d = tmp_path / "w"
-    d.mkdir()
-    w = partition_arrays(c.src, c.dst, weights=c.weights, num_vertices=c.n, disks=[str(d)],
-                         name="w", register=False, durable=False)
-    assert not lists.resident_loadable(w)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid,directed", [((1, 1), False), ((2, 2), True), ((2, 3), False)])
+def test_resident_load_of_weights(tmp_path, grid, directed, monkeypatch):
+    """A weighted dataset's weights load as its lists do (lists.load_resident kind "wgt"): each
+    list's weights at its CSR slot, in one chunk or many, equal to what Graph.to_csr assembles;
+    DeviceGraph.from_graph never assembles the CSR on the host, and the GPU's SSSP gives the
+    CPU path's distances. A flipped bit in a weights file is refused, naming that file."""
+    from graphene_py.algos import sssp
+    from graphene_py.gpu import DeviceGraph, _module
+    import graphene_py.gpu as gpu
+    cp = _module.cupy()
+    c = tg.powerlaw()
+    disks = [str(tmp_path / f"d{i}") for i in range(grid[0] * grid[1])]
+    for x in disks:
+        os.makedirs(x, exist_ok=True)
+    w = partition_arrays(c.src, c.dst, weights=c.weights, num_vertices=c.n, disks=disks,
+                         name="w", rows=grid[0], cols=grid[1], symmetrize=not directed,
+                         in_edges=directed, register=False, durable=False)
+    assert lists.resident_loadable(w)
+    ptr, idx, wts = w.to_csr("out", index_dtype=np.int32)
+    for chunk in (None, 64):
+        got_ptr, got = lists.load_resident(w, "out", chunk_bytes=chunk, kind="wgt")
+        np.testing.assert_array_equal(got_ptr, ptr)
+        assert got.dtype == cp.float32
+        np.testing.assert_array_equal(cp.asnumpy(got), wts)
+    monkeypatch.setattr(type(w), "to_csr", lambda *a, **k: pytest.fail("assembled on the host"))
     dg = DeviceGraph.from_graph(w)
-    assert dg.weights is not None and dg.weights.size == w.num_edges
+    assert dg.placement["weights"] == "gpu"
+    np.testing.assert_array_equal(cp.asnumpy(dg.weights), wts)
+    np.testing.assert_array_equal(cp.asnumpy(dg.idx), idx)
+    monkeypatch.undo()
+    src = int(np.argmax(np.diff(ptr)))
+    np.testing.assert_array_equal(np.asarray(gpu.sssp(dg, src)), sssp.run(w, src=src).dist)
+    p = w.parts("out")[0]
+    with open(p.wgt_path, "r+b") as f:
+        b = bytearray(f.read(1))
+        f.seek(0)
+        f.write(bytes([b[0] ^ 1]))
+    with pytest.raises(GrapheneError, match=r"CRC32C") as e:
+        DeviceGraph.from_graph(w)
+    assert os.path.basename(p.wgt_path) in str(e.value)

@@ -205,11 +205,15 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     monkeypatch.setattr(policy, "HANDOFF_CPU_SLOWDOWN", 1.0)
     where, why = registry._choose("pagerank", "auto", kron22, {"gpu_tier": "resident"})
     assert where == "hybrid" and "both 2.08 s" in why, why
-    # where the CSR is assembled on the host first (a weighted dataset: 0.3 GB/s, 1.8 s), the
-    # run would wait for 5 of the 6: the whole runs are cheaper (the CPU's here)
+    # where the CSR is assembled on the host first (an older dataset without page tables: 0.3
+    # GB/s, 1.8 s), the run would wait for 5 of the 6: the whole runs are cheaper (the CPU's)
+    older = G.standin(128_311_450, page_tables=False)
+    assert registry._choose("pagerank", "auto", older, {"gpu_tier": "resident"})[0] == "cpu"
+    # a weighted dataset's load reads its weights beside its lists: half the lists' rate
     weighted = G.standin(128_311_450)
     weighted.weighted = True
-    assert registry._choose("pagerank", "auto", weighted, {"gpu_tier": "resident"})[0] == "cpu"
+    from graphene_py.gpu import streamed as S
+    assert S.resident_load_bps(weighted) == pytest.approx(S.resident_load_bps(kron22) / 2)
     assert PR.handoff_prep_seconds(kron22, {"gpu_tier": "stream-ssd"}) == (
         pytest.approx(kron22.num_vertices * 57e-9), pytest.approx(kron22.num_edges * 4 / 1.4e9))
     # a forced tier is planned with that tier's estimate
@@ -229,7 +233,7 @@ def test_auto_plan_hands_pagerank_over_only_where_it_beats_both_whole_runs(monke
     monkeypatch.setattr(memory, "memory_available", lambda: 600 << 20)
     # the CSR assembled on the host needs room there beside the CPU's run; read straight into
     # GPU memory it does not
-    assert PR.handoff_prep_seconds(weighted, {"gpu_tier": "resident"}) is None
+    assert PR.handoff_prep_seconds(older, {"gpu_tier": "resident"}) is None
     assert PR.handoff_prep_seconds(kron22, {"gpu_tier": "resident"})[0] == pytest.approx(
         0.25 + kron22.num_vertices * 30e-9 +
         (kron22.num_edges * 4 + 8 * (kron22.num_vertices + 1)) / 1.4e9)
@@ -542,10 +546,9 @@ def test_wcc_plan_of_the_hand_off(monkeypatch):
     assert W.handoff_prep_seconds(g, {}) == (
         W.handoff_prep_seconds(g, {"gpu_tier": best}) if best != "resident" else
         W.handoff_prep_seconds(g, {"gpu_tier": "resident"}))
-    weighted = G.standin(1 << 27)
-    weighted.weighted = True
+    older = G.standin(1 << 27, page_tables=False)
     monkeypatch.setattr(memory, "memory_available", lambda: 600 << 20)
-    assert W.handoff_prep_seconds(weighted, {"gpu_tier": "resident"}) is None
+    assert W.handoff_prep_seconds(older, {"gpu_tier": "resident"}) is None
     monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
     monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
     monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))

@@ -162,7 +162,8 @@ class DeviceGraph:
         if n < 2 ** 31 - 1 and lists.resident_loadable(graph):
             dirs = ["out"] + (["in"] if graph.in_partitions is not None else [])
             held = need + sum(graph.num_edges * 4 for _ in dirs) + max(
-                lists.load_resident_bytes(graph, d) for d in dirs)
+                lists.load_resident_bytes(graph, d) for d in dirs) + (
+                graph.num_edges * 4 if graph.weighted else 0)
             if held <= budget:       # every array resident: straight from the files
                 return cls._from_files(graph, dirs, budget, check)
         # 4-byte IDs on the host too while they fit (the device keeps int32 indices): half the
@@ -180,8 +181,9 @@ class DeviceGraph:
     @classmethod
     def _from_files(cls, graph, dirs, budget, check) -> "DeviceGraph":
         """from_graph when every array is resident and the lists have page tables: each
-        direction's lists read in chunks straight into its device array (lists.load_resident)
-        instead of a CSR assembled on the host and copied."""
+        direction's lists (and a weighted dataset's out-weights) read in chunks straight into
+        its device array (lists.load_resident) instead of a CSR assembled on the host and
+        copied."""
         from .lists import load_resident
         cp = _module.cupy()
         arrays = {}
@@ -189,13 +191,19 @@ class DeviceGraph:
             indptr, idx = load_resident(graph, d, check)
             arrays[d] = (cp.asarray(indptr), idx)
             check()
+        weights = None
+        if graph.weighted:
+            _, weights = load_resident(graph, "out", check, kind="wgt")
+            check()
         in_ptr, in_idx = arrays.get("in", (None, None))
         if in_idx is not None and in_idx.size != arrays["out"][1].size:
             raise GrapheneError(f"{graph.name}: in-edges ({in_idx.size}) and out-edges "
                                 f"({arrays['out'][1].size}) differ in count")
-        g = cls(graph.num_vertices, *arrays["out"], None, in_ptr, in_idx,
+        g = cls(graph.num_vertices, *arrays["out"], weights, in_ptr, in_idx,
                 not graph.directed, budget)
         g.placement = {d: "gpu" for d in dirs}
+        if weights is not None:
+            g.placement["weights"] = "gpu"
         return g
 
     # -- access ---------------------------------------------------------------------------------

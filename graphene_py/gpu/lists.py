@@ -90,9 +90,10 @@ def _offsets(p):
     return off.astype(np.uint64, copy=False)
 
 
-def _check_pages(p, table, first, data):
-    """The CRC32C of each 4 KB page of `data` (pages first.. of p's list file) against the page
-    table; a mismatch is DamagedDataError naming the file and the byte offset."""
+def _check_pages(p, table, first, data, path=None):
+    """The CRC32C of each 4 KB page of `data` (pages first.. of p's list file, or of `path`: its
+    weights) against the page table; a mismatch is DamagedDataError naming the file and the byte
+    offset."""
     from .. import _uring
     from ..integrity import _damaged
     crcs = np.frombuffer(_uring.page_crcs(data, PAGE), "<u4")
@@ -100,8 +101,9 @@ def _check_pages(p, table, first, data):
     bad = np.flatnonzero(crcs != want)
     if bad.size:
         i = int(bad[0])
-        raise _damaged(p.adj_path, f"the page at byte offset {(first + i) * PAGE} has CRC32C "
-                                   f"{int(crcs[i]):08x}, the dataset recorded {int(want[i]):08x}")
+        raise _damaged(path or p.adj_path,
+                       f"the page at byte offset {(first + i) * PAGE} has CRC32C "
+                       f"{int(crcs[i]):08x}, the dataset recorded {int(want[i]):08x}")
 
 
 def _pages(e0, e1, width):
@@ -109,7 +111,7 @@ def _pages(e0, e1, width):
     return (e0 * width) // PAGE, -(-(e1 * width) // PAGE)
 
 
-def _read_pieces(pool, fd, p, table, view, at, page0) -> int:
+def _read_pieces(pool, fd, p, table, view, at, page0, path=None) -> int:
     """Fill `view` from byte `at` of fd (pages page0.. of p's list file) in pieces of PIECE
     bytes read by the pool's threads, each piece's pages checked (when there is a page table)
     by the thread that read it. Returns how many bytes were read in one run from the start
@@ -128,7 +130,7 @@ def _read_pieces(pool, fd, p, table, view, at, page0) -> int:
                 break
             got += k
         if table is not None and got:
-            _check_pages(p, table, page0 + a // PAGE, v[:got])
+            _check_pages(p, table, page0 + a // PAGE, v[:got], path)
         return got
 
     starts = range(0, len(view), PIECE)
@@ -157,16 +159,21 @@ class ListStream:
     launch(chunk, device buffer, index of the buffer's first edge, stream) for every chunk."""
 
     def __init__(self, graph, direction, source="ssd", chunk_bytes=None, direct=True,
-                 keep_bytes=0):
+                 keep_bytes=0, kind="adj"):
         if source not in ("host", "ssd"):
             raise ValueError(f"source must be 'host' or 'ssd', got {source!r}")
+        if kind not in ("adj", "wgt"):
+            raise ValueError(f"kind must be 'adj' or 'wgt', got {kind!r}")
+        #: the files streamed: "adj" the lists' IDs, "wgt" their weights (4 bytes each, passed on
+        #: as their bits: the same chunks of rows, the weights of each list's edges)
+        self.kind = kind
         cp = _module.cupy()
         _module.warm_cupyx()     # (while the lists are read: the callers settle() before any
         # kernel of their own that is not a RawKernel)
         self.graph = graph
         self.source = source
         self.n = graph.num_vertices
-        self.w = int(graph.id_width)
+        self.w = int(graph.id_width) if kind == "adj" else 4
         self.direction = direction
         self.parts = [p for p in graph.parts(direction)]
         if chunk_bytes is None:                 # (None: chunk_bytes_for the lists' bytes)
@@ -215,31 +222,37 @@ class ListStream:
         fd, _ = self._open(p)         # O_DIRECT where allowed: no copy through the page cache
         try:
             with ThreadPoolExecutor(READERS, thread_name_prefix="graphene-gpu-load") as pool:
-                got = _read_pieces(pool, fd, p, table, memoryview(raw)[:nbytes], 0, 0)
+                got = _read_pieces(pool, fd, p, table, memoryview(raw)[:nbytes], 0, 0,
+                                   self._path(p))
         finally:
             os.close(fd)
         if got < p.num_edges * self.w:
-            raise _damaged(p.adj_path, f"file too short: {got} bytes for {p.num_edges} IDs")
+            raise _damaged(self._path(p), f"file too short: {got} bytes for {p.num_edges} edges")
         if table is None:
-            check_crc(p, "adj", raw[:got])
+            check_crc(p, self.kind, raw[:got])
         return pin, raw[:p.num_edges * self.w].view(dt)
 
     # -- the reader (ssd) ------------------------------------------------------------------------
     def _tables(self):
         if self._tabs is None:
             from ..integrity import load_page_table
-            self._tabs = [load_page_table(p, "adj", p.pages["adj"])
-                          if "adj" in p.pages and p.num_edges else None for p in self.parts]
+            k = self.kind
+            self._tabs = [load_page_table(p, k, p.pages[k])
+                          if k in p.pages and p.num_edges else None for p in self.parts]
         return self._tabs
+
+    def _path(self, p):
+        """p's file this stream reads (its lists, or their weights)."""
+        return p.adj_path if self.kind == "adj" else p.wgt_path
 
     def _open(self, p):
         flags = os.O_RDONLY
         if self.direct and hasattr(os, "O_DIRECT"):
             try:
-                return os.open(p.adj_path, flags | os.O_DIRECT), True
+                return os.open(self._path(p), flags | os.O_DIRECT), True
             except OSError:
                 pass
-        return os.open(p.adj_path, flags), False
+        return os.open(self._path(p), flags), False
 
     def _reader(self, free, full, stop, tables, todo, room=None):
         """Read every chunk of `todo` into a free staging buffer (_read_pieces), hand it over."""
@@ -262,9 +275,9 @@ class ListStream:
                 fd, _ = fds[c.part]
                 nbytes = (c.p1 - c.p0) * PAGE
                 got = _read_pieces(pool, fd, p, tables[c.part], memoryview(buf[1])[:nbytes],
-                                   c.p0 * PAGE, c.p0)
+                                   c.p0 * PAGE, c.p0, self._path(p))
                 if got < (c.e1 * self.w - c.p0 * PAGE):
-                    raise _damaged(p.adj_path, f"file too short: {c.p0 * PAGE + got} bytes, "
+                    raise _damaged(self._path(p), f"file too short: {c.p0 * PAGE + got} bytes, "
                                                f"edges up to byte {c.e1 * self.w}")
                 full.put((c, buf))
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
@@ -498,11 +511,14 @@ def _fill_slots(width):
 
 
 def resident_loadable(graph) -> bool:
-    """Whether load_resident can load this dataset: unweighted, and every list file has its
-    page table (format 2) to check the pages it reads against."""
-    return not graph.weighted and all(
-        "adj" in p.pages for d in ("out", "in") if d == "out" or graph.in_partitions is not None
-        for p in graph.parts(d) if p.num_edges)
+    """Whether load_resident can load this dataset: every list file, and on a weighted dataset
+    every out-partition's weights file, has its page table (format 2) to check the pages it reads
+    against."""
+    def kinds(d):
+        return ("adj", "wgt") if graph.weighted and d == "out" else ("adj",)
+    return all(
+        k in p.pages for d in ("out", "in") if d == "out" or graph.in_partitions is not None
+        for p in graph.parts(d) if p.num_edges for k in kinds(d))
 
 
 def load_resident_bytes(graph, direction) -> int:
@@ -514,17 +530,19 @@ def load_resident_bytes(graph, direction) -> int:
     return 16 * rows + 2 * (chunk + 2 * PAGE)
 
 
-def load_resident(graph, direction, check=None, chunk_bytes=None):
+def load_resident(graph, direction, check=None, chunk_bytes=None, kind="adj"):
     """One direction's CSR as the resident tier holds it: (indptr: host int64[n+1], the lists'
     int32 IDs in one device array, each list at its CSR slot). Read in chunks as stream-ssd
     reads them (O_DIRECT, every 4 KB page checked; the next chunk read while this one is
     copied), each chunk's rows put at their slots by a kernel that also checks that each ID
     lies in its partition's columns. A partition's lists go behind the pieces of the same rows
     in the columns before it, so every list stays sorted. No host copy of the lists is made.
-    check: called after each chunk (may raise to stop the load). chunk_bytes: ListStream's."""
+    check: called after each chunk (may raise to stop the load). chunk_bytes: ListStream's.
+    kind "wgt": the lists' weights instead, at the same slots (float32; a weighted dataset's
+    SSSP: 11-12 s at Kronecker scale 24 assembled on the host and copied)."""
     cp = _module.cupy()
     n = graph.num_vertices
-    lists = ListStream(graph, direction, "ssd", chunk_bytes)
+    lists = ListStream(graph, direction, "ssd", chunk_bytes, kind=kind)
     order = sorted(range(len(lists.parts)), key=lambda j: lists.parts[j].index)
     degs = {i: np.diff(cp.asnumpy(lists.offs[i]).astype(np.int64)) for i in order}
     indptr = np.zeros(n + 1, dtype=np.int64)
@@ -535,7 +553,7 @@ def load_resident(graph, direction, check=None, chunk_bytes=None):
     m = int(indptr[-1])
     out = cp.empty(max(m, 1), dtype=cp.int32)[:m]
     if m == 0:
-        return indptr, out
+        return indptr, out.view(cp.float32) if kind == "wgt" else out
     fill = indptr[:-1].copy()
     slots = {}
     for i in order:
@@ -548,12 +566,16 @@ def load_resident(graph, direction, check=None, chunk_bytes=None):
 
     def launch(c, dbuf, first, s):
         p = lists.parts[c.part]
+        # weights go as their bits, unchecked (their pages' CRCs were)
+        lo, hi = (p.col_lo, p.col_hi) if kind == "adj" else (0, 1 << 32)
         lists.launch_rows(fn, c, dbuf, first, s, slots[c.part][c.r0:c.r1], out,
-                          np.uint64(p.col_lo), np.uint64(p.col_hi), bad)
+                          np.uint64(lo), np.uint64(hi), bad)
         if check is not None:
             check()
 
     lists.each(launch)
+    if kind == "wgt":
+        return indptr, out.view(cp.float32)
     if int(bad[0]):
         raise GrapheneError(f"{graph.name}: a neighbour ID outside its partition's columns in "
                             f"the {direction}-lists (damaged data?)")

@@ -255,10 +255,15 @@ def auto_tier(graph, gpu_mem, stream_bytes, host_free, passes=1.0, resident_ok=T
 
 
 def resident_load_bps(graph) -> float:
-    """Bytes/s of the resident tier's load: the lists read as stream-ssd reads them
-    (load_resident), or, where it cannot, the CSR assembled on the host and copied."""
+    """Bytes/s of the resident tier's load, per byte of the lists' IDs (what the plans count):
+    the lists read as stream-ssd reads them (load_resident), a weighted dataset's weights beside
+    them (4 bytes an edge more to read), or, where it cannot, the CSR assembled on the host and
+    copied."""
     from .policy import GPU_LOAD_BYTES_PER_S
-    return SSD_BYTES_PER_S if resident_loadable(graph) else GPU_LOAD_BYTES_PER_S
+    if not resident_loadable(graph):
+        return GPU_LOAD_BYTES_PER_S
+    ids = int(graph.id_width)
+    return SSD_BYTES_PER_S * ids / (ids + (4 if graph.weighted else 0))
 
 
 def _pull_direction(graph, what):
