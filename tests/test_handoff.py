@@ -2,6 +2,7 @@
 stages and cancellation, the per-superstep decision, the plan that picks it, and PageRank's CPU
 part stopping where the GPU would take over with the state a run stopped there has. The GPU's
 part (the same scores on the GPU from that state) is in tests/test_gpu.py."""
+import os
 import threading
 import time
 
@@ -576,3 +577,120 @@ def test_background_load_hands_the_gil_on_often_while_it_runs():
     release.set()
     assert bl.wait(10) and isinstance(bl.error, RuntimeError)
     assert sys.getswitchinterval() == pytest.approx(before)
+
+
+class _DijkstraPart:
+    """A stand-in for SSSP's GPU part (no GPU here): Dijkstra from the distances handed over,
+    seeded only with the vertices at `lo` or beyond, as the GPU goes on (it relaxes nothing
+    below lo again): a hand-off whose distances below lo were not final gives wrong ones."""
+
+    def __init__(self, g):
+        self.g, self.got = g, None
+
+    def cost(self, due):
+        return 0.0
+
+    def run(self, dist, lo, delta, stats):
+        import heapq
+        self.got = (np.array(dist, copy=True), lo)
+        ip, ix, w = self.g.to_csr("out")
+        d = np.array(dist, dtype=np.float64)
+        heap = [(d[v], int(v)) for v in np.flatnonzero(np.isfinite(d) & (d >= lo))]
+        heapq.heapify(heap)
+        while heap:
+            dv, v = heapq.heappop(heap)
+            if dv > d[v]:
+                continue
+            for j in range(ip[v], ip[v + 1]):
+                u, nd = int(ix[j]), dv + float(w[j])
+                if nd < d[u]:
+                    d[u] = nd
+                    heapq.heappush(heap, (nd, u))
+        stats["buckets"] = 1
+        return d
+
+
+def _weighted(tmp_path, gname):
+    """Test graph `gname` (weights 1..255), undirected, 2x2 on two folders."""
+    from graphene_py.partition import partition_arrays
+    tg = G.by_name(gname)
+    disks = [str(tmp_path / "a"), str(tmp_path / "b")]
+    for d in disks:
+        os.makedirs(d, exist_ok=True)
+    return partition_arrays(tg.src, tg.dst, weights=tg.weights, num_vertices=tg.n, disks=disks,
+                            name="hs", rows=2, cols=2, symmetrize=True, register=False)
+
+
+@pytest.mark.parametrize("in_memory", [False, True])
+@pytest.mark.parametrize("gname", ["powerlaw", "chain"])
+def test_sssp_hands_over_between_supersteps(tmp_path, monkeypatch, gname, in_memory):
+    """SSSP under --device auto moves between supersteps, where every distance below the lowest
+    bucket still held (lo) is final. Forced after each of several CPU supersteps, the stand-in
+    GPU part (which relaxes nothing below lo again) gives Dijkstra's distances; what it was
+    handed is final below lo; the supersteps say where they ran and why. (Handing over with lo
+    one bucket past the current one, before that bucket is done, fails here.)"""
+    from graphene_py.algos import sssp as S
+    g = _weighted(tmp_path, gname)
+    src = int(np.argmax(np.bincount(g.edges("out")[0], minlength=g.num_vertices)))
+    full = S.run(g, src=src, threads=2, in_memory=in_memory)
+    assert S.verify(g, full) == []
+    ref = full.dist
+    cpu_steps = full.supersteps
+    assert len(cpu_steps) >= 4
+    moves = 0
+    for k in sorted({1, 2, len(cpu_steps) // 2}):
+        part = _DijkstraPart(g)
+        monkeypatch.setattr(S, "_handoff", lambda *a, **kw: (
+            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        seen = []
+        r = S.run(g, src=src, threads=2, in_memory=in_memory, device="auto", handoff_at=k,
+                  progress=seen.append)
+        np.testing.assert_array_equal(r.dist, ref, err_msg=f"k={k}")
+        if part.got is None:          # the run ended at k: nothing left to hand over
+            assert r.device == "cpu"
+            continue
+        got, lo = part.got
+        below = got < lo
+        np.testing.assert_array_equal(got[below], ref[below], err_msg=f"k={k}: not final")
+        assert np.all(got[~below] >= ref[~below])
+        assert r.device == "cpu+gpu" and r.cpu_supersteps >= k and r.gpu_supersteps >= 1
+        cpu = r.supersteps[:r.cpu_supersteps]
+        assert all(st["device"] == "cpu" for st in cpu)
+        assert cpu[-1]["handoff"].startswith("moves here: forced")
+        assert seen[r.cpu_supersteps - 1]["handoff"] == cpu[-1]["handoff"]
+        assert r.supersteps[r.cpu_supersteps]["device"] == "gpu"
+        moves += 1
+    assert moves >= 2
+
+
+def test_sssp_auto_without_a_gpu_is_the_cpu_run(tmp_path, monkeypatch):
+    from graphene_py.algos import sssp as S
+    monkeypatch.setattr("graphene_py.algos.registry.gpu_may_be_available", lambda: "test: no GPU")
+    g = _weighted(tmp_path, "powerlaw")
+    a = S.run(g, src=0, threads=2)
+    b = S.run(g, src=0, threads=2, device="auto", gpu_mem="1G")
+    np.testing.assert_array_equal(a.dist, b.dist)
+    assert b.device_note == "no GPU (test: no GPU)" and not hasattr(b, "gpu_supersteps")
+    assert all("handoff" not in st for st in b.supersteps)
+
+
+def test_sssp_plan_of_the_hand_off(monkeypatch):
+    """The GPU's part of a hand-off is the weighted dataset's resident load: its lists and
+    weights at the SSD's rate (none where an older dataset's CSR would not fit beside the run);
+    the CPU's estimate of the rest is the relaxations still due at its rate so far."""
+    from graphene_py.algos import sssp as S
+    from graphene_py.gpu import streamed as St
+    from graphene_py.iterator import memory
+    g = G.standin(1 << 27)
+    g.weighted = True
+    csr = g.num_edges * 4 + 8 * (g.num_vertices + 1)
+    assert S.handoff_prep_seconds(g, {}) == (
+        pytest.approx(St.resident_setup_seconds(g) + csr / (St.SSD_BYTES_PER_S / 2)), 0.0)
+    older = G.standin(1 << 27, page_tables=False)
+    older.weighted = True
+    monkeypatch.setattr(memory, "memory_available", lambda: 600 << 20)
+    assert S.handoff_prep_seconds(older, {}) is None
+    steps = [{"phase": "load", "seconds": 5.0, "active_edges": 0},
+             {"seconds": 1.0, "active_edges": 10_000_000}]
+    assert S._cpu_rest(g, steps) == pytest.approx((1.1 * g.num_edges - 1e7) / 1e7)
+    assert S._cpu_rest(g, steps[:1]) == float("inf")

@@ -424,14 +424,73 @@ def precheck(graph, opts):
     check(graph, 0 if src is None else src, opts.get("delta"))
 
 
-def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
-        **runtime) -> SSSPResult:
+HYBRID = True       # run(device="auto") starts on the CPU; the GPU may take the buckets left
+HANDOFF = True      # ... once a thread of its own has loaded the dataset (gpu/handoff.py SSSPPart)
+
+#: relaxations a run makes, as a multiple of the edges (kron22w in RAM: 140.5 M for 128.3 M
+#: edges), for the CPU's estimate of what is left at a hand-off point
+RELAX_PER_EDGE = 1.1
+
+
+def _handoff(graph, gpu_mem, handoff_at):
+    """(Handoff or None, note) for device="auto": the GPU's part (the dataset loaded: gpu/handoff.py
+    SSSPPart) is made on a thread of its own while the CPU runs."""
+    from .registry import gpu_may_be_available
+    why = gpu_may_be_available()     # (no CuPy here: it starts on the load's thread)
+    if why:
+        return None, f"no GPU ({why})"
+    from ..gpu.handoff import Handoff, sssp_part
+    return Handoff(sssp_part(graph, gpu_mem), state_bytes=8 * graph.num_vertices,
+                   force_at=handoff_at), \
+        "hybrid CPU/GPU: the GPU takes the buckets left once it is ready"
+
+
+def handoff_prep_seconds(graph, opts):
+    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off: the
+    weighted dataset's resident load, then nothing. None when its assembly on the host would not
+    fit beside the CPU's run. Without asking the GPU (the plan)."""
+    from ..gpu import streamed as S
+    from ..iterator.memory import memory_available
+    csr = graph.num_edges * int(graph.id_width) + 8 * (graph.num_vertices + 1)
+    if not S.resident_loadable(graph) and memory_available() < 2 * (csr + 4 * graph.num_edges):
+        return None
+    return S.resident_setup_seconds(graph) + csr / S.resident_load_bps(graph), 0.0
+
+
+def _cpu_rest(graph, steps) -> float:
+    """The CPU's estimate for the rest of its run: the relaxations still due (RELAX_PER_EDGE x
+    the edges, less those made) at the rate of its supersteps so far."""
+    done = sum(int(st.get("active_edges", 0)) for st in steps if st.get("phase") != "load")
+    secs = sum(float(st.get("seconds", 0.0)) for st in steps if st.get("phase") != "load")
+    if done <= 0 or secs <= 0:
+        return float("inf")
+    return max(RELAX_PER_EDGE * graph.num_edges - done, 0.0) * secs / done
+
+
+def run(graph, *, device="cpu", in_memory=False, src=None, delta=None, gpu_mem=None,
+        gpu_tier=None, handoff_at=None, **runtime) -> SSSPResult:
+    """Delta-stepping on the CPU path. device="auto" (dispatch's "hybrid"): the CPU runs while a
+    thread loads the dataset into GPU memory; after each superstep, once it is there, the GPU
+    takes the rest from the distances so far when its estimate is below the CPU's
+    (gpu/handoff.py): every distance below the lowest bucket still held is final then.
+    handoff_at: move after that CPU superstep, waiting there for the load (tests). gpu_tier:
+    the GPU's part is resident either way."""
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
     asked = delta
     src, delta = check(graph, src, delta)
     t0 = time.perf_counter()
+    n = graph.num_vertices
+    ho, note = _handoff(graph, gpu_mem, handoff_at) if device == "auto" else (None, "")
+    try:
+        return _run(graph, in_memory, src, delta, asked, runtime, progress, ho, note, t0)
+    finally:
+        if ho is not None:
+            ho.finish()
+
+
+def _run(graph, in_memory, src, delta, asked, runtime, progress, ho, note, t0) -> SSSPResult:
     n = graph.num_vertices
     from ..iterator.edgemap import EdgeMap
     from ..iterator.memory import track, track_bytes
@@ -468,6 +527,8 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
             rl = RamLists.of(em, "out", held=True)
             st = dict(st)
             st.update(phase="load", bucket=-1, relaxed=0, bins_held=0)
+            if ho is not None:
+                ho.mark(st)
             steps.append(st)
             if progress is not None:
                 progress(st)
@@ -504,15 +565,37 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None,
             st = dict(st)
             st.update(bucket=int(b) if b < 2**62 else float(b), relaxed=int(m),
                       bins_held=bins.held)
+            move = False
+            if ho is not None:
+                ho.mark(st)
+                # between supersteps every distance below the lowest bucket still held is
+                # final: the GPU may go on from there (none held: the run is over)
+                if bins.keys:
+                    move = ho.after(st, ho.cpu_steps, 0.0, cpu_s=_cpu_rest(graph, steps + [st]))
             steps.append(st)
             if progress is not None:
                 progress(st)
+            if move:
+                lo = bins.keys[0] * float(delta)
+                break
         track_bytes("bucket bins (at the most)", bins.most * np.dtype(bins.dtype).itemsize)
     if ints:
         dist = np.where(dist == UNREACHED32, np.inf, dist)
+    extra = {"device_note": note} if note else {}
+    n_buckets = len(buckets)
+    if ho is not None and ho.moved:
+        from ..gpu.resident import gpu_steps
+        gst: dict = {}
+        dist = np.asarray(ho.load.value.run(dist, lo, default_delta(graph), gst))
+        gsteps = gpu_steps(gst, progress)
+        steps.extend(gsteps)
+        n_buckets += int(gst.get("buckets", 0))
+        extra.update(ho.summary(len(gsteps)), device="cpu+gpu")
+    elif ho is not None:
+        extra.update(ho.summary(0), device="cpu")
     return SSSPResult(dist=dist, src=src, delta=float(delta),
-                      n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=len(buckets),
-                      supersteps=steps, seconds=time.perf_counter() - t0)
+                      n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=n_buckets,
+                      supersteps=steps, seconds=time.perf_counter() - t0, **extra)
 
 
 def verify(graph, result, **_ignored) -> list:

@@ -686,9 +686,11 @@ def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optio
 # SSSP
 # ------------------------------------------------------------------------------------------------
 @_oom_to_error
-def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = None):
+def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = None, init=None):
     """dist float64 (np.inf unreached) by delta-stepping. Unweighted graphs use weight 1.
-    delta: bucket width (default: 4 x the mean weight)."""
+    delta: bucket width (default: 4 x the mean weight). init = (dist, lo): go on from a CPU
+    run's distances (float64, inf unreached; src is then not used), every one below lo final:
+    the buckets start at lo (gpu/handoff.py SSSPPart)."""
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
@@ -704,17 +706,29 @@ def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = No
     if not delta > 0:
         raise GrapheneError("delta must be > 0")
     w = dg.weights if has_w else dg.idx     # (-0.0 weights are harmless: d + -0.0 == d for d >= +0)
-    distf = cp.full(n, cp.inf, dtype=cp.float64)
-    distf[src] = 0.0
+    if init is None:
+        distf = cp.full(n, cp.inf, dtype=cp.float64)
+        distf[src] = 0.0
+    else:
+        d0, lo0 = init
+        d0 = np.asarray(d0, dtype=np.float64)
+        if d0.shape != (n,):
+            raise GrapheneError(f"SSSP's distances to go on from have shape {d0.shape}, "
+                                f"expected ({n},)")
+        distf = cp.asarray(d0)
     dist = distf.view(cp.uint64)
     stamp = cp.zeros(n, dtype=cp.int32)
     qa = cp.empty(max(n, 1), dtype=cp.int32)
     qb = cp.empty(max(n, 1), dtype=cp.int32)
     ctr = cp.zeros(1, dtype=cp.int32)
     kern = mod.get_function("sssp_relax")
-    qa[0] = src
-    L = 1
-    bound = delta
+    if init is None:
+        qa[0] = src
+        L = 1
+        bound = delta
+    else:            # nothing queued: the first scan takes the lowest bucket from lo on
+        L = 0
+        bound = float(init[1])
     it = 0
     buckets = 0
     while True:

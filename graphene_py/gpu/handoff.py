@@ -143,9 +143,11 @@ class Handoff:
         self.cpu_steps += 1
         st["device"] = "cpu"
 
-    def after(self, st: dict, k: int, err: float) -> bool:
+    def after(self, st: dict, k: int, err: float, cpu_s=None) -> bool:
         """Called after CPU superstep k (1-based, marked) whose stats are st, unless the run
-        stops there anyway. True: the rest runs on the GPU (load.value is ready)."""
+        stops there anyway. True: the rest runs on the GPU (load.value is ready). cpu_s: the
+        CPU's estimate for all the rest, where the run makes its own (SSSP: the edges it has
+        yet to relax at its rate so far) instead of due x this superstep's seconds."""
         due = self.due(k, err)
         if self.force_at is not None and k >= self.force_at:
             self.load.wait()                 # a forced point moves once the load is done
@@ -160,7 +162,7 @@ class Handoff:
             move = k >= self.force_at
             why = f"forced after superstep {self.force_at}"
         else:
-            cpu = due * float(st.get("seconds", 0.0))
+            cpu = due * float(st.get("seconds", 0.0)) if cpu_s is None else float(cpu_s)
             gpu = self.state_bytes / self.pcie + self.load.value.cost(due)
             move = gpu < cpu
             why = f"est. cpu {cpu:.3f} s vs gpu {gpu:.3f} s for the rest"
@@ -284,6 +286,44 @@ class WCCPart:
         from . import streamed
         return streamed.wcc(self.graph, source=self.tier[len("stream-"):], stats=stats,
                             init=labels)
+
+
+class SSSPPart:
+    """The GPU's part of an SSSP handed over between two supersteps, made on the load's thread:
+    the weighted dataset loaded (DeviceGraph, resident: the GPU's SSSP has no streamed tier).
+    Every distance below `lo` (the start of the lowest bucket the CPU still holds) is final then,
+    so the GPU goes on from the CPU's distances with the vertices at `lo` or beyond
+    (algorithms.sssp's init)."""
+
+    def __init__(self, graph, gpu_mem, check):
+        from .resident import device_graph
+        self.graph = graph
+        self.dg = device_graph(graph, gpu_mem, check=check)
+
+    def cost(self, due: int) -> float:
+        """Estimated seconds of all the rest (`due` is not used): two passes over the lists and
+        their weights at the GPU's rate (its delta-stepping relaxes about each edge once)."""
+        return 2.0 * self.dg.num_edges * 8 / GPU_PASS_BYTES_PER_S
+
+    def run(self, dist, lo, delta, stats):
+        """Distances (float64, inf unreached) from the CPU's `dist` (float64), final below lo."""
+        from . import algorithms as A
+        out = A.sssp(self.dg, 0, delta=delta, stats=stats, init=(dist, lo))
+        stats["tier"] = "resident" if self.dg.tier() == "gpu" else self.dg.tier()
+        return out
+
+
+def sssp_part(graph, gpu_mem) -> BackgroundLoad:
+    """A BackgroundLoad of SSSP's GPU part: CuPy's start, then the dataset's load (SSSPPart);
+    cancelled between the stages."""
+    def load(check):
+        from . import _module
+        check()
+        _module.cupy()
+        _module.module()
+        check()
+        return SSSPPart(graph, gpu_mem, check)
+    return BackgroundLoad(load)
 
 
 def wcc_part(graph, gpu_mem, tier_of, host_free=0) -> BackgroundLoad:
