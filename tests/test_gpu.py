@@ -931,3 +931,56 @@ def test_wcc_auto_hands_over_through_dispatch(tmp_path, monkeypatch):
     np.testing.assert_array_equal(r.labels, ref.labels)
     assert "gpu: moves here: forced after superstep 1" in lines[0]
     assert "[gpu-" in lines[-1] and len(lines) == len(r.supersteps)
+
+
+# -- SSSP handed over to the GPU in mid-run (--device auto, gpu/handoff.py SSSPPart) ---------------
+@pytest.mark.parametrize("in_memory", [False, True])
+@pytest.mark.parametrize("gname", ["powerlaw", "chain", "isolated_ends"])
+def test_sssp_handed_over_equals_the_cpu_run(tmp_path, gname, in_memory):
+    """The CPU runs k supersteps, the GPU's delta-stepping goes on from its distances (final
+    below the lowest bucket it still holds): Dijkstra's distances, the supersteps saying where
+    they ran. Integer weights: the CPU's uint32 distances go over as float64."""
+    from graphene_py.algos import sssp as S
+    from tests.test_handoff import _weighted
+    g = _weighted(tmp_path, gname)
+    src = int(np.argmax(np.bincount(g.edges("out")[0], minlength=g.num_vertices)))
+    ref = S.run(g, src=src, threads=2, in_memory=in_memory)
+    assert S.verify(g, ref) == [] and S.int_distances(g)
+    moved = 0
+    for k in sorted({1, 2, len(ref.supersteps) // 2}):
+        r = S.run(g, src=src, threads=2, in_memory=in_memory, device="auto", handoff_at=k)
+        np.testing.assert_array_equal(r.dist, ref.dist, err_msg=f"k={k}")
+        if r.device == "cpu":           # the run ended at k
+            continue
+        moved += 1
+        devs = [st["device"] for st in r.supersteps]
+        c = r.cpu_supersteps
+        assert c == k and devs[:c] == ["cpu"] * c and set(devs[c:]) == {"gpu"}, devs
+        assert r.device == "cpu+gpu" and r.device_moves == 1
+        assert r.supersteps[c - 1]["handoff"] == f"moves here: forced after superstep {k}"
+    assert moved >= 1
+
+
+def test_gpu_sssp_goes_on_from_final_distances(tmp_path):
+    """algorithms.sssp's init: from a CPU run's state at lo (the distances below lo final and
+    relaxed once: every other vertex holds the least over its settled in-neighbours, or inf),
+    for several lo and widths: Dijkstra's distances again."""
+    from graphene_py.algos import sssp as S
+    from graphene_py.gpu import DeviceGraph, algorithms as A
+    from tests.test_handoff import _weighted
+    g = _weighted(tmp_path, "powerlaw")
+    ref = S.run(g, src=0, threads=2).dist
+    dg = DeviceGraph.from_graph(g)
+    ip, ix, w = g.to_csr("out")
+    srcs = np.repeat(np.arange(g.num_vertices), np.diff(ip))
+    fin = ref[np.isfinite(ref)]
+    for lo in (0.0, float(np.median(fin)), float(fin.max()) + 1):
+        done = ref < lo
+        d = np.full(g.num_vertices, np.inf)
+        e = done[srcs]
+        np.minimum.at(d, ix[e], ref[srcs[e]] + w[e].astype(np.float64))
+        d[done] = ref[done]
+        d[0] = 0.0
+        for delta in (1.0, 32.0, 1e9):
+            np.testing.assert_array_equal(A.sssp(dg, 0, delta=delta, init=(d, lo)), ref,
+                                          err_msg=f"lo={lo} delta={delta}")
