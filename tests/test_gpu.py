@@ -934,15 +934,18 @@ def test_wcc_auto_hands_over_through_dispatch(tmp_path, monkeypatch):
 
 
 # -- SSSP handed over to the GPU in mid-run (--device auto, gpu/handoff.py SSSPPart) ---------------
+@pytest.mark.parametrize("grid", [(1, 1), (2, 2)])
 @pytest.mark.parametrize("in_memory", [False, True])
 @pytest.mark.parametrize("gname", ["powerlaw", "chain", "isolated_ends"])
-def test_sssp_handed_over_equals_the_cpu_run(tmp_path, gname, in_memory):
+def test_sssp_handed_over_equals_the_cpu_run(tmp_path, gname, in_memory, grid):
     """The CPU runs k supersteps, the GPU's delta-stepping goes on from its distances (final
     below the lowest bucket it still holds): Dijkstra's distances, the supersteps saying where
-    they ran. Integer weights: the CPU's uint32 distances go over as float64."""
+    they ran. Integer weights: the CPU's uint32 distances go over as float64. On 1x1 the GPU's
+    part is copied from the CPU's lists in RAM (SSSPPart.from_ram), on 2x2 loaded from the
+    files."""
     from graphene_py.algos import sssp as S
     from tests.test_handoff import _weighted
-    g = _weighted(tmp_path, gname)
+    g = _weighted(tmp_path, gname, grid)
     src = int(np.argmax(np.bincount(g.edges("out")[0], minlength=g.num_vertices)))
     ref = S.run(g, src=src, threads=2, in_memory=in_memory)
     assert S.verify(g, ref) == [] and S.int_distances(g)

@@ -440,21 +440,48 @@ def _handoff(graph, gpu_mem, handoff_at):
     if why:
         return None, f"no GPU ({why})"
     from ..gpu.handoff import Handoff, sssp_part
-    return Handoff(sssp_part(graph, gpu_mem), state_bytes=8 * graph.num_vertices,
-                   force_at=handoff_at), \
-        "hybrid CPU/GPU: the GPU takes the buckets left once it is ready"
+    load, feed = sssp_part(graph, gpu_mem)
+    ho = Handoff(load, state_bytes=8 * graph.num_vertices, force_at=handoff_at)
+    ho.feed = feed       # the CPU's lists in RAM after its first pass, or None (the files)
+    return ho, "hybrid CPU/GPU: the GPU takes the buckets left once it is ready"
+
+
+def _feed(ho, graph, rl, weights):
+    """Hand the GPU's part what it loads from: a one-partition grid's lists and weights as the
+    CPU holds them in RAM (4-byte IDs, fewer than 2^31 vertices), else None (the files)."""
+    feed = getattr(ho, "feed", None)
+    if feed is None:
+        return
+    arrays = None
+    if rl is not None and rl.csr is not None and graph.num_vertices < 2 ** 31 - 1:
+        buf, offs, row_lo, row_part, pbase, plo, ebase = rl.table
+        wbuf, wbase = weights
+        n, m = graph.num_vertices, graph.num_edges
+        if buf.dtype.itemsize == 4 and m and wbase[0] >= 0:
+            arrays = (offs[pbase[0]:pbase[0] + n + 1], buf[ebase[0]:ebase[0] + m],
+                      wbuf[wbase[0]:wbase[0] + m])
+    feed(arrays)
 
 
 def handoff_prep_seconds(graph, opts):
-    """None: the plan does not pick SSSP's hand-off (a hand-off point forced, as the tests and
-    tools/bench_auto_device.py's "handoff" do, still runs it). The GPU's load reads the same files
-    from the same disks as the CPU's first pass, which reads every list and weight before its
-    buckets: at Kronecker scale 24 on the H200 machine the hand-off took 10.3-11.6 s against
-    7.0-7.2 s on either device alone. The two reads made the GPU's load 6.7 s instead of 4.9, and
-    the CPU had done little more than read when the GPU took over. The plan's rule for PageRank
-    and WCC (policy.plan_handoff) chose it there, even with the load's read counted twice, so
-    until a rule for a first pass that shares the disks is measured, the whole runs decide."""
-    return None
+    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off, or None
+    where the plan should not pick one. The part is copied from the lists and weights the CPU
+    holds in RAM after its first pass (SSSPPart.from_ram): so the CPU's first pass (the disks'
+    rate, as cpu_rates plans it), then the copy over the bus. Only where the CPU walks its lists
+    in RAM, from one partition of 4-byte IDs; else the part would load the dataset's files, on
+    the disks the CPU's first pass reads: at Kronecker scale 24 on the H200 machine that
+    hand-off took 10.3-11.6 s against 7.0-7.2 s on either device alone (the GPU's load 6.7 s
+    instead of 4.9)."""
+    from ..gpu.policy import PCIE_BYTES_PER_S
+    from ..iterator.memory import memory_available
+    from .registry import cpu_rates
+    lists = graph.num_edges * (int(graph.id_width) + 4)
+    parts = getattr(graph, "partitions", None) or []
+    if (int(graph.id_width) != 4 or len(parts) != 1 or graph.num_vertices >= 2 ** 31 - 1
+            or lists > memory_available() // 2):
+        return None
+    first, _ = cpu_rates(graph, opts, "sssp")
+    return lists / first + lists / PCIE_BYTES_PER_S, 0.0
 
 
 def _cpu_rest(graph, steps) -> float:
@@ -537,6 +564,8 @@ def _run(graph, in_memory, src, delta, asked, runtime, progress, ho, note, t0) -
             weights = em.its["out"].ram_weights()
             if asked is None:
                 delta = ram_delta(graph)
+        if ho is not None:
+            _feed(ho, graph, rl, weights)
         bins.add(np.array([src], dtype=np.int64), np.array([np.floor(0.0 / delta)]))
         like = np.empty(0, bins.dtype)
         while True:

@@ -28,6 +28,9 @@ import sys
 import threading
 import time
 
+import numpy as np
+
+from . import _module
 from .policy import GPU_PASS_BYTES_PER_S, PCIE_BYTES_PER_S
 
 
@@ -300,6 +303,29 @@ class SSSPPart:
         self.graph = graph
         self.dg = device_graph(graph, gpu_mem, check=check)
 
+    @classmethod
+    def from_ram(cls, graph, gpu_mem, indptr, ids, weights) -> "SSSPPart":
+        """The part from the lists and weights the CPU holds in RAM (a one-partition grid: its
+        CSR, 4-byte IDs, read and checked by the CPU's first pass): copied to the GPU as they
+        are, without reading the disks again (which the CPU's first pass shares with a load
+        from the files: gpu_notes.md)."""
+        from .device_graph import STATE_BYTES_PER_VERTEX, DeviceGraph, GpuMemoryError, \
+            _budget, _gib, csr_bytes
+        cp = _module.cupy()
+        n, m = graph.num_vertices, len(ids)
+        budget = _budget(gpu_mem)
+        need = csr_bytes(n, m, True) + STATE_BYTES_PER_VERTEX * n
+        if need > budget:
+            raise GpuMemoryError(f"{graph.name}: SSSP on the GPU needs {_gib(need)}, the budget "
+                                 f"is {_gib(budget)} (--gpu-mem)")
+        ptr = cp.asarray(np.asarray(indptr, dtype=np.int64))
+        dg = DeviceGraph(n, ptr, cp.asarray(ids).view(cp.int32), cp.asarray(weights), None,
+                         None, not graph.directed, budget)
+        dg.placement = {"out": "gpu", "weights": "gpu"}
+        part = cls.__new__(cls)
+        part.graph, part.dg = graph, dg
+        return part
+
     def cost(self, due: int) -> float:
         """Estimated seconds of all the rest (`due` is not used): two passes over the lists and
         their weights at the GPU's rate (its delta-stepping relaxes about each edge once)."""
@@ -313,17 +339,31 @@ class SSSPPart:
         return out
 
 
-def sssp_part(graph, gpu_mem) -> BackgroundLoad:
-    """A BackgroundLoad of SSSP's GPU part: CuPy's start, then the dataset's load (SSSPPart);
-    cancelled between the stages."""
+def sssp_part(graph, gpu_mem):
+    """(BackgroundLoad of SSSP's GPU part, feed): CuPy's start, then a wait for the CPU's word,
+    `feed(arrays)`: (indptr, IDs, weights) held in RAM after its first pass (SSSPPart.from_ram),
+    or None (the part loads the dataset's files: SSSPPart). Cancelled between the stages."""
+    import threading
+    fed = threading.Event()
+    box = {}
+
+    def feed(arrays):
+        box["arrays"] = arrays
+        fed.set()
+
     def load(check):
         from . import _module
         check()
         _module.cupy()
         _module.module()
         check()
+        while not fed.wait(0.01):
+            check()
+        arrays = box.pop("arrays", None)
+        if arrays is not None:
+            return SSSPPart.from_ram(graph, gpu_mem, *arrays)
         return SSSPPart(graph, gpu_mem, check)
-    return BackgroundLoad(load)
+    return BackgroundLoad(load), feed
 
 
 def wcc_part(graph, gpu_mem, tier_of, host_free=0) -> BackgroundLoad:
