@@ -464,24 +464,19 @@ def _feed(ho, graph, rl, weights):
 
 
 def handoff_prep_seconds(graph, opts):
-    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off, or None
-    where the plan should not pick one. The part is copied from the lists and weights the CPU
-    holds in RAM after its first pass (SSSPPart.from_ram): so the CPU's first pass (the disks'
-    rate, as cpu_rates plans it), then the copy over the bus. Only where the CPU walks its lists
-    in RAM, from one partition of 4-byte IDs; else the part would load the dataset's files, on
-    the disks the CPU's first pass reads: at Kronecker scale 24 on the H200 machine that
-    hand-off took 10.3-11.6 s against 7.0-7.2 s on either device alone (the GPU's load 6.7 s
-    instead of 4.9)."""
-    from ..gpu.policy import PCIE_BYTES_PER_S
-    from ..iterator.memory import memory_available
-    from .registry import cpu_rates
-    lists = graph.num_edges * (int(graph.id_width) + 4)
-    parts = getattr(graph, "partitions", None) or []
-    if (int(graph.id_width) != 4 or len(parts) != 1 or graph.num_vertices >= 2 ** 31 - 1
-            or lists > memory_available() // 2):
-        return None
-    first, _ = cpu_rates(graph, opts, "sssp")
-    return lists / first + lists / PCIE_BYTES_PER_S, 0.0
+    """None: the plan does not pick SSSP's hand-off; a forced hand-off point (the tests,
+    tools/bench_auto_device.py's "handoff") still runs it. Measured on the H200 machine it lost
+    to both whole runs (BENCHMARKS.md, "SSSP handed over in mid-run"):
+    - loading its part from the dataset's files, at Kronecker scale 24: 10.3-11.6 s against
+      7.0-7.2 s on either device. The load and the CPU's first pass read the same disk (the
+      load took 6.7 s instead of 4.9), and the CPU had done little more than read when the GPU
+      took over;
+    - copying its part from the CPU's lists in RAM after that first pass (SSSPPart.from_ram):
+      the part was ready 6.9-8.2 s in, the CPU (slowed by CuPy's start beside it, 8.0-9.4 s own
+      against 5.7-6.2 alone) had nearly finished, and the run never moved: 10.2-11.7 s
+      against 6.3-7.4 s. At scale 22 the same: 4.3-4.5 s against the CPU's 2.3-2.6 s.
+    Until a hand-off is measured to pay, the whole runs decide."""
+    return None
 
 
 def _cpu_rest(graph, steps) -> float:
