@@ -102,6 +102,7 @@ def one(args, path, device):
                    # a hand-off (gpu/handoff.py): supersteps on each side, the setup's time
                    cpu_steps=r.get("cpu_supersteps"), gpu_steps=r.get("gpu_supersteps"),
                    gpu_setup=r.get("gpu_load_seconds"), iterations=r.get("iterations"),
+                   part_stages=r.get("gpu_part_stages"),     # SSSP's part: where its time went
                    setup=d.get("setup", {}).get("seconds") if isinstance(d.get("setup"), dict)
                    else None)
     else:

@@ -617,6 +617,9 @@ def _run(graph, in_memory, src, delta, asked, runtime, progress, ho, note, t0) -
         extra.update(ho.summary(len(gsteps)), device="cpu+gpu")
     elif ho is not None:
         extra.update(ho.summary(0), device="cpu")
+    stages = getattr(getattr(ho, "load", None), "stages", None)
+    if stages:
+        extra["gpu_part_stages"] = dict(stages)
     return SSSPResult(dist=dist, src=src, delta=float(delta),
                       n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=n_buckets,
                       supersteps=steps, seconds=time.perf_counter() - t0, **extra)

@@ -351,19 +351,32 @@ def sssp_part(graph, gpu_mem):
         box["arrays"] = arrays
         fed.set()
 
+    #: where the part's time went, filled as it goes (the result's gpu_part_stages): CuPy's
+    #: start, the wait for the CPU's first pass, the copy from RAM or the load from the files
+    stages = {}
+
     def load(check):
         from . import _module
+        t0 = time.perf_counter()
         check()
         _module.cupy()
         _module.module()
         check()
+        t1 = time.perf_counter()
+        stages["start"] = round(t1 - t0, 3)
         while not fed.wait(0.01):
             check()
+        t2 = time.perf_counter()
+        stages["wait"] = round(t2 - t1, 3)
         arrays = box.pop("arrays", None)
-        if arrays is not None:
-            return SSSPPart.from_ram(graph, gpu_mem, *arrays)
-        return SSSPPart(graph, gpu_mem, check)
-    return BackgroundLoad(load), feed
+        part = (SSSPPart.from_ram(graph, gpu_mem, *arrays) if arrays is not None else
+                SSSPPart(graph, gpu_mem, check))
+        stages["from_ram" if arrays is not None else "from_files"] = round(
+            time.perf_counter() - t2, 3)
+        return part
+    bg = BackgroundLoad(load)
+    bg.stages = stages
+    return bg, feed
 
 
 def wcc_part(graph, gpu_mem, tier_of, host_free=0) -> BackgroundLoad:
