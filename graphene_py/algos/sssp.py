@@ -427,9 +427,11 @@ def precheck(graph, opts):
 HYBRID = True       # run(device="auto") starts on the CPU; the GPU may take the buckets left
 HANDOFF = True      # ... once a thread of its own has loaded the dataset (gpu/handoff.py SSSPPart)
 
-#: relaxations a run makes, as a multiple of the edges (kron22w in RAM: 140.5 M for 128.3 M
-#: edges), for the CPU's estimate of what is left at a hand-off point
+#: relaxations a run makes, as a multiple of the edges, for the CPU's estimate of what is left
+#: at a hand-off point: walked in RAM at its narrow width (kron22w: 140.5 M for 128.3 M edges),
+#: and in supersteps from the disks at the wide one (kron22w at width 256: 291 M, BENCHMARKS.md)
 RELAX_PER_EDGE = 1.1
+RELAX_PER_EDGE_DISK = 2.3
 
 
 def _handoff(graph, gpu_mem, handoff_at):
@@ -481,12 +483,16 @@ def handoff_prep_seconds(graph, opts):
 
 def _cpu_rest(graph, steps) -> float:
     """The CPU's estimate for the rest of its run: the relaxations still due (RELAX_PER_EDGE x
-    the edges, less those made) at the rate of its supersteps so far."""
-    done = sum(int(st.get("active_edges", 0)) for st in steps if st.get("phase") != "load")
-    secs = sum(float(st.get("seconds", 0.0)) for st in steps if st.get("phase") != "load")
+    the edges when it walks in RAM, RELAX_PER_EDGE_DISK from the disks; less those made) at the
+    rate of its supersteps so far. (With the RAM walk's count for a run from the disks, a probe
+    on the H200 machine estimated 0 s left with supersteps of over a second still to come.)"""
+    work = [st for st in steps if st.get("phase") != "load"]
+    done = sum(int(st.get("active_edges", 0)) for st in work)
+    secs = sum(float(st.get("seconds", 0.0)) for st in work)
     if done <= 0 or secs <= 0:
         return float("inf")
-    return max(RELAX_PER_EDGE * graph.num_edges - done, 0.0) * secs / done
+    per = RELAX_PER_EDGE if work[-1].get("walk") == "ram" else RELAX_PER_EDGE_DISK
+    return max(per * graph.num_edges - done, 0.0) * secs / done
 
 
 def run(graph, *, device="cpu", in_memory=False, src=None, delta=None, gpu_mem=None,
