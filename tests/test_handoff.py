@@ -696,10 +696,8 @@ def test_sssp_plan_of_the_hand_off(monkeypatch):
     g.partitions = [SimpleNamespace(num_edges=g.num_edges, pages={})]
     assert S.handoff_prep_seconds(g, {}) is None
     assert registry._choose("sssp", "auto", g, {"threads": 16})[0] in ("cpu", "gpu")
-    steps = [{"phase": "load", "seconds": 5.0, "active_edges": 0},
-             {"seconds": 1.0, "active_edges": 10_000_000, "walk": "ram"}]
-    assert S._cpu_rest(g, steps) == pytest.approx((1.1 * g.num_edges - 1e7) / 1e7)
-    assert S._cpu_rest(g, steps[:1]) == float("inf")
+    assert S._cpu_rest(g, 10_000_000, 1.0, True) == pytest.approx((1.1 * g.num_edges - 1e7) / 1e7)
+    assert S._cpu_rest(g, 0, 0.0, True) == float("inf")
     # from the disks the wide buckets relax each edge 2-3 times: past 1.1 x the edges, not done
-    disk = [{"seconds": 4.0, "active_edges": 2 * g.num_edges}]
-    assert S._cpu_rest(g, disk) == pytest.approx(0.3 * g.num_edges * 4.0 / (2 * g.num_edges))
+    assert S._cpu_rest(g, 2 * g.num_edges, 4.0, False) == pytest.approx(
+        0.3 * g.num_edges * 4.0 / (2 * g.num_edges))

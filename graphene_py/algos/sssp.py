@@ -481,17 +481,15 @@ def handoff_prep_seconds(graph, opts):
     return None
 
 
-def _cpu_rest(graph, steps) -> float:
+def _cpu_rest(graph, done, secs, ram) -> float:
     """The CPU's estimate for the rest of its run: the relaxations still due (RELAX_PER_EDGE x
-    the edges when it walks in RAM, RELAX_PER_EDGE_DISK from the disks; less those made) at the
-    rate of its supersteps so far. (With the RAM walk's count for a run from the disks, a probe
-    on the H200 machine estimated 0 s left with supersteps of over a second still to come.)"""
-    work = [st for st in steps if st.get("phase") != "load"]
-    done = sum(int(st.get("active_edges", 0)) for st in work)
-    secs = sum(float(st.get("seconds", 0.0)) for st in work)
+    the edges when it walks in RAM, RELAX_PER_EDGE_DISK from the disks; less the `done` ones) at
+    the rate of its supersteps so far (`secs` for them). (With the RAM walk's count for a run from
+    the disks, a probe on the H200 machine estimated 0 s left with supersteps of over a second
+    still to come.)"""
     if done <= 0 or secs <= 0:
         return float("inf")
-    per = RELAX_PER_EDGE if work[-1].get("walk") == "ram" else RELAX_PER_EDGE_DISK
+    per = RELAX_PER_EDGE if ram else RELAX_PER_EDGE_DISK
     return max(per * graph.num_edges - done, 0.0) * secs / done
 
 
@@ -569,6 +567,7 @@ def _run(graph, in_memory, src, delta, asked, runtime, progress, ho, note, t0) -
             _feed(ho, graph, rl, weights)
         bins.add(np.array([src], dtype=np.int64), np.array([np.floor(0.0 / delta)]))
         like = np.empty(0, bins.dtype)
+        relaxed = [0, 0.0]          # (edges relaxed, their supersteps' seconds): _cpu_rest
         while True:
             got = bins.pop()
             if got is None:
@@ -601,7 +600,10 @@ def _run(graph, in_memory, src, delta, asked, runtime, progress, ho, note, t0) -
                 # between supersteps every distance below the lowest bucket still held is
                 # final: the GPU may go on from there (none held: the run is over)
                 if bins.keys:
-                    move = ho.after(st, ho.cpu_steps, 0.0, cpu_s=_cpu_rest(graph, steps + [st]))
+                    relaxed[0] += int(st.get("active_edges", 0))
+                    relaxed[1] += float(st.get("seconds", 0.0))
+                    move = ho.after(st, ho.cpu_steps, 0.0, cpu_s=_cpu_rest(
+                        graph, relaxed[0], relaxed[1], st.get("walk") == "ram"))
             steps.append(st)
             if progress is not None:
                 progress(st)

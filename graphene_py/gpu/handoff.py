@@ -343,7 +343,6 @@ def sssp_part(graph, gpu_mem):
     """(BackgroundLoad of SSSP's GPU part, feed): CuPy's start, then a wait for the CPU's word,
     `feed(arrays)`: (indptr, IDs, weights) held in RAM after its first pass (SSSPPart.from_ram),
     or None (the part loads the dataset's files: SSSPPart). Cancelled between the stages."""
-    import threading
     fed = threading.Event()
     box = {}
 
@@ -356,7 +355,6 @@ def sssp_part(graph, gpu_mem):
     stages = {}
 
     def load(check):
-        from . import _module
         t0 = time.perf_counter()
         check()
         _module.cupy()
