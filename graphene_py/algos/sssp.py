@@ -474,7 +474,7 @@ def handoff_prep_seconds(graph, opts):
       load took 6.7 s instead of 4.9), and the CPU had done little more than read when the GPU
       took over;
     - copying its part from the CPU's lists in RAM after that first pass (SSSPPart.from_ram):
-      the part was ready 6.9-8.2 s in, the CPU (slowed by CuPy's start beside it, 8.0-9.4 s own
+      the part was ready 6.7-8.2 s in, the CPU (slowed by CuPy's start beside it, 8.0-9.4 s own
       against 5.7-6.2 alone) had nearly finished, and the run never moved: 10.2-11.7 s
       against 6.3-7.4 s. At scale 22 the same: 4.3-4.5 s against the CPU's 2.3-2.6 s.
     Until a hand-off is measured to pay, the whole runs decide."""
