@@ -30,7 +30,7 @@ from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from . import pull
 from .pull import _single_slack
-from .steps import _always, _moves, _note, _on_ranges, _pushing, _ranges
+from .steps import _always, _moves, _note, _on_ranges, _pushing, _ranges, _sum_block
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
@@ -238,23 +238,30 @@ def _in_out(indeg, outdeg, diff, same, v0, v1, din, dout):
 @njit(cache=True, nogil=True)
 def _tail_sums(F, y, indeg, outdeg, base, diff, same, lo, hi, out):
     """A sweep's tail, first pass over [lo, hi): the vertices without in-lists (nothing was read
-    for them) take `base`; out[:2] = (sum of the changes, sum of the scores)."""
+    for them) take `base`; out[:2] = (sum of the changes, sum of the scores). Loops without a
+    running sum, and the block's rows summed after them (steps._sum_block says why)."""
     ch = F[PC]
     delta = 0.0
     sigma = 0.0
     dout, din = _degree_rows(same)
+    odf = np.empty(DEG_BLOCK)         # the out-degree, 1 where it is 0 (a score is y * odf)
+    part = np.empty(DEG_BLOCK)
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
+        m = v1 - v0
         _in_out(indeg, outdeg, diff, same, v0, v1, din, dout)
-        for v in range(v0, v1):          # selects, not branches (_tail_scale says why)
-            od = dout[v - v0]
-            odf = np.float64(od) if od > 0 else 1.0      # (a score is y * od, or y when od is 0)
-            z = din[v - v0] == 0
-            c = abs(base - y[v] * odf) if z else ch[v]
-            ch[v] = c
-            y[v] = base / odf if z else y[v]
-            delta += c
-            sigma += y[v] * odf
+        yb = y[v0:v1]
+        cb = ch[v0:v1]
+        for i in range(m):
+            odf[i] = np.float64(max(dout[i], 1))
+        for i in range(m):              # selects, not branches (_tail_scale says why)
+            z = din[i] == 0
+            cb[i] = abs(base - yb[i] * odf[i]) if z else cb[i]
+            yb[i] = base / odf[i] if z else yb[i]
+        for i in range(m):
+            part[i] = yb[i] * odf[i]
+        delta += _sum_block(cb, m)
+        sigma += _sum_block(part, m)
     out[0] = delta
     out[1] = sigma
 
@@ -265,23 +272,30 @@ def _tail_scale(F, y, outdeg, inv, cut, diff, lo, hi, out):
     sweep's partial sums); out[:] = (out-edges of the vertices whose change exceeds cut, how
     many they are, dangling mass)."""
     ch = F[PC]
-    act_edges = 0.0
-    act = 0.0
+    act_edges = 0
+    act = 0
     dmass = 0.0
     dout = np.empty(DEG_BLOCK, dtype=np.int64)
+    part = np.empty(DEG_BLOCK)
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
+        m = v1 - v0
         degrees_into(outdeg, diff[1], v0, v1, dout)
-        for v in range(v0, v1):
-            # branch-free: whether a vertex's change passes the cut follows no pattern, so a
-            # branch on it mispredicts about half the time
-            y[v] *= inv
-            od = dout[v - v0]
-            a = np.float64(ch[v] > cut)
-            act_edges += od * a
-            act += a
-            ch[v] = 0.0
-            dmass += y[v] * np.float64(od == 0)
+        yb = y[v0:v1]
+        cb = ch[v0:v1]
+        # selects, not branches: whether a vertex's change passes the cut follows no pattern,
+        # so a branch on it mispredicts about half the time (the counts are integers: the
+        # compiler may reorder their sums and vectorizes these loops)
+        for i in range(m):
+            a = cb[i] > cut
+            act_edges += dout[i] if a else 0
+            act += 1 if a else 0
+        for i in range(m):
+            cb[i] = 0.0
+            yb[i] *= inv
+        for i in range(m):
+            part[i] = yb[i] if dout[i] == 0 else 0.0
+        dmass += _sum_block(part, m)
     out[0] = act_edges
     out[1] = act
     out[2] = dmass

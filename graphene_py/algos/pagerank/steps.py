@@ -33,6 +33,29 @@ def _push(v, nbrs, wts, tid, state):
         row[np.int64(nbrs[i])] += x
 
 
+@njit(inline="always")
+def _sum_block(a, m):
+    """a[0] + ... + a[m - 1] in four running sums: a pass over the vertices adds each vertex's
+    share into a block's row and sums the row after its loop. A float sum inside the loop keeps
+    the compiler from vectorizing it (it may not reorder the adds), and one running sum waits
+    on each add's latency in turn."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    i = 0
+    while i + 4 <= m:
+        s0 += a[i]
+        s1 += a[i + 1]
+        s2 += a[i + 2]
+        s3 += a[i + 3]
+        i += 4
+    while i < m:
+        s0 += a[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
 @looks_ahead
 @njit(cache=True)
 def _pull(v, nbrs, wts, tid, state):
