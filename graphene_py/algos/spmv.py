@@ -21,8 +21,7 @@ from ..jit import njit
 from .. import config
 from ..errors import GrapheneError
 from ..iterator.atomics import atomic_fadd as _fadd
-from ..iterator.atomics import prefetch as _prefetch
-from ..iterator.kernels import looks_ahead
+from ..iterator.kernels import gather_sum, looks_ahead
 
 from .common import Result
 
@@ -44,13 +43,8 @@ def _row_unweighted(v, nbrs, wts, tid, state):
     """y[v] += the sum of x over this chunk of v's list. wts: the IDs AHEAD entries on
     (looks_ahead), whose x is asked for as the sum goes."""
     x, y = state
-    s = 0.0
-    k = len(wts)
-    for i in range(len(nbrs)):
-        if i < k:
-            _prefetch(x, np.int64(wts[i]))
-        s += x[np.int64(nbrs[i])]
-    _fadd(y, v, s)      # one atomic add per chunk of a list (a list may span partitions)
+    # one atomic add per chunk of a list (a list may span partitions)
+    _fadd(y, v, gather_sum(x, nbrs, wts))
 
 
 @njit(cache=True)

@@ -23,14 +23,13 @@ import numpy as np
 from ...jit import njit
 
 from ...iterator.atomics import atomic_add_acq_rel as _add_ar, atomic_fadd as _fadd
-from ...iterator.kernels import looks_ahead
+from ...iterator.kernels import gather_sum, looks_ahead
 from ...io.offsets import DEG_BLOCK, deg_at, degrees_into
 from ...iterator.edgemap import EdgeMap, Update
 from ...iterator.memory import memory_available, track
 from . import pull
 from .pull import _single_slack
-from .steps import (_always, _gather_sum, _moves, _note, _on_ranges, _pushing, _ranges,
-                    _sum_block)
+from .steps import _always, _moves, _note, _on_ranges, _pushing, _ranges, _sum_block
 
 #: delta PageRank: a vertex pushes when |r[v]| > DELTA_THRESHOLD * mean |r|. Held mass is then at most
 #: threshold * ||r||_1, so each superstep still shrinks ||r||_1 by at least alpha + threshold*(1-alpha)
@@ -74,7 +73,7 @@ def _sweep(v, nbrs, wts, tid, state):
     sweep on Kronecker 20 on a 2x2 grid. wts: the IDs AHEAD entries on (looks_ahead), whose y
     is asked for as the sum goes."""
     F, y, seen, d8, od8, big, bigc, consts = state
-    s = _gather_sum(y, nbrs, wts)
+    s = gather_sum(y, nbrs, wts)
     k = np.int64(nbrs.shape[0])
     d = np.int64(d8[v])
     if d == BIG:

@@ -6,8 +6,7 @@ import numpy as np
 from ...jit import njit
 
 from ...iterator.atomics import atomic_fadd as _fadd
-from ...iterator.atomics import prefetch as _prefetch
-from ...iterator.kernels import looks_ahead
+from ...iterator.kernels import gather_sum, looks_ahead
 from ...iterator.edgemap import Update
 from ...iterator.memory import track
 
@@ -56,41 +55,6 @@ def _sum_block(a, m):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(inline="always")
-def _gather_sum(x, nbrs, ahead):
-    """The sum of x[u] over the IDs u of nbrs, asking for x[ahead[i]] as it reads x[nbrs[i]]
-    (looks_ahead; ahead may be shorter than nbrs, or empty), in four running sums: with one,
-    each edge's add waited on the one before it (4 cycles each), a bound as tight as the
-    random reads themselves on kron22's 30 edges a vertex."""
-    m = len(nbrs)
-    k = len(ahead)
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    i = 0
-    while i + 4 <= m:
-        if i + 4 <= k:
-            _prefetch(x, np.int64(ahead[i]))
-            _prefetch(x, np.int64(ahead[i + 1]))
-            _prefetch(x, np.int64(ahead[i + 2]))
-            _prefetch(x, np.int64(ahead[i + 3]))
-        else:
-            for j in range(i, k):
-                _prefetch(x, np.int64(ahead[j]))
-        s0 += x[np.int64(nbrs[i])]
-        s1 += x[np.int64(nbrs[i + 1])]
-        s2 += x[np.int64(nbrs[i + 2])]
-        s3 += x[np.int64(nbrs[i + 3])]
-        i += 4
-    while i < m:
-        if i < k:
-            _prefetch(x, np.int64(ahead[i]))
-        s0 += x[np.int64(nbrs[i])]
-        i += 1
-    return (s0 + s1) + (s2 + s3)
-
-
 @looks_ahead
 @njit(cache=True)
 def _pull(v, nbrs, wts, tid, state):
@@ -99,7 +63,7 @@ def _pull(v, nbrs, wts, tid, state):
     thread. wts: the IDs AHEAD entries on (looks_ahead; PageRank's supersteps are unweighted),
     whose contributions are asked for as the sum goes."""
     contrib, acc = state
-    _fadd(acc[0], v, _gather_sum(contrib, nbrs, wts))
+    _fadd(acc[0], v, gather_sum(contrib, nbrs, wts))
 
 
 #: a power iteration's superstep: pull (acc[0, v] += contributions of v's in-neighbours) or push
