@@ -239,6 +239,7 @@ def _tail_sums(F, y, indeg, outdeg, base, diff, same, lo, hi, out):
     sigma = 0.0
     dout, din = _degree_rows(same)
     odf = np.empty(DEG_BLOCK)         # the out-degree, 1 where it is 0 (a score is y * odf)
+    at = np.empty(DEG_BLOCK)          # base / odf: a vertex's y if it has no in-list
     part = np.empty(DEG_BLOCK)
     for v0 in range(lo, hi, DEG_BLOCK):
         v1 = min(v0 + DEG_BLOCK, hi)
@@ -248,10 +249,12 @@ def _tail_sums(F, y, indeg, outdeg, base, diff, same, lo, hi, out):
         cb = ch[v0:v1]
         for i in range(m):
             odf[i] = np.float64(max(dout[i], 1))
+        for i in range(m):              # (a loop of its own: its divisions 4 at a time)
+            at[i] = base / odf[i]
         for i in range(m):              # selects, not branches (_tail_scale says why)
             z = din[i] == 0
             cb[i] = abs(base - yb[i] * odf[i]) if z else cb[i]
-            yb[i] = base / odf[i] if z else yb[i]
+            yb[i] = at[i] if z else yb[i]
         for i in range(m):
             part[i] = yb[i] * odf[i]
         delta += _sum_block(cb, m)
