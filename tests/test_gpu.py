@@ -456,8 +456,8 @@ def test_wcc_afforest_directed_needs_in_lists():
 
 # -- multi-source BFS -----------------------------------------------------------------------------
 @pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("bits", [32, 64])
-def test_msbfs_matches_single_bfs(gf, bits):
+@pytest.mark.parametrize("method,bits", [("bfs", 64), ("bits", 32), ("bits", 64)])
+def test_msbfs_matches_single_bfs(gf, method, bits):
     from graphene_py import gpu
     tg = gf()
     if tg.n > 20000:   # star: 70k vertices x sources is fine but keep the naive reference quick
@@ -467,10 +467,20 @@ def test_msbfs_matches_single_bfs(gf, bits):
         srcs = list(rng.integers(0, tg.n, 40)) + [0, 0]   # > 32 sources (two words) and a repeat
     for kind in ("directed", "sym"):
         dg, indptr, indices, _ = make(kind, tg)
-        got = gpu.msbfs(dg, srcs, word_bits=bits, batch_levels=8)
+        st = {}
+        got = gpu.msbfs(dg, srcs, word_bits=bits, batch_levels=8, method=method, stats=st)
         assert got.shape == (len(srcs), tg.n)
         for j, s in enumerate(srcs):
             np.testing.assert_array_equal(got[j], naive_bfs_depth(indptr, indices, s))
+        assert st["levels"] >= got.max()           # every depth was reached in a level run
+
+
+def test_msbfs_method_checked():
+    from graphene_py import gpu
+    from graphene_py.errors import GrapheneError
+    dg, *_ = make("sym", G.star())
+    with pytest.raises(GrapheneError, match="method must be bfs or bits"):
+        gpu.msbfs(dg, [0], method="words")
 
 
 # -- SSSP -----------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ bfs        direction-optimizing BFS (Beamer; Enterprise degree bins; single-bloc
            frontiers so high-diameter graphs cost no host round trip per level)
 pagerank   pull PageRank, GAPBS stop rule, dangling mass spread uniformly (scores sum to 1)
 wcc        lock-free union-find hooking larger roots under smaller ones: label = min vertex ID
-msbfs      iBFS: 32/64 sources as bits of one word per vertex, bottom-up with early exit
+msbfs      one direction-optimizing BFS per source (default), or iBFS: 32/64 sources as bits of
+           one word per vertex, bottom-up with early exit
 sssp       delta-stepping (near/far buckets computed on the fly), float64 distances, inf unreached
 kcore      parallel peeling; degree = out + in (directed), self-loops ignored
 
@@ -622,26 +623,43 @@ def wcc(dg, verify: bool = False, method: str = "afforest", stats: Optional[dict
 # ------------------------------------------------------------------------------------------------
 # Multi-source BFS (iBFS)
 # ------------------------------------------------------------------------------------------------
+#: How msbfs() runs by default. "bfs": one direction-optimizing BFS per source (BfsLevels, the
+#: kernels of bfs()), each depth row copied into the result; "bits": iBFS, the sources as bits of
+#: one word per vertex, every level bottom-up over every vertex. One thread scans a vertex's whole
+#: list in "bits", so a hub's list takes one thread many levels, while the BFS kernels spread long
+#: lists over warps and blocks and skip the settled vertices. 32 random sources on the H200,
+#: Kronecker edge factor 16 (the results equal): scale 22 0.038 s against 0.099 s, scale 24
+#: 0.073-0.081 s against 0.36 s (a throwaway probe, BENCHMARKS.md "MS-BFS on the GPU").
+MSBFS_METHOD = "bfs"
+
+
 @_oom_to_error
 def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optional[dict] = None,
-          to_host: bool = True):
+          to_host: bool = True, method: str = None):
     """depth int32[len(sources), n]: BFS depth of every vertex from each source (-1 unreached).
 
-    Sources are processed in groups of word_bits (32 or 64) as bits of one word per vertex. Levels
-    run bottom-up over in-edges; the host checks for progress once per `batch_levels` levels.
+    method (default MSBFS_METHOD): "bfs", one BFS per source (a repeated source's row copied);
+    "bits", the sources in groups of word_bits (32 or 64) as bits of one word per vertex, levels
+    bottom-up over in-edges, the host checking for progress once per `batch_levels` levels.
     """
     cp = _module.cupy()
-    mod = _module.module()
     n = dg.num_vertices
     sources = np.asarray(sources, dtype=np.int64).ravel()
     for s in sources:
         _check_src(dg, s)
+    method = MSBFS_METHOD if method is None else method
+    if method not in ("bfs", "bits"):
+        raise GrapheneError(f"msbfs method must be bfs or bits, not {method!r}")
     if word_bits not in (32, 64):
         raise GrapheneError("word_bits must be 32 or 64")
     k = len(sources)
     depth = cp.full((k, n), -1, dtype=cp.int32)
     if k == 0 or n == 0:
         return depth.get() if to_host else depth
+    if method == "bfs":
+        _msbfs_by_bfs(dg, sources, depth, stats)
+        return depth.get() if to_host else depth
+    mod = _module.module()
     iptr, iidx = dg.in_csr()
     ihead, ihk = dg.head("in")                 # lists' heads in GPU memory (zero-copy tiers)
     ihk = np.int32(ihk)
@@ -680,6 +698,27 @@ def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optio
     if stats is not None:
         stats["levels"] = total_levels
     return depth.get() if to_host else depth
+
+
+def _msbfs_by_bfs(dg, sources, depth, stats):
+    """msbfs(method="bfs"): depth[i] = the depths of one BFS from sources[i] (one BfsLevels, its
+    state reused from source to source)."""
+    b = BfsLevels(dg)
+    first = {}
+    levels = 0
+    for i, s in enumerate(sources):
+        s = int(s)
+        if s in first:
+            depth[i] = depth[first[s]]
+            continue
+        first[s] = i
+        b.start(s)
+        while not b.done:
+            b.step()
+        depth[i] = b.depth
+        levels = max(levels, int(b.level))
+    if stats is not None:
+        stats["levels"] = levels
 
 
 # ------------------------------------------------------------------------------------------------

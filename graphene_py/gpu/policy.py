@@ -145,10 +145,12 @@ GPU_STARTED_S = 0.05           # ... once an earlier run of the process paid tha
 GPU_LOAD_BYTES_PER_S = 0.3e9   # the CSR assembled on the host and copied (where gpu/streamed.py
 #: load_resident cannot read the lists straight in: weighted or format-1 datasets, a tiered GPU)
 GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
-#: ... where an algorithm's kernels are much slower than that: MS-BFS's 32 sources at Kronecker
-#: scale 24 took 5.4-6.1 s own on the H200 (the load apart), 3.5 passes of 2.08 GB at ~1.3 GB/s
-#: (benchmarks/auto_device_kron24_h200.jsonl; BFS there ran at ~20 GB/s, 17-core at ~9)
-GPU_PASS_BYTES = {"msbfs": 1.3e9, "apsp": 1.3e9}
+#: ... where an algorithm's GPU run is slower than that: MS-BFS's 32 sources at Kronecker scale
+#: 24, one BFS per source (gpu/algorithms.py MSBFS_METHOD), 0.08 s, then the 2.1 GB of depths
+#: copied to host memory, 0.7-0.8 s: ~0.85 s for 3.5 passes of 2.08 GB, ~8.6 GB/s (before:
+#: 5.4-6.1 s own, ~1.3 GB/s, the bit-parallel kernel and the counts taken by numpy on the host;
+#: benchmarks/auto_device_kron24_h200.jsonl; BFS there ran at ~20 GB/s, 17-core at ~9)
+GPU_PASS_BYTES = {"msbfs": 8e9, "apsp": 8e9}
 
 
 def gpu_pass_rate(name) -> float:
