@@ -527,11 +527,17 @@ def test_sssp_negative_weight_rejected():
 # -- k-core ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("gf", G.ALL, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("kind", ["sym", "directed"])
-def test_kcore_matches_networkx(gf, kind):
+@pytest.mark.parametrize("block_loop", [True, False])
+def test_kcore_matches_networkx(gf, kind, block_loop):
     from graphene_py import gpu
     tg = gf()
     dg, indptr, indices, _ = make(kind, tg)
-    got = gpu.kcore(dg)
+    st = {}
+    got = gpu.kcore(dg, stats=st, block_loop=block_loop)
+    if not block_loop:
+        assert st.get("device_loop_rounds", 0) == 0
+    elif gf is G.chain:          # two ends peeled a round: every round on the device
+        assert st["device_loop_rounds"] == st["rounds"] >= tg.n // 2 - 1
     srcs = np.repeat(np.arange(tg.n), np.diff(indptr))
     g = nx.Graph() if kind == "sym" else nx.DiGraph()
     g.add_nodes_from(range(tg.n))

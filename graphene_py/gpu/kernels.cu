@@ -747,11 +747,18 @@ extern "C" __global__ void sssp_relax(const i32 *__restrict__ q, i32 len, const 
 // k-core peeling: remove the queued vertices (core = k) and decrement their neighbours' degrees; a
 // neighbour whose degree falls from k+1 to k is queued (exactly one thread sees that transition).
 // ------------------------------------------------------------------------------------------------
+// *qn_edges += the list entries (both directions) of every vertex queued: the host's test for the
+// device-side loop below.
+__device__ __forceinline__ i64 kcore_entries(const i64 *__restrict__ ptr, const i64 *__restrict__ ptr2,
+                                             i32 has2, int v) {
+  return (ptr[v + 1] - ptr[v]) + (has2 ? ptr2[v + 1] - ptr2[v] : 0);
+}
+
 extern "C" __global__ void kcore_peel(const i32 *__restrict__ q, i32 len, const i64 *__restrict__ ptr,
                                       const i32 *__restrict__ idx, const i32 *__restrict__ head, int H,
                                       const i64 *__restrict__ ptr2, const i32 *__restrict__ idx2,
                                       const i32 *__restrict__ head2, int H2, i32 has2, i32 *deg,
-                                      i32 *core, i32 k, i32 *qn, i32 *qn_len) {
+                                      i32 *core, i32 k, i32 *qn, i32 *qn_len, u64 *qn_edges) {
   i64 item, stride, lane, width;
   schedule<32>(item, stride, lane, width);
   for (; item < len; item += stride) {
@@ -767,9 +774,82 @@ extern "C" __global__ void kcore_peel(const i32 *__restrict__ q, i32 len, const 
         const int v = edge_at(ix, hd, hk, u, b, j);
         if (v == u) continue;
         const int old = atomicSub(&deg[v], 1);
-        if (old == k + 1) warp_append(qn, qn_len, v);
+        if (old == k + 1) {
+          warp_append(qn, qn_len, v);
+          atomicAdd(qn_edges, (u64)kcore_entries(ptr, ptr2, has2, v));
+        }
       }
     }
+  }
+}
+
+// Small peel queues: one block runs round after round of kcore_peel on the device (no host round
+// trip, no grid launch per round) while the queue stays under vcap vertices and ecap list entries:
+// a chain peels two vertices a round, each round a launch and a wait without this.
+// st (int64): [0] queue length, [1] which queue holds it (0: qa, 1: qb), [2] its list entries (-1:
+//             counted here first; more than ecap: nothing is run), [3] rounds run (out), [4]
+//             vertices removed (out).
+extern "C" __global__ void kcore_peel_loop(i32 *qa, i32 *qb, const i64 *__restrict__ ptr,
+                                           const i32 *__restrict__ idx, const i32 *__restrict__ head, int H,
+                                           const i64 *__restrict__ ptr2, const i32 *__restrict__ idx2,
+                                           const i32 *__restrict__ head2, int H2, i32 has2, i32 *deg,
+                                           i32 *core, i32 k, i64 *st, i32 vcap, i64 ecap) {
+  __shared__ int s_next;
+  __shared__ u64 s_edges;
+  __shared__ u64 s_first;
+  int len = (int)st[0];
+  int cur = (int)st[1];
+  i64 rounds = 0, removed = 0;
+  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+  if (st[2] < 0) {          // the queue's entries, counted here (no round trip to the host)
+    const i32 *qc = cur ? qb : qa;
+    u64 c = 0;
+    for (int i = threadIdx.x; i < len; i += blockDim.x) c += (u64)kcore_entries(ptr, ptr2, has2, qc[i]);
+    const u64 tot = block_sum<u64>(c);
+    if (threadIdx.x == 0) s_first = tot;
+    __syncthreads();
+    if (s_first > (u64)ecap) {
+      if (threadIdx.x == 0) { st[2] = (i64)s_first; st[3] = 0; st[4] = 0; }
+      return;
+    }
+  }
+  u64 ne = 0;
+  while (len > 0) {
+    if (threadIdx.x == 0) { s_next = 0; s_edges = 0; }
+    __syncthreads();
+    const i32 *qc = cur ? qb : qa;
+    i32 *qn = cur ? qa : qb;
+    for (int i = warp; i < len; i += nwarps) {
+      const int u = qc[i];
+      if (lane == 0) core[u] = k;
+      for (int pass = 0; pass < (has2 ? 2 : 1); ++pass) {
+        const i64 *p = pass ? ptr2 : ptr;
+        const i32 *ix = pass ? idx2 : idx;
+        const i32 *hd = pass ? head2 : head;
+        const int hk = pass ? H2 : H;
+        const i64 b = p[u], e = p[u + 1];
+        for (i64 j = b + lane; j < e; j += 32) {
+          const int v = edge_at(ix, hd, hk, u, b, j);
+          if (v == u) continue;
+          const int old = atomicSub(&deg[v], 1);
+          if (old == k + 1) {
+            qn[atomicAdd(&s_next, 1)] = v;
+            atomicAdd(&s_edges, (u64)kcore_entries(ptr, ptr2, has2, v));
+          }
+        }
+      }
+    }
+    __syncthreads();
+    removed += len;
+    len = s_next;
+    ne = s_edges;
+    __syncthreads();
+    cur ^= 1;
+    rounds += 1;
+    if (len > vcap || ne > (u64)ecap) break;
+  }
+  if (threadIdx.x == 0) {
+    st[0] = len; st[1] = cur; st[2] = (i64)ne; st[3] = rounds; st[4] = removed;
   }
 }
 
