@@ -747,12 +747,53 @@ extern "C" __global__ void sssp_relax(const i32 *__restrict__ q, i32 len, const 
 // k-core peeling: remove the queued vertices (core = k) and decrement their neighbours' degrees; a
 // neighbour whose degree falls from k+1 to k is queued (exactly one thread sees that transition).
 // ------------------------------------------------------------------------------------------------
-// *qn_edges += the list entries (both directions) of every vertex queued: the host's test for the
-// device-side loop below.
+// A queued vertex's list entries (both directions): the size test for the device-side loop below.
 __device__ __forceinline__ i64 kcore_entries(const i64 *__restrict__ ptr, const i64 *__restrict__ ptr2,
                                              i32 has2, int v) {
   return (ptr[v + 1] - ptr[v]) + (has2 ? ptr2[v + 1] - ptr2[v] : 0);
 }
+
+// Remove u (core k): decrement its neighbours' degrees, `lane` of `width` threads over its lists
+// in both directions; append(v) for each neighbour whose degree falls from k + 1 to k.
+template <class Append>
+__device__ __forceinline__ void kcore_remove(int u, i64 lane, i64 width, const i64 *__restrict__ ptr,
+                                             const i32 *__restrict__ idx, const i32 *__restrict__ head,
+                                             int H, const i64 *__restrict__ ptr2,
+                                             const i32 *__restrict__ idx2, const i32 *__restrict__ head2,
+                                             int H2, i32 has2, i32 *deg, i32 *core, i32 k, Append &append) {
+  if (lane == 0) core[u] = k;
+  for (int pass = 0; pass < (has2 ? 2 : 1); ++pass) {
+    const i64 *p = pass ? ptr2 : ptr;
+    const i32 *ix = pass ? idx2 : idx;
+    const i32 *hd = pass ? head2 : head;
+    const int hk = pass ? H2 : H;
+    const i64 b = p[u], e = p[u + 1];
+    for (i64 j = b + lane; j < e; j += width) {
+      const int v = edge_at(ix, hd, hk, u, b, j);
+      if (v == u) continue;
+      const int old = atomicSub(&deg[v], 1);
+      if (old == k + 1) append(v);
+    }
+  }
+}
+
+// The next queue in global memory, one atomic per warp (kcore_peel); *edges += its list entries.
+struct KcoreGridQueue {
+  i32 *q; i32 *len; u64 *edges; const i64 *ptr; const i64 *ptr2; i32 has2;
+  __device__ __forceinline__ void operator()(int v) {
+    warp_append(q, len, v);
+    atomicAdd(edges, (u64)kcore_entries(ptr, ptr2, has2, v));
+  }
+};
+
+// The next queue of one block (kcore_peel_loop): its length and entries in shared memory.
+struct KcoreBlockQueue {
+  i32 *q; int *len; u64 *edges; const i64 *ptr; const i64 *ptr2; i32 has2;
+  __device__ __forceinline__ void operator()(int v) {
+    q[atomicAdd(len, 1)] = v;
+    atomicAdd(edges, (u64)kcore_entries(ptr, ptr2, has2, v));
+  }
+};
 
 extern "C" __global__ void kcore_peel(const i32 *__restrict__ q, i32 len, const i64 *__restrict__ ptr,
                                       const i32 *__restrict__ idx, const i32 *__restrict__ head, int H,
@@ -761,26 +802,9 @@ extern "C" __global__ void kcore_peel(const i32 *__restrict__ q, i32 len, const 
                                       i32 *core, i32 k, i32 *qn, i32 *qn_len, u64 *qn_edges) {
   i64 item, stride, lane, width;
   schedule<32>(item, stride, lane, width);
-  for (; item < len; item += stride) {
-    const int u = q[item];
-    if (lane == 0) core[u] = k;
-    for (int pass = 0; pass < (has2 ? 2 : 1); ++pass) {
-      const i64 *p = pass ? ptr2 : ptr;
-      const i32 *ix = pass ? idx2 : idx;
-      const i32 *hd = pass ? head2 : head;
-      const int hk = pass ? H2 : H;
-      const i64 b = p[u], e = p[u + 1];
-      for (i64 j = b + lane; j < e; j += width) {
-        const int v = edge_at(ix, hd, hk, u, b, j);
-        if (v == u) continue;
-        const int old = atomicSub(&deg[v], 1);
-        if (old == k + 1) {
-          warp_append(qn, qn_len, v);
-          atomicAdd(qn_edges, (u64)kcore_entries(ptr, ptr2, has2, v));
-        }
-      }
-    }
-  }
+  KcoreGridQueue append{qn, qn_len, qn_edges, ptr, ptr2, has2};
+  for (; item < len; item += stride)
+    kcore_remove(q[item], lane, width, ptr, idx, head, H, ptr2, idx2, head2, H2, has2, deg, core, k, append);
 }
 
 // Small peel queues: one block runs round after round of kcore_peel on the device (no host round
@@ -818,27 +842,9 @@ extern "C" __global__ void kcore_peel_loop(i32 *qa, i32 *qb, const i64 *__restri
     if (threadIdx.x == 0) { s_next = 0; s_edges = 0; }
     __syncthreads();
     const i32 *qc = cur ? qb : qa;
-    i32 *qn = cur ? qa : qb;
-    for (int i = warp; i < len; i += nwarps) {
-      const int u = qc[i];
-      if (lane == 0) core[u] = k;
-      for (int pass = 0; pass < (has2 ? 2 : 1); ++pass) {
-        const i64 *p = pass ? ptr2 : ptr;
-        const i32 *ix = pass ? idx2 : idx;
-        const i32 *hd = pass ? head2 : head;
-        const int hk = pass ? H2 : H;
-        const i64 b = p[u], e = p[u + 1];
-        for (i64 j = b + lane; j < e; j += 32) {
-          const int v = edge_at(ix, hd, hk, u, b, j);
-          if (v == u) continue;
-          const int old = atomicSub(&deg[v], 1);
-          if (old == k + 1) {
-            qn[atomicAdd(&s_next, 1)] = v;
-            atomicAdd(&s_edges, (u64)kcore_entries(ptr, ptr2, has2, v));
-          }
-        }
-      }
-    }
+    KcoreBlockQueue append{cur ? qa : qb, &s_next, &s_edges, ptr, ptr2, has2};
+    for (int i = warp; i < len; i += nwarps)
+      kcore_remove(qc[i], lane, 32, ptr, idx, head, H, ptr2, idx2, head2, H2, has2, deg, core, k, append);
     __syncthreads();
     removed += len;
     len = s_next;
