@@ -351,7 +351,7 @@ def list_cmd(as_json):
             g = Graph.open(e["path"], check=False)
             row["num_vertices"], row["num_edges"] = g.num_vertices, g.num_edges
         except GrapheneError as ex:
-            row["status"] = f"missing or broken: {ex}"
+            row["status"] = f"missing or broken: {str(ex).replace(' (see `graphene list`)', '')}"
         rows.append(row)
     if as_json:
         click.echo(json.dumps(rows, indent=1))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -99,6 +100,11 @@ def test_partition_then_info_and_list(disks, edge_file, tmp_path):
     assert G.path in lines[1]
     code, out, err = run("list", "--json")
     assert {r["name"] for r in json.loads(out)} == {"dups", "u"}
+    shutil.rmtree(Graph.open("u").path)         # a registered dataset gone
+    code, out, err = run("list", "--json")
+    st = {r["name"]: r["status"] for r in json.loads(out)}
+    assert st["dups"] == "ok" and st["u"].startswith("missing or broken: no dataset")
+    assert "graphene list" not in st["u"]      # (not sent back to the command just run)
 
 
 def test_info_verify_detects_corruption(disks, edge_file):

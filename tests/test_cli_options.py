@@ -352,6 +352,19 @@ def test_num_sources_draws_that_many(ten):
     assert len(json.loads(r.stdout)["result"]["sources"]) == 3
 
 
+def test_bfs_from_a_vertex_without_edges_warns(ten):
+    import json
+    r = cli("run", "bfs", "--graph", "ten", "--src", "9", "--json")     # 9: no out-edges
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["result"]["n_reached"] == 1
+    warn = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
+    assert warn == ["warning: source vertex 9 reached no other vertex (it has no out-edges to "
+                    "another vertex); --src picks another"]
+    r = cli("run", "bfs", "--graph", "ten", "--src", "0", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["result"]["n_reached"] == 10
+    assert "warning" not in r.stderr
+
+
 # --------------------------------------------------------------------------------------------
 # item 3: PageRank says when it stopped without converging
 @pytest.mark.parametrize("algo", ["pagerank", "pagerank-pull"])
@@ -365,6 +378,8 @@ def test_pagerank_not_converged_warns(ten, algo):
     assert len(warn) == 1
     assert warn[0].startswith("warning: PageRank stopped after 2 iterations without reaching "
                               "tolerance 1e-10 (last L1 change ")
+    r = cli("run", algo, "--graph", "ten", "--max-iter", "1", "--tol", "1e-10")
+    assert "stopped after 1 iteration without" in r.stderr, r.stderr
     r = cli("run", algo, "--graph", "ten", "--max-iter", "200", "--tol", "1e-6", "--json")
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)["result"]

@@ -60,6 +60,15 @@ class BFSResult(Result):
     MAIN = "parent"
     VERTEX_ARRAYS = {"parent": "parent"}
 
+    def warnings(self) -> list:
+        """One line when the source reached no other vertex, so that `n_reached 1` is not taken
+        for a failed run: a Kronecker graph has many IDs without edges, vertex 0 among them."""
+        src = getattr(self, "src", None)
+        if src is None or int(getattr(self, "n_reached", 0)) != 1 or len(self.depth) < 2:
+            return []
+        return [f"source vertex {int(src)} reached no other vertex (it has no out-edges to "
+                f"another vertex); --src picks another"]
+
 
 @njit(cache=True)
 def _always(v, state):

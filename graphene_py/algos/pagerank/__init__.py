@@ -90,10 +90,11 @@ class PageRankResult(Result):
         tol = getattr(self, "tolerance", None)
         if getattr(self, "converged", True) or tol == 0:
             return []
-        return [f"PageRank stopped after {self.iterations} iterations without reaching tolerance "
+        its = f"{self.iterations} iteration{'' if int(self.iterations) == 1 else 's'}"
+        return [f"PageRank stopped after {its} without reaching tolerance "
                 f"{tol:g} (last L1 change {float(self.error):.3g}); raise --max-iter for a "
                 f"tighter result" if tol is not None else
-                f"PageRank stopped after {self.iterations} iterations without converging "
+                f"PageRank stopped after {its} without converging "
                 f"(last L1 change {float(self.error):.3g})"]
 
 
