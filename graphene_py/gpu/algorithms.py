@@ -31,10 +31,10 @@ BLOCK_LOOP_VCAP = 2048
 BLOCK_LOOP_ECAP = 4096
 BLOCK_LOOP_THREADS = 1024
 #: k-core's device-side peel loop (kcore_peel_loop) takes queues of at most this many vertices and
-#: list entries: its one block walks a queue of 2,048 a warp's 64 vertices at a time, slower than
-#: a grid launch and a wait (Kronecker 22, H200: 0.20-0.22 s against 0.17 s without the loop),
-#: while a chain's queues of two vertices ran 30x faster on the device (1 M vertices: 0.57-0.65 s
-#: against 17-22 s)
+#: list entries. With BFS's caps its one block walked a queue of 2,048 a warp's 64 vertices at a
+#: time, slower than a grid launch and a wait (Kronecker 22, H200: 0.20-0.22 s against 0.17 s
+#: without the loop); with these, Kronecker 22 and 24 take what they take without it, and a
+#: chain's queues of two vertices run 36x faster (1 M vertices: 0.56 s against 20-24 s)
 KCORE_LOOP_VCAP = 128
 KCORE_LOOP_ECAP = 2048
 #: Beamer's direction-optimizing constants (GAPBS defaults): go bottom-up when the frontier's edges
