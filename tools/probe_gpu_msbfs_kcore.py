@@ -32,7 +32,6 @@ def probe_msbfs(name, ptr, idx, reps=2):
     import cupy as cp
     from graphene_py.gpu import DeviceGraph
     from graphene_py.gpu import algorithms as A
-    n = len(ptr) - 1
     dg = DeviceGraph.from_csr(ptr, idx, symmetric=True)
     src = np.random.default_rng(1).choice(np.flatnonzero(np.diff(ptr) > 0), 32, replace=False)
 
