@@ -619,8 +619,22 @@ def test_run_entry_point_matches_cpu_path(tmp_path):
                                   ckcore.run(graph, in_memory=True).core_number)
     pr = gpu.run("pagerank", graph, tolerance=1e-4)
     assert abs(pr.scores.sum() - 1) < 1e-6 and pr.iterations >= 1
-    ms = gpu.run("msbfs", graph, sources=[1, 2, 3])
-    assert ms.depths.shape == (3, tg.n)
+    ms = gpu.run("msbfs", graph, sources=[1, 2, 3, 2])
+    cms = registry.dispatch("msbfs", graph, sources=[1, 2, 3, 2], in_memory=True)
+    # the depths stay in GPU memory until asked for; the counts are the CPU path's already
+    assert ms.depths_on_gpu and "depths" not in ms.host_arrays()
+    np.testing.assert_array_equal(ms.reached, cms.reached)
+    assert ms.to_json()["reached"] == [int(x) for x in cms.reached] and ms.depths_on_gpu
+    np.testing.assert_array_equal(ms.depths, cms.depths)        # copied now, once
+    assert not ms.depths_on_gpu and ms.depths is ms.depths
+    ms2 = gpu.run("apsp", graph, sources=[1, 2, 3, 2])
+    ms2.save(str(tmp_path / "d.npz"))                             # save() copies them too
+    np.testing.assert_array_equal(np.load(tmp_path / "d.npz")["depths"], cms.depths)
+    ms3 = gpu.run("msbfs", graph, sources=[4], output=str(tmp_path / "o.npy"))
+    assert not ms3.depths_on_gpu
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), ms3.depths)
+    ms2.depths = cms.depths[:1]                                   # (a caller's own array)
+    assert ms2.depths.shape == (1, tg.n) and not ms2.depths_on_gpu
     sp = gpu.run("sssp", graph, src=5)
     a = scipy_sparse.csr_matrix((graph.to_csr()[2].astype(np.float64), graph.to_csr()[1],
                                  graph.to_csr()[0]), shape=(tg.n, tg.n))

@@ -403,6 +403,55 @@ def test_resident_load_refuses_damage_and_stops_when_told(tmp_path):
     _refused_when_damaged(g, lambda source: DeviceGraph.from_graph(g))
 
 
+def _stream_threads():
+    import threading
+    return [t for t in threading.enumerate() if t.name.startswith("graphene-gpu-")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source", ["ssd", "host"])
+def test_reads_begun_ahead_are_taken_by_the_pass_or_stopped(tmp_path, monkeypatch, source):
+    """ListStream.start() begins a pass's reads (and the staging buffers' pinning) before the
+    caller's set-up: the next each() takes them and gives what a pass begun by itself gives;
+    close() stops them when no pass follows, an error in the set-up after start() (the resident
+    load's) leaves no thread reading, and a later pass still reads every chunk."""
+    from graphene_py.gpu import _module
+    cp = _module.cupy()
+    c = tg.powerlaw()
+    g = _dataset(tmp_path, c, (2, 2), True)
+    before = _stream_threads()
+
+    def sums(ls):
+        got = {}
+
+        def launch(ch, dbuf, first, s):
+            s.synchronize()
+            a = cp.asnumpy(dbuf[ch.e0 - first:ch.e1 - first]).astype(np.int64)
+            got[ch.i] = int(a.sum())
+        moved = ls.each(launch)
+        return got, moved
+    plain = lists.ListStream(g, "out", source, chunk_bytes=64)
+    want, moved = sums(plain)
+    assert len(want) == len(plain.chunks) > 4 and moved > 0
+    ahead = lists.ListStream(g, "out", source, chunk_bytes=64)
+    ahead.start()
+    ahead.start()                        # (once: a second call does nothing)
+    assert sums(ahead) == (want, moved) and len(ahead.buffers()[2]) == (
+        lists.STAGING if source == "ssd" else 0)
+    assert sums(ahead)[0] == want        # a later pass ("host": from its pinned copies)
+    stopped = lists.ListStream(g, "out", source, chunk_bytes=64)
+    stopped.start()
+    stopped.close()
+    assert _stream_threads() == before
+    assert sums(stopped)[0] == want      # nothing lost: the next pass reads every chunk
+    stopped.close()                      # (nothing begun: a no-op)
+    monkeypatch.setattr(lists, "_load_into_slots",
+                        lambda *a: (_ for _ in ()).throw(MemoryError("set-up failed")))
+    with pytest.raises(MemoryError, match="set-up failed"):
+        lists.load_resident(g, "out", chunk_bytes=64)
+    assert _stream_threads() == before
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("grid,directed", [((1, 1), False), ((2, 2), True), ((2, 3), False)])
 def test_resident_load_of_weights(tmp_path, grid, directed, monkeypatch):

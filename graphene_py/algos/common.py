@@ -104,6 +104,10 @@ class Result:
     def arrays(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, np.ndarray)}
 
+    def host_arrays(self) -> dict:
+        """The arrays already in host memory (arrays() may first copy one from the GPU)."""
+        return self.arrays()
+
     def scalars(self) -> dict:
         out = {}
         for k, v in self.__dict__.items():
@@ -597,7 +601,7 @@ def memory_block(led, n, rss_before, peak, result=None) -> dict:
     at or under the state allocated during the trial plus the JIT's and allocator's slack."""
     arrays = dict(led.arrays)
     if result is not None:
-        for k, a in result.arrays().items():
+        for k, a in result.host_arrays().items():
             if k not in arrays and not isinstance(a, np.memmap) and not led.holds(a):
                 arrays[k] = int(a.nbytes)
     per = (lambda b: round(b / n, 2) if n else 0.0)

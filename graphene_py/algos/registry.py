@@ -188,7 +188,8 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
                                          cpu_bps=cpu_bps, later_bps=later_bps, start_s=start,
                                          load_bps=resident_load_bps(graph),
                                          load_setup_s=resident_setup_seconds(graph),
-                                         gpu_bps=gpu_pass_rate(name.split("-")[0]))
+                                         gpu_bps=gpu_pass_rate(name.split("-")[0]),
+                                         result_bytes=_gpu_result_bytes(mod, graph, opts))
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
         # (gpu/handoff.py); a tier that cannot hold the run has no setup time
@@ -209,6 +210,13 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     if hybrid and not getattr(mod, "HANDOFF", False):
         return "hybrid", reason     # (BFS: per level, with the whole dataset loaded first)
     return "gpu", reason
+
+
+def _gpu_result_bytes(mod, graph, opts) -> int:
+    """Bytes the module's GPU run copies back to host memory for these options (its
+    `gpu_result_bytes`; none by default)."""
+    fn = getattr(mod, "gpu_result_bytes", None)
+    return int(fn(graph, opts)) if callable(fn) else 0
 
 
 def _gpu_started() -> bool:
@@ -360,10 +368,8 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
     fixed, per_thread = entry(name).state_for(opts)
     per_vertex = fixed + per_thread * threads
     if name in ("apsp", "msbfs") and output is None:    # the depths rows, kept in RAM, and
-        src = opts.get("sources")                        # the log's second n entries (an
-        count = (len(str(src).split(",")) if isinstance(src, str) else len(src)) if src is not None \
-            else int(opts.get("num_sources") or 32)      # on-disk depths: a log of n entries)
-        per_vertex += 4 * count + 8
+        # the log's second n entries (an on-disk depths: a log of n entries)
+        per_vertex += 4 * module(name).source_count(opts) + 8
     # offsets: every partition keeps an entry per row of its row range, so each edge direction
     # holds cols (out-lists) or rows (in-lists) x n entries, compact (io/offsets.py
     # bound_bytes: 2 bytes per entry, 8 per group of 128, a group held whole per 65536 edges

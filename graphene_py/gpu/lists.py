@@ -27,6 +27,10 @@ READERS = 4
 
 #: chunks stream-host's pinning thread may run ahead of its reader
 PIN_AHEAD = 3
+#: stream-ssd's staging buffers (the reader fills one or two while one is copied to the GPU)
+STAGING = 3
+#: chunks the reader has in flight at once (their pieces queued to its READERS threads)
+FLIGHT = 2
 #: the largest chunk streamed (a longer list is a chunk of its own)
 CHUNK_BYTES = 256 << 20
 #: a direction's lists are cut into at least this many chunks while chunks stay above
@@ -116,6 +120,11 @@ def _read_pieces(pool, fd, p, table, view, at, page0, path=None) -> int:
     bytes read by the pool's threads, each piece's pages checked (when there is a page table)
     by the thread that read it. Returns how many bytes were read in one run from the start
     (less: the file ended)."""
+    return _pieces_read(_submit_pieces(pool, fd, p, table, view, at, page0, path))
+
+
+def _submit_pieces(pool, fd, p, table, view, at, page0, path=None) -> list:
+    """_read_pieces's reads handed to the pool: [(offset in view, future of its bytes read)]."""
     def piece(a):
         v = view[a:a + PIECE]
         got = 0
@@ -133,9 +142,13 @@ def _read_pieces(pool, fd, p, table, view, at, page0, path=None) -> int:
             _check_pages(p, table, page0 + a // PAGE, v[:got], path)
         return got
 
-    starts = range(0, len(view), PIECE)
+    return [(a, pool.submit(piece, a)) for a in range(0, len(view), PIECE)]
+
+
+def _pieces_read(pieces) -> int:
+    """Wait for _submit_pieces's reads; the bytes read in one run from the start."""
     got = 0
-    for a, k in zip(starts, [f.result() for f in [pool.submit(piece, a) for a in starts]]):
+    for a, k in [(a, f.result()) for a, f in pieces]:
         if got == a:
             got += k
     return got
@@ -159,7 +172,7 @@ class ListStream:
     launch(chunk, device buffer, index of the buffer's first edge, stream) for every chunk."""
 
     def __init__(self, graph, direction, source="ssd", chunk_bytes=None, direct=True,
-                 keep_bytes=0, kind="adj"):
+                 keep_bytes=0, kind="adj", host_offsets=False):
         if source not in ("host", "ssd"):
             raise ValueError(f"source must be 'host' or 'ssd', got {source!r}")
         if kind not in ("adj", "wgt"):
@@ -181,9 +194,13 @@ class ListStream:
         chunk_edges = max(1, int(chunk_bytes) // self.w)
         self.chunks = []
         self.offs = []
+        #: host_offsets: the partitions' offsets kept in host memory too (uint64)
+        self.host_offs = [] if host_offsets else None
         for i, p in enumerate(self.parts):
             off = _offsets(p)
             self.offs.append(cp.asarray(off))
+            if host_offsets:
+                self.host_offs.append(off)
             for (r0, r1, e0, e1) in plan_chunks(off, chunk_edges):
                 if e1 > e0:
                     self.chunks.append(_Chunk(len(self.chunks), i, r0, r1, e0, e1, self.w))
@@ -204,6 +221,7 @@ class ListStream:
             self.host_parts = [self._load_pinned(p, t) for p, t in zip(self.parts, self._tables())]
         self.bytes_moved = 0
         self._bufs = None
+        self._started = None     # a pass's reads begun by start(), for the next each()
 
     def _load_pinned(self, p, table):
         """One list file read straight into pinned host memory (READERS reads of PIECE bytes at
@@ -255,35 +273,48 @@ class ListStream:
         return os.open(self._path(p), flags), False
 
     def _reader(self, free, full, stop, tables, todo, room=None):
-        """Read every chunk of `todo` into a free staging buffer (_read_pieces), hand it over."""
+        """Read every chunk of `todo` into a free staging buffer, hand it over (in order). The
+        next chunk's pieces are handed to the readers while this one's are still read (up to
+        FLIGHT chunks), so the disk's queue does not drain at each chunk's end."""
+        from collections import deque
         from concurrent.futures import ThreadPoolExecutor
         from ..integrity import _damaged
         fds = {}
         pool = ThreadPoolExecutor(READERS, thread_name_prefix="graphene-gpu-read")
+        flight = deque()            # (chunk, buffer, its pieces) being read, in order
+        k = 0
         try:
-            for c in todo:
-                buf = free.get()
-                if self.source == "host":
-                    room.release()
-                if isinstance(buf, BaseException):
-                    raise buf
-                if stop.is_set() or buf is None:
-                    return
-                p = self.parts[c.part]
-                if c.part not in fds:
-                    fds[c.part] = self._open(p)
-                fd, _ = fds[c.part]
-                nbytes = (c.p1 - c.p0) * PAGE
-                got = _read_pieces(pool, fd, p, tables[c.part], memoryview(buf[1])[:nbytes],
-                                   c.p0 * PAGE, c.p0, self._path(p))
+            while k < len(todo) or flight:
+                if k < len(todo) and (not flight or (len(flight) < FLIGHT and
+                                                     not free.empty())):
+                    buf = free.get()       # (waited for only when no chunk is being read)
+                    if self.source == "host":
+                        room.release()
+                    if isinstance(buf, BaseException):
+                        raise buf
+                    if stop.is_set() or buf is None:
+                        return
+                    c = todo[k]
+                    k += 1
+                    p = self.parts[c.part]
+                    if c.part not in fds:
+                        fds[c.part] = self._open(p)
+                    nbytes = (c.p1 - c.p0) * PAGE
+                    flight.append((c, buf, _submit_pieces(
+                        pool, fds[c.part][0], p, tables[c.part], memoryview(buf[1])[:nbytes],
+                        c.p0 * PAGE, c.p0, self._path(p))))
+                    continue
+                c, buf, pieces = flight.popleft()
+                got = _pieces_read(pieces)
                 if got < (c.e1 * self.w - c.p0 * PAGE):
-                    raise _damaged(self._path(p), f"file too short: {c.p0 * PAGE + got} bytes, "
-                                               f"edges up to byte {c.e1 * self.w}")
+                    raise _damaged(self._path(self.parts[c.part]),
+                                   f"file too short: {c.p0 * PAGE + got} bytes, "
+                                   f"edges up to byte {c.e1 * self.w}")
                 full.put((c, buf))
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
             full.put((None, e))
         finally:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=True, cancel_futures=True)   # no read left into a buffer
             for fd, _ in fds.values():
                 os.close(fd)
 
@@ -310,21 +341,45 @@ class ListStream:
 
     # -- one pass ----------------------------------------------------------------------------------
     def buffers(self):
-        """(device buffers, streams, staging buffers, page tables), made on the first pass."""
+        """(device buffers, streams, staging buffers, page tables), made on the first pass. The
+        staging buffers ("ssd") are pinned as the first pass needs them (_pin_staging): pinning
+        is slow (cudaHostAlloc, ~0.45 s per GB on the H200 machine), and the reader can read into
+        the first while the others are pinned."""
         if self._bufs is None:
             cp = _module.cupy()
             cap = max((c.p1 - c.p0) * PAGE // self.w for c in self.chunks) if self.chunks else 1
             dev = [cp.empty(cap, dtype=cp.uint32 if self.w == 4 else cp.uint64) for _ in range(2)]
             streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
-            staging = []
-            if self.source == "ssd":
-                for _ in range(3):
-                    pin = cp.cuda.alloc_pinned_memory(self.max_pages * PAGE)
-                    staging.append((pin, np.frombuffer(pin, dtype=np.uint8,
-                                                       count=self.max_pages * PAGE)))
             tables = self._tables()
-            self._bufs = (dev, streams, staging, tables)
+            self._bufs = (dev, streams, [], tables)
         return self._bufs
+
+    def _pin_staging(self, staging, free, stop, count):
+        """Pin `count` more staging buffers, appending each to `staging` and handing it to the
+        reader through `free` (an error too)."""
+        cp = _module.cupy()
+        try:
+            for _ in range(count):
+                if stop.is_set():
+                    return
+                pin = cp.cuda.alloc_pinned_memory(self.max_pages * PAGE)
+                b = (pin, np.frombuffer(pin, dtype=np.uint8, count=self.max_pages * PAGE))
+                staging.append(b)
+                free.put(b)
+        except BaseException as e:  # noqa: BLE001 - handed to the reader, raised there
+            free.put(e)
+
+    def start(self):
+        """Begin the next pass's reads now ("ssd", or "host"'s first pass): the reader fills the
+        staging buffers while the caller sets up what its launches need; the next each() takes
+        them. A no-op when that pass reads nothing from the files."""
+        if self._started is not None:
+            return
+        self.buffers()
+        todo = [c for c in self.chunks if c.i not in self.kept]
+        if todo and not (self.source == "host" and (self.host_parts is not None or
+                                                    all(c.i in self.host for c in todo))):
+            self._started = self._start_reads(todo)
 
     def each(self, launch) -> int:
         """One pass over every chunk (see the class); returns the bytes copied to the GPU. The
@@ -334,10 +389,11 @@ class ListStream:
         dev_bufs, streams, staging, tables = self.buffers()
         cp.cuda.Device().synchronize()       # the streams below do not wait on the caller's
         moved = 0
+        started, self._started = self._started, None
         done = self._launch_kept(launch, streams)
         todo = [c for c in self.chunks if c.i not in done]
-        if self.source == "host" and (self.host_parts is not None or
-                                      all(c.i in self.host for c in todo)):
+        if started is None and self.source == "host" and (
+                self.host_parts is not None or all(c.i in self.host for c in todo)):
             for i, c in enumerate(todo):      # every chunk in pinned memory: copies alone
                 s, dbuf = streams[i % 2], dev_bufs[i % 2]
                 if self.host_parts is not None:
@@ -353,8 +409,9 @@ class ListStream:
                 if keep is not None:
                     self.kept[c.i] = keep
                 launch(c, dst, c.e0, s)
-        elif todo:
-            moved = self._each_from_ssd(launch, dev_bufs, streams, staging, tables, todo)
+        elif todo or started is not None:
+            moved = self._each_from_ssd(launch, dev_bufs, streams,
+                                        started or self._start_reads(todo))
         for s in streams:
             s.synchronize()
         self.bytes_moved += moved
@@ -383,22 +440,37 @@ class ListStream:
             launch(self.chunks[i], arr, self.chunks[i].e0, streams[j % 2])
         return set(self.kept)
 
-    def _each_from_ssd(self, launch, dev_bufs, streams, staging, tables, todo):
-        cp = _module.cupy()
-        moved = 0
+    def _start_reads(self, todo) -> dict:
+        """The threads of one pass that reads `todo` from the files: the reader, and ("host")
+        the pinner of the chunks' own buffers, else the staging buffers' pinner on the first
+        pass."""
+        dev_bufs, streams, staging, tables = self.buffers()
         free, full = queue.Queue(), queue.Queue()
-        for b in staging:
-            free.put(b)
         stop = threading.Event()
         room = pinner = None
         if self.source == "host":       # buffers of their own, pinned by a thread of their own
             room = threading.Semaphore(PIN_AHEAD)
             pinner = threading.Thread(target=self._pinner, args=(free, stop, todo, room),
                                       name="graphene-gpu-pin", daemon=True)
+        else:
+            for b in staging:
+                free.put(b)
+            if len(staging) < STAGING:
+                pinner = threading.Thread(target=self._pin_staging,
+                                          args=(staging, free, stop, STAGING - len(staging)),
+                                          name="graphene-gpu-pin", daemon=True)
+        if pinner is not None:
             pinner.start()
         t = threading.Thread(target=self._reader, args=(free, full, stop, tables, todo, room),
                              name="graphene-gpu-stream", daemon=True)
         t.start()
+        return {"todo": todo, "free": free, "full": full, "stop": stop, "pinner": pinner,
+                "reader": t}
+
+    def _each_from_ssd(self, launch, dev_bufs, streams, started):
+        cp = _module.cupy()
+        moved = 0
+        todo, free, full = (started[k] for k in ("todo", "free", "full"))
         pending = []           # (event after the copy, staging buffer): handed back when done
         held = []              # "host": pinned buffers of kept chunks, until their copies end
         try:
@@ -439,20 +511,30 @@ class ListStream:
                     ev0.synchronize()
                     free.put(b0)
         finally:
-            stop.set()
-            if self.source != "host":
-                for _, b in pending:
-                    free.put(b)
-            for b in staging:
-                free.put(b)          # unblock a reader waiting for a buffer
-            if pinner is not None:
-                pinner.join()
-                free.put(None)
-            t.join()
+            self._stop_reads(started, [b for _, b in pending] if self.source != "host" else [])
             if held:
                 for s in streams:
                     s.synchronize()
         return moved
+
+    def _stop_reads(self, started, more=()):
+        """End a pass's threads (its reads done or not): stop, then unblock a reader waiting
+        for a buffer (the staging buffers, `more` buffers it is owed, None) and join it."""
+        started["stop"].set()
+        free, pinner = started["free"], started["pinner"]
+        if pinner is not None:
+            pinner.join()
+        for b in list(more) + list(self.buffers()[2]):
+            free.put(b)
+        free.put(None)
+        started["reader"].join()
+
+    def close(self):
+        """Stop the reads start() began for a pass that will not be made (an error in the
+        caller's set-up): no thread is left reading."""
+        started, self._started = self._started, None
+        if started is not None:
+            self._stop_reads(started)
 
     def launch_rows(self, fn, c, dbuf, first, stream, *tail):
         """fn over chunk c's rows, one warp per row: fn(offsets, rows, first, ids, *tail[:-2],
@@ -521,13 +603,24 @@ def resident_loadable(graph) -> bool:
         for p in graph.parts(d) if p.num_edges for k in kinds(d))
 
 
+#: load_resident's largest chunk: its three staging buffers are pinned as the load starts
+#: (~0.45 s per GB on the H200 machine: 3 x 256 MB took ~0.35 s of Kronecker 24's 2.0 s load)
+LOAD_CHUNK_BYTES = 64 << 20
+
+
+def load_chunk_bytes(graph, direction, width=None) -> int:
+    """load_resident's chunk size for one direction's lists (IDs, or `width`-byte weights)."""
+    w = int(graph.id_width) if width is None else int(width)
+    return min(chunk_bytes_for(sum(p.num_edges for p in graph.parts(direction)) * w),
+               LOAD_CHUNK_BYTES)
+
+
 def load_resident_bytes(graph, direction) -> int:
     """GPU memory load_resident holds while it loads one direction, beyond the CSR itself: the
     partitions' offsets and slots (8 bytes a row each) and two chunk buffers."""
     parts = graph.parts(direction)
     rows = sum(p.row_hi - p.row_lo + 1 for p in parts)
-    chunk = chunk_bytes_for(sum(p.num_edges for p in parts) * int(graph.id_width))
-    return 16 * rows + 2 * (chunk + 2 * PAGE)
+    return 16 * rows + 2 * (load_chunk_bytes(graph, direction) + 2 * PAGE)
 
 
 def load_resident(graph, direction, check=None, chunk_bytes=None, kind="adj"):
@@ -540,11 +633,22 @@ def load_resident(graph, direction, check=None, chunk_bytes=None, kind="adj"):
     check: called after each chunk (may raise to stop the load). chunk_bytes: ListStream's.
     kind "wgt": the lists' weights instead, at the same slots (float32; a weighted dataset's
     SSSP: 11-12 s at Kronecker scale 24 assembled on the host and copied)."""
+    lists = ListStream(graph, direction, "ssd", chunk_bytes or load_chunk_bytes(
+        graph, direction, None if kind == "adj" else 4), kind=kind, host_offsets=True)
+    lists.start()            # the reads begin while the slots are worked out
+    try:
+        return _load_into_slots(graph, lists, direction, check, kind)
+    finally:
+        lists.close()        # (reads begun for a pass not made: stopped)
+
+
+def _load_into_slots(graph, lists, direction, check, kind):
+    """load_resident's set-up and pass, its reads begun."""
     cp = _module.cupy()
     n = graph.num_vertices
-    lists = ListStream(graph, direction, "ssd", chunk_bytes, kind=kind)
     order = sorted(range(len(lists.parts)), key=lambda j: lists.parts[j].index)
-    degs = {i: np.diff(cp.asnumpy(lists.offs[i]).astype(np.int64)) for i in order}
+    degs = {i: np.diff(lists.host_offs[i].astype(np.int64)) for i in order}
+    lists.host_offs = None
     indptr = np.zeros(n + 1, dtype=np.int64)
     for i in order:
         p = lists.parts[i]

@@ -145,12 +145,16 @@ GPU_STARTED_S = 0.05           # ... once an earlier run of the process paid tha
 GPU_LOAD_BYTES_PER_S = 0.3e9   # the CSR assembled on the host and copied (where gpu/streamed.py
 #: load_resident cannot read the lists straight in: weighted or format-1 datasets, a tiered GPU)
 GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
-#: ... where an algorithm's GPU run is slower than that: MS-BFS's 32 sources at Kronecker scale
-#: 24, one BFS per source (gpu/algorithms.py MSBFS_METHOD), 0.08 s, then the 2.1 GB of depths
-#: copied to host memory, 0.7-0.8 s: ~0.85 s for 3.5 passes of 2.08 GB, ~8.6 GB/s (before:
-#: 5.4-6.1 s own, ~1.3 GB/s, the bit-parallel kernel and the counts taken by numpy on the host;
-#: benchmarks/auto_device_kron24_h200.jsonl; BFS there ran at ~20 GB/s, 17-core at ~9)
-GPU_PASS_BYTES = {"msbfs": 8e9, "apsp": 8e9}
+#: ... per algorithm where its GPU run differs: MS-BFS's 32 sources at Kronecker scale 24, one BFS
+#: per source (gpu/algorithms.py MSBFS_METHOD) and the counts per source, ~0.1 s of kernels for
+#: 3.5 passes of 2.08 GB; its depths stay in GPU memory unless the run writes them (below).
+#: (Before that: ~8 GB/s with the depths' copy, ~1.3 GB/s with the bit-parallel kernel and the
+#: counts taken by numpy on the host; benchmarks/auto_device_kron24_h200.jsonl; BFS there ran at
+#: ~20 GB/s, 17-core at ~9)
+GPU_PASS_BYTES = {"msbfs": 25e9, "apsp": 25e9}
+#: A GPU result copied to host memory, into fresh pages: MS-BFS's 2.1 GB of depths at scale 24
+#: took 0.52-0.60 s with CuPy's get() (the same through pinned staging buffers)
+GPU_RESULT_TO_HOST_BPS = 3.5e9
 
 
 def gpu_pass_rate(name) -> float:
@@ -215,7 +219,8 @@ def run_passes(name: str, opts: dict) -> float:
 def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
              cpu_bps: float = CPU_BYTES_PER_S, start_s: float = GPU_START_S,
              load_bps: float = GPU_LOAD_BYTES_PER_S, gpu_bps: float = GPU_PASS_BYTES_PER_S,
-             tiers: dict = None, later_bps: float = None, load_setup_s: float = 0.0):
+             tiers: dict = None, later_bps: float = None, load_setup_s: float = 0.0,
+             result_bytes: int = 0):
     """('cpu' or 'gpu', est. cpu seconds, est. gpu seconds, reason) for one whole run of `name`
     on a dataset of `graph_bytes` adjacency bytes; the GPU pays its start and the dataset's load
     unless the dataset is resident already (an earlier run of this process loaded it). tiers:
@@ -223,7 +228,9 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
     (gpu/streamed.tier_costs: the load counted there); the GPU then costs its start plus the
     least of them. cpu_bps, later_bps: the CPU path's first and later passes (cpu_pass_rates;
     later_bps None: cpu_bps). load_setup_s: the resident load's time beyond its bytes
-    (gpu/streamed.py resident_setup_seconds)."""
+    (gpu/streamed.py resident_setup_seconds). result_bytes: what the GPU run copies back to host
+    memory beyond the per-vertex vector its passes count (MS-BFS's depths when written out), at
+    GPU_RESULT_TO_HOST_BPS."""
     passes = run_passes(name, opts)
     # the first pass at cpu_bps, the others at later_bps (cpu_pass_rates; default: the same)
     cpu = graph_bytes / cpu_bps + max(passes - 1.0, 0.0) * graph_bytes / (later_bps or cpu_bps)
@@ -235,6 +242,9 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
         load = 0.0 if resident else start_s + load_setup_s + graph_bytes / load_bps
         gpu = load + passes * graph_bytes / gpu_bps
         what = "resident" if resident else f"start and load {load:.2f} s"
+    if result_bytes:
+        gpu += result_bytes / GPU_RESULT_TO_HOST_BPS
+        what += f", the result to host memory {result_bytes / GPU_RESULT_TO_HOST_BPS:.2f} s"
     dev = "gpu" if gpu < cpu else "cpu"
     return dev, cpu, gpu, (f"--device auto: est. cpu {cpu:.2f} s vs gpu {gpu:.2f} s ({what}; "
                            f"{passes:g} passes of {graph_bytes / 1e6:,.0f} MB)")

@@ -374,14 +374,18 @@ def spmv(graph, x, source="ssd", chunk_bytes=None, stats=None, direct=True):
     t0 = time.perf_counter()
     n = graph.num_vertices
     lists = ListStream(graph, "out", source, chunk_bytes, direct)
+    lists.start()            # the first chunks read while cupyx settles and the vectors are made
     setup = time.perf_counter() - t0
-    _module.settle()
-    xd = cp.asarray(np.asarray(x, dtype=np.float64))
-    y = cp.zeros(n, dtype=cp.float64)
-    bad = cp.zeros(1, dtype=cp.int32)
-    kern = _kernel(lists.w)
-    moved = lists.each(lambda c, dbuf, first, s: lists.launch_rows(kern, c, dbuf, first, s, xd,
-                                                                   y, bad)) if n else 0
+    try:
+        _module.settle()
+        xd = cp.asarray(np.asarray(x, dtype=np.float64))
+        y = cp.zeros(n, dtype=cp.float64)
+        bad = cp.zeros(1, dtype=cp.int32)
+        kern = _kernel(lists.w)
+        moved = lists.each(lambda c, dbuf, first, s: lists.launch_rows(
+            kern, c, dbuf, first, s, xd, y, bad)) if n else 0
+    finally:
+        lists.close()
     lists.bad_ids(bad)
     if stats is not None:
         stats.update(supersteps=[{"step": 1, "seconds": time.perf_counter() - t0,
@@ -399,16 +403,20 @@ def wcc(graph, source="ssd", chunk_bytes=None, stats=None, direct=True, init=Non
     t0 = time.perf_counter()
     n = graph.num_vertices
     lists = ListStream(graph, "out", source, chunk_bytes, direct)
+    lists.start()            # the first chunks read while cupyx settles and the labels are made
     setup = time.perf_counter() - t0
-    _module.settle()
-    narrow = lists.w == 4                 # labels as wide as the IDs
-    dt = np.uint32 if narrow else np.uint64
-    comp = cp.arange(n, dtype=dt) if init is None else \
-        cp.asarray(np.ascontiguousarray(init, dtype=dt))
-    bad = cp.zeros(1, dtype=cp.int32)
-    link = _function("wcc_link32" if narrow else "wcc_link64")
-    moved = lists.each(lambda c, dbuf, first, s: lists.launch_rows(link, c, dbuf, first, s, comp,
-                                                                   bad)) if n else 0
+    try:
+        _module.settle()
+        narrow = lists.w == 4                 # labels as wide as the IDs
+        dt = np.uint32 if narrow else np.uint64
+        comp = cp.arange(n, dtype=dt) if init is None else \
+            cp.asarray(np.ascontiguousarray(init, dtype=dt))
+        bad = cp.zeros(1, dtype=cp.int32)
+        link = _function("wcc_link32" if narrow else "wcc_link64")
+        moved = lists.each(lambda c, dbuf, first, s: lists.launch_rows(
+            link, c, dbuf, first, s, comp, bad)) if n else 0
+    finally:
+        lists.close()
     lists.bad_ids(bad)
     t1 = time.perf_counter()
     if n:

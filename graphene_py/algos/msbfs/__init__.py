@@ -323,6 +323,21 @@ def _sources(graph, sources, num_sources):
     return np.asarray(parse_sources(sources), dtype=np.int64).ravel()
 
 
+def gpu_result_bytes(graph, opts) -> int:
+    """What run_gpu copies to host memory: the depths (S x n int32) when they are written out
+    (`output`), else nothing (they stay in GPU memory until asked for)."""
+    return 4 * source_count(opts) * int(graph.num_vertices) if opts.get("output") else 0
+
+
+def source_count(opts) -> int:
+    """How many sources these options ask for (`sources` as a list or "0,5,17", else
+    `num_sources`, else DEFAULT_SOURCES; a repeated source counted each time)."""
+    src = opts.get("sources")
+    if src is not None:
+        return len(str(src).split(",")) if isinstance(src, str) else len(src)
+    return int(opts.get("num_sources") or DEFAULT_SOURCES)
+
+
 def run_gpu(graph, *, sources=None, num_sources=DEFAULT_SOURCES, closeness=False, output=None,
             gpu_mem=None, progress=None, **_ignored) -> MSBFSResult:
     """Multi-source BFS on the GPU: gpu/algorithms.py msbfs (by default one direction-optimizing
@@ -345,12 +360,13 @@ def run_gpu(graph, *, sources=None, num_sources=DEFAULT_SOURCES, closeness=False
         row = dev[i]
         reached[i] = int(_module.cupy().count_nonzero(row >= 0))
         sums[i] = float(int(row.sum(dtype=np.int64)) + (dg.num_vertices - reached[i]))
-    depths = dev.get()
-    del dev
     clo = closeness_of(reached, sums, dg.num_vertices) if closeness else None
     if output is not None:
-        np.save(output, depths)
-    return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo,
+        kept = {"depths": dev.get()}
+        np.save(output, kept["depths"])
+    else:       # the depths stay in GPU memory until asked for (MSBFSResult.depths)
+        kept = {"_depths_gpu": dev}
+    return MSBFSResult(sources=src, **kept, reached=reached, closeness=clo,
                        passes=len(src) if A.MSBFS_METHOD == "bfs" else (len(src) + 63) // 64,
                        supersteps=gpu_steps(st, progress),
                        seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
