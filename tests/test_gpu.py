@@ -963,6 +963,67 @@ def test_wcc_auto_hands_over_through_dispatch(tmp_path, monkeypatch):
     assert "[gpu-" in lines[-1] and len(lines) == len(r.supersteps)
 
 
+# -- k-core handed over to the GPU in mid-run (--device auto, gpu/handoff.py KCorePart) -------------
+@pytest.mark.parametrize("layout", ["sym", "directed_in"])
+@pytest.mark.parametrize("gname", ["powerlaw", "isolated_ends", "star", "chain"])
+def test_kcore_handed_over_equals_the_cpu_run(tmp_path, gname, layout):
+    """The CPU peels up to superstep k (forced hand-off points; the move waits for the round's
+    end), the GPU's peel goes on from its core numbers and level: the CPU run's core numbers,
+    the supersteps saying where they ran."""
+    from graphene_py.algos import kcore as K
+    g = _hybrid_dataset(tmp_path, gname, layout)
+    ref = K.run(g, threads=2, keep_edges=0)
+    assert K.verify(g, ref) == []
+    per_round = 2 if layout == "directed_in" else 1
+    total = len(ref.supersteps)
+    for k in sorted({1, total // 2, total - per_round} - {0}):
+        r = K.run(g, threads=2, keep_edges=0, device="auto", handoff_at=k)
+        np.testing.assert_array_equal(r.core_number, ref.core_number, err_msg=f"k={k}")
+        moved = -(-k // per_round) * per_round
+        devs = [st["device"] for st in r.supersteps]
+        assert devs[:moved] == ["cpu"] * moved and set(devs[moved:]) == {"gpu"}, devs
+        assert r.cpu_supersteps == moved and r.device == "cpu+gpu" and r.device_moves == 1
+        assert r.max_core == ref.max_core
+
+
+@pytest.mark.parametrize("kind", ["sym", "directed"])
+@pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.isolated_ends, G.duplicates])
+def test_gpu_kcore_from_a_partial_peel(gf, kind):
+    """gpu kcore(init=(core, k)) from a peel cut at several levels (every vertex of core number
+    below the level removed, with its number; the rest -1) gives the whole decomposition; a
+    cut that leaves out a vertex the level had removed is taken as given (so the hand-off's
+    must be right), and a wrong length is refused."""
+    from graphene_py import gpu
+    from graphene_py.errors import GrapheneError
+    tg = gf()
+    dg, *_ = make(kind, tg)
+    full = gpu.kcore(dg)
+    for level in sorted({0, 1, int(full.max()) // 2, int(full.max())}):
+        init = np.where(full < level, full, -1).astype(np.int32)
+        np.testing.assert_array_equal(gpu.kcore(dg, init=(init, level)), full,
+                                      err_msg=f"level {level}")
+    with pytest.raises(GrapheneError, match="core numbers for"):
+        gpu.kcore(dg, init=(np.full(tg.n + 1, -1, np.int32), 0))
+
+
+def test_kcore_auto_hands_over_through_dispatch(tmp_path, monkeypatch):
+    """`--device auto` through registry.dispatch with the plan made to pick the hand-off."""
+    from graphene_py.algos import registry
+    from graphene_py.algos.common import superstep_line
+    from graphene_py.gpu import policy
+    g = _hybrid_dataset(tmp_path, "powerlaw", "sym")
+    monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "test: hand off"))
+    lines = []
+    r = registry.dispatch("kcore", g, device="auto", threads=2, handoff_at=1, gpu_mem="1G",
+                          keep_edges=0,
+                          progress=lambda st: lines.append(superstep_line(len(lines), st)))
+    ref = registry.dispatch("kcore", g, threads=2)
+    assert r.device_reason == "test: hand off" and r.device == "cpu+gpu"
+    np.testing.assert_array_equal(r.core_number, ref.core_number)
+    assert "gpu: moves here: forced after superstep 1" in lines[0]
+    assert "[gpu-" in lines[-1] and len(lines) == len(r.supersteps)
+
+
 # -- SSSP handed over to the GPU in mid-run (--device auto, gpu/handoff.py SSSPPart) ---------------
 @pytest.mark.parametrize("grid", [(1, 1), (2, 2)])
 @pytest.mark.parametrize("in_memory", [False, True])

@@ -709,3 +709,165 @@ def test_sssp_plan_of_the_hand_off(monkeypatch):
     # from the disks the wide buckets relax each edge 2-3 times: past 1.1 x the edges, not done
     assert S._cpu_rest(g, 2 * g.num_edges, 4.0, False) == pytest.approx(
         0.3 * g.num_edges * 4.0 / (2 * g.num_edges))
+
+
+class _PeelPart:
+    """A stand-in for k-core's GPU part (no GPU here): from the core numbers handed over (-1:
+    not removed) and the level, each remaining vertex's degree among the remaining vertices
+    (self-loops left out, as the GPU's count does), then plain peeling from that level on (the
+    GPU's loop: k = max(k, least degree), remove every vertex of degree <= k). Keeps what it
+    was handed."""
+
+    def __init__(self, g):
+        self.g, self.got, self.level = g, None, None
+
+    def cost(self, due):
+        return 0.0
+
+    def run(self, core, k, stats):
+        self.got, self.level = np.array(core, copy=True), int(k)
+        n = self.g.num_vertices
+        src, dst = self.g.edges("out")
+        if self.g.directed:                   # degree = out + in (each edge from both ends)
+            src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        core = self.got.astype(np.int64)
+        nbrs = [[] for _ in range(n)]
+        for u, v in zip(src.tolist(), dst.tolist()):
+            nbrs[u].append(v)
+        alive = core < 0
+        deg = np.array([sum(alive[x] for x in nbrs[v]) if alive[v] else 0 for v in range(n)])
+        rounds = 0
+        while alive.any():
+            k = max(k, int(deg[alive].min()))
+            q = list(np.flatnonzero(alive & (deg <= k)))
+            while q:
+                rounds += 1
+                nxt = []
+                for v in q:
+                    if not alive[v]:
+                        continue
+                    alive[v] = False
+                    core[v] = k
+                    for x in nbrs[v]:
+                        if alive[x]:
+                            deg[x] -= 1
+                            if deg[x] == k:
+                                nxt.append(x)
+                q = nxt
+        stats.update(rounds=rounds, supersteps=[{"phase": "peel", "seconds": 0.0}])
+        return core.astype(np.int32)
+
+
+@pytest.mark.parametrize("layout", ["sym", "directed_in"])
+@pytest.mark.parametrize("gname", ["powerlaw", "isolated_ends", "grid", "star", "chain"])
+def test_kcore_hands_over_the_peel_a_run_stopped_there_has(tmp_path, monkeypatch, gname, layout):
+    """Forced after CPU superstep k in turn (the move waits for the end of that superstep's
+    round): the CPU part stops there (its line says it moves), the core numbers it hands over
+    are final for every vertex it removed and no larger than the level it hands over, every
+    vertex left has a core number at least that level, and the rest (a plain peel from that
+    state and level) gives the run's core numbers. A level handed over one too low, or a vertex
+    handed over as removed before its list was applied, fails here."""
+    from graphene_py.algos import kcore as K
+    g = _dataset(tmp_path, gname, layout)
+    full = K.run(g, threads=2, keep_edges=0)      # (nothing kept: a round per level)
+    assert not K.verify(g, full)
+    ref = np.asarray(full.core_number)
+    total = len(full.supersteps)
+    assert total >= 2, total
+    per_round = 2 if layout == "directed_in" else 1
+    for k in sorted({1, 2, total // 2, total - per_round}):
+        if k < 1:
+            continue
+        part = _PeelPart(g)
+        monkeypatch.setattr(K, "_handoff", lambda *a, **kw: (
+            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        seen = []
+        r = K.run(g, threads=2, keep_edges=0, device="auto", handoff_at=k,
+                  progress=seen.append)
+        np.testing.assert_array_equal(r.core_number, ref, err_msg=f"k={k}")
+        moved = -(-k // per_round) * per_round          # the end of superstep k's round
+        assert r.device == "cpu+gpu" and r.cpu_supersteps == moved, (k, r.cpu_supersteps)
+        cpu = r.supersteps[:moved]
+        assert [st["device"] for st in cpu] == ["cpu"] * moved
+        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
+        assert seen[moved - 1]["handoff"] == cpu[-1]["handoff"]     # on the progress line too
+        assert r.supersteps[moved]["device"] == "gpu" and r.gpu_supersteps == 1
+        got, level = part.got.astype(np.int64), part.level
+        gone = got >= 0
+        assert gone.any() and (~gone).any(), f"k={k}: nothing handed over either way"
+        np.testing.assert_array_equal(got[gone], ref[gone], err_msg=f"k={k}")
+        assert got[gone].max() <= level <= ref[~gone].min(), (k, level)
+
+
+def test_kcore_auto_without_a_gpu_or_for_membership_is_the_cpu_run(tmp_path, monkeypatch):
+    from graphene_py.algos import kcore as K
+    from graphene_py.algos import registry
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    a = K.run(g, threads=2)
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "test: no GPU")
+    b = K.run(g, threads=2, device="auto", gpu_mem="1G")
+    np.testing.assert_array_equal(a.core_number, b.core_number)
+    assert b.device_note == "no GPU (test: no GPU)" and b.device == "cpu"
+    assert all("handoff" not in st for st in b.supersteps)
+    c = K.run(g, threads=2, device="auto", k=5, membership_only=True)
+    assert c.k_core_size == int(np.count_nonzero(a.core_number >= 5))
+    # the plan: no hand-off for membership (two rounds) nor the scan of a directed dataset
+    # without in-edges; the resident load's estimate otherwise
+    assert K.handoff_prep_seconds(g, {"membership_only": True}) is None
+    (tmp_path / "d").mkdir()
+    d = _dataset(tmp_path / "d", "powerlaw", "directed")
+    assert K.handoff_prep_seconds(d, {}) is None
+    setup, after = K.handoff_prep_seconds(g, {})
+    assert setup > 0 and after == 0.0
+
+
+def test_kcore_load_not_needed_is_stopped_and_the_cpu_ends(tmp_path, monkeypatch):
+    """A load that never ends before the CPU does: the rounds say it is loading, the run is the
+    CPU's, and the load is stopped at its next stage."""
+    from graphene_py.algos import kcore as K
+
+    def load(check):
+        while True:
+            check()
+            time.sleep(0.002)
+    holder = {}
+
+    def fake(*a, **kw):
+        holder["ho"] = Handoff(BackgroundLoad(load), state_bytes=1)
+        return holder["ho"], "test"
+    monkeypatch.setattr(K, "_handoff", fake)
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    r = K.run(g, threads=2, keep_edges=0, device="auto")
+    np.testing.assert_array_equal(r.core_number, K.run(g, threads=2).core_number)
+    assert r.device == "cpu" and r.cpu_supersteps == len(r.supersteps)
+    assert all(st["handoff"].startswith("loading (") for st in r.supersteps if "handoff" in st)
+    assert r.supersteps[-1]["handoff"].startswith("loading (")
+    assert holder["ho"].load.ready() and isinstance(holder["ho"].load.error, Cancelled)
+
+
+def test_kcore_plan_of_the_hand_off(monkeypatch):
+    """The full decomposition's GPU part is the resident load (as WCC's resident tier); the plan
+    hands over only where its rule says the hand-off beats both whole runs (here, at the
+    scale-24 shape on 16 threads: no, the GPU whole), and never for 17-core membership."""
+    from graphene_py.algos import kcore as K, registry
+    from graphene_py.gpu import _module
+    from graphene_py.iterator import memory
+    monkeypatch.setattr(_module, "_modules", {})     # as if no GPU run came before (CuPy started)
+    monkeypatch.setattr(memory, "memory_available", lambda: 100 << 30)
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    monkeypatch.setattr(registry, "cpu_rates", lambda g, o, name=None: policy.cpu_pass_rates(
+        16, 2.15e9, fits=True, exponent=policy.threads_exponent((name or "").split("-")[0])))
+    s24 = G.standin(2_083_000_000 // 4)
+    from graphene_py.gpu.handoff import resident_prep_seconds
+    assert K.handoff_prep_seconds(s24, {}) == resident_prep_seconds(s24)
+    where, why = registry._choose("kcore", "auto", s24, {"threads": 16})
+    assert where == "gpu" and "est. cpu 5.56 s vs gpu 5.04 s" in why, why
+    assert registry._choose("kcore", "auto", G.standin(128_311_450), {"threads": 16})[0] == "cpu"
+    monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "est. both"))
+    assert registry._choose("kcore", "auto", s24, {"threads": 16}) == ("hybrid", "est. both")
+    where, _ = registry._choose("kcore", "auto", s24, {"threads": 16, "k": 17,
+                                                       "membership_only": True})
+    assert where == "cpu"

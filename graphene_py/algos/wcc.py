@@ -317,18 +317,13 @@ def handoff_prep_seconds(graph, opts):
     (gpu/handoff.py WCCPart) in the tier a GPU run would take: resident, the dataset's load,
     then nothing; streamed, nothing, then the tier's one pass (its read). None when no tier can
     hold the run. Without asking the GPU (the plan)."""
-    from ..gpu import streamed as S
     tier = str(opts.get("gpu_tier", "auto"))
     costs = gpu_tier_costs(graph, opts)
     if tier == "auto":
         tier = min(costs, key=costs.get) if costs else "resident"
-    if tier == "resident":
-        dirs = 2 if graph.directed and graph.in_partitions is not None else 1
-        csr = (graph.num_edges * int(graph.id_width) + 8 * (graph.num_vertices + 1)) * dirs
-        from ..iterator.memory import memory_available
-        if not S.resident_loadable(graph) and memory_available() < 2 * csr:
-            return None     # its assembly on the host, beside the CPU's run
-        return S.resident_setup_seconds(graph) + csr / S.resident_load_bps(graph), 0.0
+    if tier == "resident":       # (None: its assembly on the host, beside the CPU's run)
+        from ..gpu.handoff import resident_prep_seconds
+        return resident_prep_seconds(graph)
     return (0.0, costs[tier]) if tier in costs else None
 
 

@@ -23,6 +23,8 @@ NAME_EXPRESSIONS = (
     "wcc_link_rest<1>", "wcc_link_rest<8>", "wcc_link_rest<32>", "wcc_link_rest<0>",
     "msbfs_pull<unsigned int>", "msbfs_pull<unsigned long long>",
     "count_nonself<1>", "count_nonself<8>", "count_nonself<32>", "count_nonself<0>",
+    "count_alive_nonself<1>", "count_alive_nonself<8>", "count_alive_nonself<32>",
+    "count_alive_nonself<0>",
 )
 
 

@@ -806,15 +806,28 @@ def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = No
 # k-core
 # ------------------------------------------------------------------------------------------------
 @_oom_to_error
-def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True):
+def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None):
     """core_number int32 of every vertex; degree = out + in on directed graphs (out on symmetric
     ones, where each undirected edge is stored both ways); self-loops ignored. block_loop: a
     queue of at most KCORE_LOOP_VCAP vertices and KCORE_LOOP_ECAP list entries is peeled round
-    after round by one block on the device (kcore_peel_loop), not a launch and a wait a round."""
+    after round by one block on the device (kcore_peel_loop), not a launch and a wait a round.
+    init: (core, k) from a peel done so far (a CPU run handed over, gpu/handoff.py KCorePart):
+    core[v] >= 0 the core number of a vertex removed already, -1 for one still there; k the
+    level reached (no removed vertex's number above it). The peel goes on from there, each
+    remaining vertex's degree counted over the remaining vertices."""
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
-    core = cp.full(n, -1, dtype=cp.int32)
+    k = 0
+    if init is None:
+        core = cp.full(n, -1, dtype=cp.int32)
+        fn = "count_nonself"
+    else:
+        core = cp.asarray(np.ascontiguousarray(init[0], dtype=np.int32))
+        k = int(init[1])
+        if core.shape != (n,):
+            raise GrapheneError(f"kcore init: {core.shape[0]} core numbers for {n} vertices")
+        fn = "count_alive_nonself"
     if n == 0:
         return core.get()
     deg = cp.zeros(n, dtype=cp.int32)
@@ -826,7 +839,8 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True):
         for w, lst, ln in dg.bins(d):
             if ln:
                 g = _grid(ln * (w if w else BLOCK)) if w else min(ln, _module.sm_count() * 16)
-                mod.get_function(f"count_nonself<{w}>")((g,), (BLOCK,), (lst, np.int32(ln), p, ix, deg))
+                args = (lst, np.int32(ln), p, ix) + ((core,) if init is not None else ()) + (deg,)
+                mod.get_function(f"{fn}<{w}>")((g,), (BLOCK,), args)
     ptr2, idx2 = (lists[1][0], lists[1][1]) if len(lists) > 1 else (dg.ptr, dg.idx)
     has2 = np.int32(1 if len(lists) > 1 else 0)
     head, hk = dg.head("out")                  # lists' heads in GPU memory (zero-copy tiers)
@@ -838,8 +852,7 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True):
     ctr = cp.zeros(2, dtype=cp.int64)       # [0] as int32: the next queue's length; [1] its entries
     st = cp.zeros(8, dtype=cp.int64)
     vcap = KCORE_LOOP_VCAP if block_loop else 0
-    k = 0
-    remaining = n
+    remaining = n if init is None else int(cp.count_nonzero(core < 0))
     rounds = loop_rounds = 0
     while remaining > 0:
         alive = core < 0

@@ -377,14 +377,66 @@ def sssp_part(graph, gpu_mem):
     return bg, feed
 
 
-def wcc_part(graph, gpu_mem, tier_of, host_free=0) -> BackgroundLoad:
-    """A BackgroundLoad of WCC's GPU part: CuPy's start, then `tier_of()`'s setup (WCCPart);
+def _part_load(make) -> BackgroundLoad:
+    """A BackgroundLoad of a GPU part: CuPy's start, then make(check) (the part's setup);
     cancelled between the stages."""
     def load(check):
-        from . import _module
         check()
         _module.cupy()
         _module.module()
         check()
-        return WCCPart(graph, gpu_mem, tier_of(), check, host_free)
+        return make(check)
     return BackgroundLoad(load)
+
+
+def wcc_part(graph, gpu_mem, tier_of, host_free=0) -> BackgroundLoad:
+    """A BackgroundLoad of WCC's GPU part: CuPy's start, then `tier_of()`'s setup (WCCPart);
+    cancelled between the stages."""
+    return _part_load(lambda check: WCCPart(graph, gpu_mem, tier_of(), check, host_free))
+
+
+#: the GPU's k-core decomposition in passes over the lists at GPU_PASS_BYTES_PER_S (Kronecker 24:
+#: 0.39-0.41 s for 2.08 GB of lists, H200; benchmarks/gpu_h200_kcore_loop_probe.txt)
+KCORE_GPU_PASSES = 2.0
+
+
+class KCorePart:
+    """The GPU's part of a k-core decomposition handed over between two CPU rounds, made on the
+    load's thread: the dataset loaded (DeviceGraph, resident). At a round's end every vertex
+    the CPU removed has its core number and every other its degree among the vertices left, so
+    the GPU peels on from the CPU's core numbers and level (algorithms.kcore's init)."""
+
+    def __init__(self, graph, gpu_mem, check):
+        from .resident import device_graph
+        self.dg = device_graph(graph, gpu_mem, check=check)
+        self.list_bytes = graph.num_edges * 4 * (1 if self.dg.symmetric else 2)
+
+    def cost(self, due: int) -> float:
+        """Estimated seconds of all the rest (`due` is not used): the whole decomposition's
+        passes at the GPU's rate (an upper bound: part of the peel is done)."""
+        return KCORE_GPU_PASSES * self.list_bytes / GPU_PASS_BYTES_PER_S
+
+    def run(self, core, k, stats):
+        """Core numbers (int32) from the CPU's `core` (-1: not removed yet) at level k."""
+        from . import algorithms as A
+        out = A.kcore(self.dg, stats=stats, init=(core, k))
+        stats["tier"] = "resident" if self.dg.tier() == "gpu" else self.dg.tier()
+        return out
+
+
+def kcore_part(graph, gpu_mem) -> BackgroundLoad:
+    """A BackgroundLoad of k-core's GPU part (KCorePart)."""
+    return _part_load(lambda check: KCorePart(graph, gpu_mem, check))
+
+
+def resident_prep_seconds(graph):
+    """(setup, 0.0): the plan's estimate of a resident part's setup (the dataset's load, both
+    edge directions where it has in-partitions), or None where the load would assemble the CSR
+    on the host beside the CPU's run without room for it."""
+    from . import streamed as S
+    from ..iterator.memory import memory_available
+    dirs = 2 if graph.directed and graph.in_partitions is not None else 1
+    csr = (graph.num_edges * int(graph.id_width) + 8 * (graph.num_vertices + 1)) * dirs
+    if not S.resident_loadable(graph) and memory_available() < 2 * csr:
+        return None
+    return S.resident_setup_seconds(graph) + csr / S.resident_load_bps(graph), 0.0

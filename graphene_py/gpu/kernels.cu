@@ -873,3 +873,24 @@ __global__ void count_nonself(const i32 *__restrict__ list, i32 len, const i64 *
     if (c) atomicAdd(&deg[u], c);
   }
 }
+
+// k-core from a partial peel (a CPU run handed over): deg[u] += u's non-self-loop entries still
+// alive (core < 0), for the alive u of the list only.
+template <int W>
+__global__ void count_alive_nonself(const i32 *__restrict__ list, i32 len,
+                                    const i64 *__restrict__ ptr, const i32 *__restrict__ idx,
+                                    const i32 *__restrict__ core, i32 *deg) {
+  i64 item, stride, lane, width;
+  schedule<W>(item, stride, lane, width);
+  for (; item < len; item += stride) {
+    const int u = list[item];
+    if (core[u] >= 0) continue;
+    const i64 b = ptr[u], e = ptr[u + 1];
+    int c = 0;
+    for (i64 j = b + lane; j < e; j += width) {
+      const int x = idx[j];
+      c += (x != u) & (core[x] < 0);
+    }
+    if (c) atomicAdd(&deg[u], c);
+  }
+}

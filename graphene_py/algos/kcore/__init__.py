@@ -62,7 +62,7 @@ import numpy as np
 from ...errors import GrapheneError
 from ..common import vertex_dtype
 from .base import KEEP_PER_VERTEX, KCoreResult, _peel_serial, _result  # noqa: F401  (KCoreResult: the API; _result: algos/small.py)
-from .full import _run_full
+from .full import Moved, _run_full
 from .membership import _run_membership
 from .scan import _run_scan
 
@@ -87,11 +87,45 @@ def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreR
                        seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
+HYBRID = True       # run(device="auto"): the full decomposition starts on the CPU; the GPU may
+HANDOFF = True      # take over between two rounds once a thread has loaded it (KCorePart)
+
+
+def _handoff(graph, gpu_mem, handoff_at):
+    """(Handoff or None, note) for device="auto": the GPU's part (the dataset loaded resident:
+    gpu/handoff.py KCorePart) is made on a thread of its own while the CPU peels."""
+    from ..registry import gpu_may_be_available
+    why = gpu_may_be_available()     # (no CuPy here: it starts on the load's thread)
+    if why:
+        return None, f"no GPU ({why})"
+    from ...gpu.handoff import Handoff, kcore_part
+    return Handoff(kcore_part(graph, gpu_mem), state_bytes=4 * graph.num_vertices,
+                   force_at=handoff_at), "hybrid CPU/GPU: the GPU takes over once it is ready"
+
+
+def handoff_prep_seconds(graph, opts):
+    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off: the
+    dataset's resident load, then nothing. None where no hand-off runs: 17-core membership
+    (two rounds), a directed dataset without in-edges (the scan), a load that would assemble
+    the CSR on the host beside the CPU's run without room."""
+    if opts.get("membership_only") or (graph.directed and graph.in_partitions is None):
+        return None
+    from ...gpu.handoff import resident_prep_seconds
+    return resident_prep_seconds(graph)
+
+
 def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, keep_edges=None,
-        tail_edges=None, **runtime) -> KCoreResult:
+        tail_edges=None, gpu_mem=None, gpu_tier=None, handoff_at=None,
+        **runtime) -> KCoreResult:
     """Core numbers of every vertex (membership_only: only the K-core for k=K). keep_edges: RAM
     budget of the full decomposition for kept lists, in neighbour IDs (default 4n; 0: none;
-    tail_edges: its old name)."""
+    tail_edges: its old name).
+    device="auto" (dispatch's "hybrid"): the full decomposition peels on the CPU while a thread
+    loads the dataset into GPU memory; after a round, once it is there, the GPU peels the rest
+    from the core numbers so far when its estimate is below the CPU's for the rest
+    (gpu/handoff.py). handoff_at: move after that CPU superstep, waiting there for the load
+    (tests). gpu_tier: the part is resident (the GPU's k-core reads lists zero-copy past the
+    budget, it does not stream)."""
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
     runtime.pop("device", None)
@@ -115,7 +149,30 @@ def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, 
         return _run_scan(graph, budget, in_memory, runtime, progress, t0, k)
     budget = KEEP_PER_VERTEX * n if keep_edges is None else int(keep_edges)
     dirs = ["out", "in"] if graph.directed else ["out"]
-    return _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k)
+    if device != "auto" or n == 0 or graph.num_edges == 0:
+        return _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k)
+    ho, note = _handoff(graph, gpu_mem, handoff_at)
+    try:
+        got = _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k, ho=ho)
+    finally:
+        if ho is not None:
+            ho.finish()
+    if ho is None:
+        got.device, got.device_note = "cpu", note
+        return got
+    if not isinstance(got, Moved):
+        got.__dict__.update(ho.summary(0), device="cpu", device_note=note)
+        return got
+    from ...gpu.resident import gpu_steps
+    gst: dict = {}
+    core = np.asarray(ho.load.value.run(got.core, got.level, gst)).astype(
+        vertex_dtype(n), copy=False)
+    steps = got.steps + gpu_steps(gst, progress)
+    res = _result(core, k, got.rounds + int(gst.get("rounds", 0)), steps, t0,
+                  kept_lists=got.kept, keep_edges=int(budget))
+    res.__dict__.update(ho.summary(len(steps) - len(got.steps)), device="cpu+gpu",
+                        device_note=note)
+    return res
 
 
 def verify(graph, result, **_ignored) -> list:

@@ -2,6 +2,8 @@
 vertices to go kept in RAM within a budget; see the package docstring)."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from ...jit import njit
 
@@ -13,7 +15,32 @@ from ..common import vertex_dtype
 from .base import _always, _record, _result
 
 
-def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
+class Moved:
+    """Where a k-core decomposition handed over to the GPU stopped on the CPU (`_run_full` with a
+    hand-off): the core numbers so far (-1: not removed yet; int32), the level reached, and the
+    CPU's supersteps and rounds."""
+
+    def __init__(self, core, level, steps, rounds, kept):
+        self.core, self.level, self.steps, self.rounds, self.kept = core, level, steps, rounds, kept
+
+
+#: a hand-off's check of the CPU's estimate for the rest (an O(n) pass over the degrees) runs at
+#: most this often
+HANDOFF_CHECK_S = 0.05
+
+
+def _rest_seconds(deg, total, t_start):
+    """The CPU's estimate for the rest of a decomposition: the list entries still to apply (the
+    degrees of the vertices left) at its rate so far (entries applied per second)."""
+    left = int(deg[deg > 0].sum(dtype=np.int64))     # (removed vertices hold `gone` < 0)
+    done = max(1, int(total) - left)
+    return (time.perf_counter() - t_start) * left / done
+
+
+def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k, ho=None):
+    """ho: a hand-off (gpu/handoff.py Handoff, the GPU's part KCorePart): after each round, once
+    the part is ready, the rest moves to the GPU when its estimate is lower than the CPU's
+    (`_rest_seconds`); returns Moved then."""
     from ...iterator.edgemap import EdgeMap, Update
     n = graph.num_vertices
     steps = []
@@ -72,6 +99,8 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
         # is written only by loading vertices, which a cluster run has none of (cap 0)
         read = Update(_always, _read_round, combine="sum",
                       writes=((1, "sum", (0, T)), (1, "or", (T, T + brows))))
+        total = int(deg.sum(dtype=np.int64)) if ho is not None else 0
+        checked = 0.0
         while True:
             if c[3] == c[4] and not _next_level_k(deg, alive, queue, c):
                 break
@@ -82,25 +111,55 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k):
             npend = int(c[5])
             ids = np.concatenate([pending[:npend], loading])
             got = []          # stored entries of the loading vertices after each direction
+            first = len(steps)
+            # (the round's lines go out after the hand-off's word on it, under a hand-off)
+            say = progress if ho is None else None
             if len(loading) and len(dirs) > 1:
                 for d in dirs:
                     st = em.queued(kstate, read, ids, d)
                     st["kept"] = len(loading)
-                    _record(steps, progress, st, int(c[7]), npend)
+                    _record(steps, say, st, int(c[7]), npend)
                     got.append(kslot[1, loading].astype(np.int64))
             else:        # (a cluster: no vertex loads; every direction in one round trip)
                 for st in em.across(kstate, read, dirs, ids=ids):
                     st["kept"] = len(loading)
-                    _record(steps, progress, st, int(c[7]), npend)
+                    _record(steps, say, st, int(c[7]), npend)
             rounds += 1
             kept += len(loading)
             bad = _after_read(deg, state, A, T, sh, P, nw, kslot, pending, loading, queue, c)
             if bad >= 0:
                 raise GrapheneError(_disagree(graph, dirs, state, kslot, deg, loading, got, bad))
+            if ho is not None:
+                move = _handoff_after(ho, steps[first:], deg, total, t0, checked)
+                if progress is not None:
+                    for st in steps[first:]:
+                        progress(st)
+                if move is False:
+                    checked = time.perf_counter()
+                elif move:
+                    out = core.astype(np.int32)
+                    out[deg >= 0] = -1         # not removed yet (their degrees are exact now)
+                    return Moved(out, int(c[7]), steps, rounds, kept)
     finally:
         if em is not None:
             em.close()
     return _result(core, k, rounds, steps, t0, kept_lists=kept, keep_edges=int(budget))
+
+
+def _handoff_after(ho, round_steps, deg, total, t_start, checked):
+    """A round's supersteps marked as the CPU's; then, at most every HANDOFF_CHECK_S once the
+    GPU's part is ready (or at a forced point), whether the rest moves: True (move), False
+    (checked: stay), None (not checked this round)."""
+    for st in round_steps:
+        ho.mark(st)
+    last = round_steps[-1]
+    forced = ho.force_at is not None and ho.cpu_steps >= ho.force_at
+    if not forced and not ho.load.ready():
+        last["handoff"] = f"loading ({ho.load.elapsed():.1f} s so far)"
+        return None
+    if not forced and time.perf_counter() - checked < HANDOFF_CHECK_S:
+        return None
+    return ho.after(last, ho.cpu_steps, 0.0, cpu_s=_rest_seconds(deg, total, t_start))
 
 
 def _disagree(graph, dirs, state, kslot, deg, loading, got, bad):
