@@ -438,13 +438,11 @@ def test_wcc_auto_without_a_gpu_is_the_cpu_run(tmp_path, monkeypatch):
     assert all("handoff" not in st for st in b.supersteps)
 
 
-def test_wcc_load_not_needed_is_stopped_and_the_cpu_ends(tmp_path, monkeypatch):
-    """A load that never ends before the CPU does: every superstep says it is loading, the run
-    is the CPU's, and the load is stopped at its next stage."""
-    from graphene_py.algos import wcc as W
-
+def _never_loaded(monkeypatch, mod) -> dict:
+    """mod's hand-off made with a load that never ends (stages until it is told to stop);
+    returns where the Handoff will be (holder["ho"])."""
     def load(check):
-        while True:              # stages until it is told to stop
+        while True:
             check()
             time.sleep(0.002)
     holder = {}
@@ -452,7 +450,15 @@ def test_wcc_load_not_needed_is_stopped_and_the_cpu_ends(tmp_path, monkeypatch):
     def fake(*a, **kw):
         holder["ho"] = Handoff(BackgroundLoad(load), state_bytes=1)
         return holder["ho"], "test"
-    monkeypatch.setattr(W, "_handoff", fake)
+    monkeypatch.setattr(mod, "_handoff", fake)
+    return holder
+
+
+def test_wcc_load_not_needed_is_stopped_and_the_cpu_ends(tmp_path, monkeypatch):
+    """A load that never ends before the CPU does: every superstep says it is loading, the run
+    is the CPU's, and the load is stopped at its next stage."""
+    from graphene_py.algos import wcc as W
+    holder = _never_loaded(monkeypatch, W)
     g = _dataset(tmp_path, "powerlaw", "sym")
     r = W.run(g, threads=2, device="auto")
     np.testing.assert_array_equal(r.labels, W.run(g, threads=2).labels)
@@ -827,17 +833,7 @@ def test_kcore_load_not_needed_is_stopped_and_the_cpu_ends(tmp_path, monkeypatch
     """A load that never ends before the CPU does: the rounds say it is loading, the run is the
     CPU's, and the load is stopped at its next stage."""
     from graphene_py.algos import kcore as K
-
-    def load(check):
-        while True:
-            check()
-            time.sleep(0.002)
-    holder = {}
-
-    def fake(*a, **kw):
-        holder["ho"] = Handoff(BackgroundLoad(load), state_bytes=1)
-        return holder["ho"], "test"
-    monkeypatch.setattr(K, "_handoff", fake)
+    holder = _never_loaded(monkeypatch, K)
     g = _dataset(tmp_path, "powerlaw", "sym")
     r = K.run(g, threads=2, keep_edges=0, device="auto")
     np.testing.assert_array_equal(r.core_number, K.run(g, threads=2).core_number)
