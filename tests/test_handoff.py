@@ -858,7 +858,7 @@ def test_kcore_plan_of_the_hand_off(monkeypatch):
         16, 2.15e9, fits=True, exponent=policy.threads_exponent((name or "").split("-")[0])))
     s24 = G.standin(2_083_000_000 // 4)
     from graphene_py.gpu.handoff import resident_prep_seconds
-    assert K.handoff_prep_seconds(s24, {}) == resident_prep_seconds(s24)
+    assert K.handoff_prep_seconds(s24, {}) == resident_prep_seconds(s24, 100 << 30)
     where, why = registry._choose("kcore", "auto", s24, {"threads": 16})
     assert where == "gpu" and "est. cpu 5.56 s vs gpu 5.04 s" in why, why
     assert registry._choose("kcore", "auto", G.standin(128_311_450), {"threads": 16})[0] == "cpu"

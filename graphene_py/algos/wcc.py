@@ -323,7 +323,8 @@ def handoff_prep_seconds(graph, opts):
         tier = min(costs, key=costs.get) if costs else "resident"
     if tier == "resident":       # (None: its assembly on the host, beside the CPU's run)
         from ..gpu.handoff import resident_prep_seconds
-        return resident_prep_seconds(graph)
+        from ..iterator.memory import memory_available
+        return resident_prep_seconds(graph, memory_available())
     return (0.0, costs[tier]) if tier in costs else None
 
 

@@ -429,14 +429,13 @@ def kcore_part(graph, gpu_mem) -> BackgroundLoad:
     return _part_load(lambda check: KCorePart(graph, gpu_mem, check))
 
 
-def resident_prep_seconds(graph):
+def resident_prep_seconds(graph, host_free: int):
     """(setup, 0.0): the plan's estimate of a resident part's setup (the dataset's load, both
     edge directions where it has in-partitions), or None where the load would assemble the CSR
-    on the host beside the CPU's run without room for it."""
+    on the host beside the CPU's run without room for it (host_free: the memory available)."""
     from . import streamed as S
-    from ..iterator.memory import memory_available
     dirs = 2 if graph.directed and graph.in_partitions is not None else 1
     csr = (graph.num_edges * int(graph.id_width) + 8 * (graph.num_vertices + 1)) * dirs
-    if not S.resident_loadable(graph) and memory_available() < 2 * csr:
+    if not S.resident_loadable(graph) and host_free < 2 * csr:
         return None
     return S.resident_setup_seconds(graph) + csr / S.resident_load_bps(graph), 0.0

@@ -111,7 +111,8 @@ def handoff_prep_seconds(graph, opts):
     if opts.get("membership_only") or (graph.directed and graph.in_partitions is None):
         return None
     from ...gpu.handoff import resident_prep_seconds
-    return resident_prep_seconds(graph)
+    from ...iterator.memory import memory_available
+    return resident_prep_seconds(graph, memory_available())
 
 
 def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, keep_edges=None,
