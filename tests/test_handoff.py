@@ -867,3 +867,22 @@ def test_kcore_plan_of_the_hand_off(monkeypatch):
     where, _ = registry._choose("kcore", "auto", s24, {"threads": 16, "k": 17,
                                                        "membership_only": True})
     assert where == "cpu"
+
+
+def test_kcore_stays_on_the_cpu_where_the_gpu_estimate_is_higher(tmp_path, monkeypatch):
+    """A part ready at once whose estimate is far above the CPU's for the rest: every round
+    stays on the CPU, the rounds that were checked say why, and the result is the CPU run's."""
+    from graphene_py.algos import kcore as K
+
+    class Slow(_PeelPart):
+        def cost(self, due):
+            return 1e9
+    part = Slow(None)
+    monkeypatch.setattr(K, "_handoff", lambda *a, **kw: (
+        Handoff(_loaded(part), state_bytes=1), "test"))
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    r = K.run(g, threads=2, keep_edges=0, device="auto")
+    np.testing.assert_array_equal(r.core_number, K.run(g, threads=2).core_number)
+    assert r.device == "cpu" and r.cpu_supersteps == len(r.supersteps) and part.got is None
+    said = [st["handoff"] for st in r.supersteps if "handoff" in st]
+    assert said and all(x.startswith("loaded, CPU goes on: est. cpu ") for x in said), said

@@ -25,8 +25,10 @@ class Moved:
 
 
 #: a hand-off's check of the CPU's estimate for the rest (an O(n) pass over the degrees) runs at
-#: most this often
+#: most every HANDOFF_CHECK_S, and at most every HANDOFF_CHECK_SHARE^-1 times its own cost (so a
+#: run that stays on the CPU spends at most ~5% of its time on them)
 HANDOFF_CHECK_S = 0.05
+HANDOFF_CHECK_SHARE = 0.05
 
 
 def _rest_seconds(deg, total, t_start):
@@ -100,7 +102,7 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k, ho=None)
         read = Update(_always, _read_round, combine="sum",
                       writes=((1, "sum", (0, T)), (1, "or", (T, T + brows))))
         total = int(deg.sum(dtype=np.int64)) if ho is not None else 0
-        checked = 0.0
+        next_check = 0.0
         while True:
             if c[3] == c[4] and not _next_level_k(deg, alive, queue, c):
                 break
@@ -130,13 +132,11 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k, ho=None)
             if bad >= 0:
                 raise GrapheneError(_disagree(graph, dirs, state, kslot, deg, loading, got, bad))
             if ho is not None:
-                move = _handoff_after(ho, steps[first:], deg, total, t0, checked)
+                move, next_check = _handoff_after(ho, steps[first:], deg, total, t0, next_check)
                 if progress is not None:
                     for st in steps[first:]:
                         progress(st)
-                if move is False:
-                    checked = time.perf_counter()
-                elif move:
+                if move:
                     out = core.astype(np.int32)
                     out[deg >= 0] = -1         # not removed yet (their degrees are exact now)
                     return Moved(out, int(c[7]), steps, rounds, kept)
@@ -146,20 +146,24 @@ def _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k, ho=None)
     return _result(core, k, rounds, steps, t0, kept_lists=kept, keep_edges=int(budget))
 
 
-def _handoff_after(ho, round_steps, deg, total, t_start, checked):
-    """A round's supersteps marked as the CPU's; then, at most every HANDOFF_CHECK_S once the
-    GPU's part is ready (or at a forced point), whether the rest moves: True (move), False
-    (checked: stay), None (not checked this round)."""
+def _handoff_after(ho, round_steps, deg, total, t_start, next_check):
+    """A round's supersteps marked as the CPU's; then, once the GPU's part is ready and not
+    before `next_check` (or at a forced point), whether the rest moves. Returns (move, the time
+    of the next check)."""
     for st in round_steps:
         ho.mark(st)
     last = round_steps[-1]
     forced = ho.force_at is not None and ho.cpu_steps >= ho.force_at
     if not forced and not ho.load.ready():
         last["handoff"] = f"loading ({ho.load.elapsed():.1f} s so far)"
-        return None
-    if not forced and time.perf_counter() - checked < HANDOFF_CHECK_S:
-        return None
-    return ho.after(last, ho.cpu_steps, 0.0, cpu_s=_rest_seconds(deg, total, t_start))
+        return False, next_check
+    now = time.perf_counter()
+    if not forced and now < next_check:
+        return False, next_check
+    rest = _rest_seconds(deg, total, t_start)
+    took = time.perf_counter() - now
+    move = ho.after(last, ho.cpu_steps, 0.0, cpu_s=rest)
+    return move, now + max(HANDOFF_CHECK_S, took / HANDOFF_CHECK_SHARE)
 
 
 def _disagree(graph, dirs, state, kslot, deg, loading, got, bad):
