@@ -362,7 +362,8 @@ def test_resident_load_reads_the_lists_straight_into_gpu_memory(tmp_path, monkey
     for d in dirs:
         for chunk in (None, 64):
             ptr, idx = lists.load_resident(g, d, chunk_bytes=chunk)
-            np.testing.assert_array_equal(ptr, want[d][0])
+            assert isinstance(ptr, cp.ndarray) and ptr.dtype == cp.int64
+            np.testing.assert_array_equal(cp.asnumpy(ptr), want[d][0])
             np.testing.assert_array_equal(cp.asnumpy(idx), want[d][1])
     monkeypatch.setattr(type(g), "to_csr", lambda *a, **k: pytest.fail("assembled on the host"))
     dg = DeviceGraph.from_graph(g)
@@ -401,6 +402,30 @@ def test_resident_load_refuses_damage_and_stops_when_told(tmp_path):
         lists.load_resident(g, "out", check=check, chunk_bytes=64)
     assert len(calls) == 3 and threading.active_count() == before
     _refused_when_damaged(g, lambda source: DeviceGraph.from_graph(g))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid", [(1, 1), (2, 2)])
+def test_damaged_offsets_are_refused_before_any_kernel(tmp_path, grid):
+    """The offsets are checked on a thread while the first lists are read: an offset made huge
+    (its CRC32 then differs) is refused as damaged data by the resident load and by a streamed
+    pass (not a GPU allocation failure or a kernel's stray write), and no reader is left."""
+    from graphene_py.gpu import DeviceGraph
+    from graphene_py.integrity import DamagedDataError
+    g = _dataset(tmp_path, tg.powerlaw(), grid, False)
+    p = g.parts("out")[0]
+    raw = bytearray(open(p.off_path, "rb").read())
+    raw[8 * 3 + 6] ^= 0x40            # offset 3 += 2^54
+    with open(p.off_path, "wb") as f:
+        f.write(raw)
+    with pytest.raises(DamagedDataError, match="CRC32"):
+        lists.load_resident(g, "out")
+    with pytest.raises(DamagedDataError, match="CRC32"):
+        DeviceGraph.from_graph(g)
+    for source in ("ssd", "host"):
+        with pytest.raises(DamagedDataError, match="CRC32"):
+            streamed.wcc(g, source=source)
+    assert not _stream_threads()
 
 
 def _stream_threads():
@@ -474,7 +499,7 @@ def test_resident_load_of_weights(tmp_path, grid, directed, monkeypatch):
     ptr, idx, wts = w.to_csr("out", index_dtype=np.int32)
     for chunk in (None, 64):
         got_ptr, got = lists.load_resident(w, "out", chunk_bytes=chunk, kind="wgt")
-        np.testing.assert_array_equal(got_ptr, ptr)
+        np.testing.assert_array_equal(cp.asnumpy(got_ptr), ptr)
         assert got.dtype == cp.float32
         np.testing.assert_array_equal(cp.asnumpy(got), wts)
     monkeypatch.setattr(type(w), "to_csr", lambda *a, **k: pytest.fail("assembled on the host"))

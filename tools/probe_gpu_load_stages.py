@@ -3,7 +3,8 @@
 its time, stage by stage, on a dropped page cache; beside it the disk's own ceiling for the same
 file: READERS threads reading PIECE-byte pieces with O_DIRECT into pinned memory, nothing else.
 
-    PYTHONPATH=. python3 tools/probe_gpu_load_stages.py --scale 24 --work /tmp/a24 --reps 2
+    PYTHONPATH=. python3 tools/probe_gpu_load_stages.py --scale 24 --work /tmp/a24 --reps 2 \
+        [--readers 8]
 
 The dataset: tools/bench_auto_device.make_dataset. Each stage's time is wall time on the thread
 that ran it; the readers' times are summed over their threads (so they can exceed the wall).
@@ -82,6 +83,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--readers", type=int, default=None,
+                    help="reader threads of the load (gpu/lists.py READERS; default: its own)")
     a = ap.parse_args()
     path = make_dataset(a.scale, a.work)
     from graphene_py.graph import Graph
@@ -89,6 +92,8 @@ def main():
     from graphene_py import integrity
     cp = _module.cupy()
     _module.module()
+    if a.readers:
+        lists.READERS = a.readers
     _timed(lists, "_offsets")
     _timed(lists, "_check_pages")
     _timed(lists.ListStream, "_tables")
@@ -119,7 +124,7 @@ def main():
         cp.cuda.Device().synchronize()
         t = time.perf_counter() - t0
         os.preadv = real_preadv
-        row = {"round": r, "from_graph_s": round(t, 3),
+        row = {"round": r, "readers": lists.READERS, "from_graph_s": round(t, 3),
                "lists_gb": round(g.num_edges * 4 / 1e9, 3),
                "stages": {k: round(v, 3) for k, v in sorted(_acc.items())}}
         rows.append(row)

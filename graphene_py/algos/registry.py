@@ -167,7 +167,8 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     why = gpu_may_be_available()
     if why:
         return "cpu", f"--device auto: no GPU ({why})"
-    from ..gpu.policy import GPU_START_S, GPU_STARTED_S, gpu_pass_rate, plan_run
+    from ..gpu.policy import (GPU_START_S, GPU_STARTED_S, cpu_setup_seconds, gpu_pass_rate,
+                              plan_run)
     from ..gpu.resident import is_resident
     opts = {**entry(name).fixed, **(opts or {})}
     gbytes = int(graph.num_edges) * int(graph.id_width) * (
@@ -189,7 +190,9 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
                                          load_bps=resident_load_bps(graph),
                                          load_setup_s=resident_setup_seconds(graph),
                                          gpu_bps=gpu_pass_rate(name.split("-")[0]),
-                                         result_bytes=_gpu_result_bytes(mod, graph, opts))
+                                         result_bytes=_gpu_result_bytes(mod, graph, opts),
+                                         cpu_setup_s=cpu_setup_seconds(name,
+                                                                       graph.num_vertices))
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
         # (gpu/handoff.py); a tier that cannot hold the run has no setup time

@@ -185,11 +185,9 @@ class DeviceGraph:
         its device array (lists.load_resident) instead of a CSR assembled on the host and
         copied."""
         from .lists import load_resident
-        cp = _module.cupy()
         arrays = {}
         for d in dirs:
-            indptr, idx = load_resident(graph, d, check)
-            arrays[d] = (cp.asarray(indptr), idx)
+            arrays[d] = load_resident(graph, d, check)      # (both in GPU memory)
             check()
         weights = None
         if graph.weighted:

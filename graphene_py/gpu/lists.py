@@ -83,15 +83,42 @@ def plan_chunks(offsets, chunk_edges):
     return out
 
 
-def _offsets(p):
-    """A partition's offsets file (uint64), checked: CRC32 as recorded, then structure."""
+def _offsets(p, check=True):
+    """A partition's offsets file (uint64), checked (check=False: not yet; check_offsets(p, off)
+    before anything but reads trusts them): CRC32 as recorded, then structure."""
     from ..integrity import check_offsets
     try:
         off = np.fromfile(p.off_path, dtype="<u8")
     except OSError as e:
         raise GrapheneError(f"{p.off_path}: cannot read offsets ({e.strerror})") from None
-    check_offsets(p, off)
+    if check:
+        check_offsets(p, off)
     return off.astype(np.uint64, copy=False)
+
+
+class _OffsetsCheck:
+    """check_offsets of several partitions on a thread of its own (zlib's CRC32 runs at ~1 GB/s
+    on the H200 machine: 0.09-0.18 s of Kronecker scale 24's 134 MB), while the lists' first
+    reads go on; wait() joins it and raises what it found."""
+
+    def __init__(self, pairs):
+        self.err = None
+        self.t = threading.Thread(target=self._work, args=(pairs,), name="graphene-gpu-offcheck",
+                                  daemon=True)
+        self.t.start()
+
+    def _work(self, pairs):
+        from ..integrity import check_offsets
+        try:
+            for p, off in pairs:
+                check_offsets(p, off)
+        except BaseException as e:  # noqa: BLE001 - raised by wait()
+            self.err = e
+
+    def wait(self):
+        self.t.join()
+        if self.err is not None:
+            raise self.err
 
 
 def _check_pages(p, table, first, data, path=None):
@@ -196,14 +223,21 @@ class ListStream:
         self.offs = []
         #: host_offsets: the partitions' offsets kept in host memory too (uint64)
         self.host_offs = [] if host_offsets else None
+        pairs = []
         for i, p in enumerate(self.parts):
-            off = _offsets(p)
+            # checked on a thread meanwhile (offsets_checked(): before anything trusts them);
+            # until then a damaged file can only make reads past the file's end (clamped)
+            off = _offsets(p, check=False)
+            pairs.append((p, off))
             self.offs.append(cp.asarray(off))
             if host_offsets:
                 self.host_offs.append(off)
+            ne = int(p.num_edges)
             for (r0, r1, e0, e1) in plan_chunks(off, chunk_edges):
+                e0, e1 = min(max(e0, 0), ne), min(max(e1, 0), ne)
                 if e1 > e0:
                     self.chunks.append(_Chunk(len(self.chunks), i, r0, r1, e0, e1, self.w))
+        self._offsets_check = _OffsetsCheck(pairs)
         self.max_pages = max((c.p1 - c.p0 for c in self.chunks), default=1)
         self.keep = keep_plan([(c.e1 - c.e0) * self.w for c in self.chunks], keep_bytes)
         self.kept = {}           # chunk index -> its lists in GPU memory (after the first pass)
@@ -222,6 +256,23 @@ class ListStream:
         self.bytes_moved = 0
         self._bufs = None
         self._started = None     # a pass's reads begun by start(), for the next each()
+
+    def offsets_checked(self):
+        """Wait for the offsets' check (begun in __init__); raises DamagedDataError where it
+        failed. Every use of the offsets but the reads and copies comes after this."""
+        self._offsets_check.wait()
+
+    def _checked_first(self, launch):
+        """launch, after the offsets' check before its first call (the pass's first reads and
+        copies go on meanwhile; its kernels index by the offsets)."""
+        state = [False]
+
+        def checked(*a):
+            if not state[0]:
+                self.offsets_checked()
+                state[0] = True
+            return launch(*a)
+        return checked
 
     def _load_pinned(self, p, table):
         """One list file read straight into pinned host memory (READERS reads of PIECE bytes at
@@ -386,6 +437,7 @@ class ListStream:
         caller's earlier work on the current stream is finished first; the pass's work is
         finished when this returns."""
         cp = _module.cupy()
+        launch = self._checked_first(launch)
         dev_bufs, streams, staging, tables = self.buffers()
         cp.cuda.Device().synchronize()       # the streams below do not wait on the caller's
         moved = 0
@@ -592,6 +644,26 @@ def _fill_slots(width):
     return _module.raw_function(_LOAD_SRC, "fill_slots32" if width == 4 else "fill_slots64")
 
 
+def _slots(lists, order, n):
+    """(host int64 indptr of the CSR, {partition: its rows' first slots in GPU memory}): a
+    partition's lists go behind the pieces of the same rows in the columns before it."""
+    cp = _module.cupy()
+    degs = {i: np.diff(lists.host_offs[i].astype(np.int64)) for i in order}
+    lists.host_offs = None
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in order:
+        p = lists.parts[i]
+        indptr[p.row_lo + 1:p.row_hi + 1] += degs[i]
+    np.cumsum(indptr, out=indptr)
+    fill = indptr[:-1].copy()
+    slots = {}
+    for i in order:
+        p = lists.parts[i]
+        slots[i] = cp.asarray(fill[p.row_lo:p.row_hi])
+        fill[p.row_lo:p.row_hi] += degs.pop(i)
+    return indptr, slots
+
+
 def resident_loadable(graph) -> bool:
     """Whether load_resident can load this dataset: every list file, and on a weighted dataset
     every out-partition's weights file, has its page table (format 2) to check the pages it reads
@@ -624,7 +696,7 @@ def load_resident_bytes(graph, direction) -> int:
 
 
 def load_resident(graph, direction, check=None, chunk_bytes=None, kind="adj"):
-    """One direction's CSR as the resident tier holds it: (indptr: host int64[n+1], the lists'
+    """One direction's CSR as the resident tier holds it: (indptr: device int64[n+1], the lists'
     int32 IDs in one device array, each list at its CSR slot). Read in chunks as stream-ssd
     reads them (O_DIRECT, every 4 KB page checked; the next chunk read while this one is
     copied), each chunk's rows put at their slots by a kernel that also checks that each ID
@@ -646,25 +718,24 @@ def _load_into_slots(graph, lists, direction, check, kind):
     """load_resident's set-up and pass, its reads begun."""
     cp = _module.cupy()
     n = graph.num_vertices
+    # the offsets are still being checked (the pass waits for that before its first kernel):
+    # the edges' count is the manifest's, which the check holds them to
+    m = sum(int(p.num_edges) for p in lists.parts)
     order = sorted(range(len(lists.parts)), key=lambda j: lists.parts[j].index)
-    degs = {i: np.diff(lists.host_offs[i].astype(np.int64)) for i in order}
-    lists.host_offs = None
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    for i in order:
-        p = lists.parts[i]
-        indptr[p.row_lo + 1:p.row_hi + 1] += degs[i]
-    np.cumsum(indptr, out=indptr)
-    m = int(indptr[-1])
+    if len(order) == 1 and lists.parts[0].row_lo == 0 and lists.parts[0].row_hi == n:
+        # one partition of every row (a 1x1 grid): its offsets, in GPU memory already, are the
+        # CSR's, and each list's slot is its offset (at Kronecker scale 24, 0.35 s of host work
+        # while the reads could fill only the three staging buffers)
+        lists.host_offs = None
+        indptr = lists.offs[0].view(cp.int64)
+        slots = {0: indptr[:-1]}
+    else:
+        indptr, slots = _slots(lists, order, n)
+        indptr = cp.asarray(indptr)
     out = cp.empty(max(m, 1), dtype=cp.int32)[:m]
     if m == 0:
+        lists.offsets_checked()
         return indptr, out.view(cp.float32) if kind == "wgt" else out
-    fill = indptr[:-1].copy()
-    slots = {}
-    for i in order:
-        p = lists.parts[i]
-        slots[i] = cp.asarray(fill[p.row_lo:p.row_hi])
-        fill[p.row_lo:p.row_hi] += degs.pop(i)
-    del fill
     bad = cp.zeros(1, dtype=cp.int32)
     fn = _fill_slots(lists.w)
 
@@ -678,6 +749,7 @@ def _load_into_slots(graph, lists, direction, check, kind):
             check()
 
     lists.each(launch)
+    lists.offsets_checked()      # (also when no chunk was launched)
     if kind == "wgt":
         return indptr, out.view(cp.float32)
     if int(bad[0]):

@@ -151,7 +151,20 @@ GPU_PASS_BYTES_PER_S = 10e9    # one pass of the GPU kernels, launches included
 #: (Before that: ~8 GB/s with the depths' copy, ~1.3 GB/s with the bit-parallel kernel and the
 #: counts taken by numpy on the host; benchmarks/auto_device_kron24_h200.jsonl; BFS there ran at
 #: ~20 GB/s, 17-core at ~9)
-GPU_PASS_BYTES = {"msbfs": 25e9, "apsp": 25e9}
+GPU_PASS_BYTES = {"msbfs": 25e9, "apsp": 25e9, "bfs": 20e9}
+#: (BFS: 0.13-0.27 s own for its 2 passes of 2.08 GB at scale 24, 15-32 GB/s, in the runs of
+#: benchmarks/auto_device_kron24_h200.jsonl, auto_kron24_h200_load_pipelined.jsonl and
+#: auto_kron24_h200_1x1load.jsonl)
+
+#: The CPU path's set-up before its first trial (`graphene run`'s setup line) beyond the GPU
+#: path's, per vertex, where it differs: BFS's was 0.08-0.11 s against 0.01 at Kronecker scale
+#: 22 and 0.66-1.03 s against 0.25-0.47 at scale 24 on the H200 machine (the same files)
+CPU_SETUP_S_PER_VERTEX = {"bfs": 25e-9}
+
+
+def cpu_setup_seconds(name, num_vertices) -> float:
+    """CPU_SETUP_S_PER_VERTEX of algorithm `name` times the vertices (0 by default)."""
+    return CPU_SETUP_S_PER_VERTEX.get(name, 0.0) * int(num_vertices)
 #: A GPU result copied to host memory, into fresh pages: MS-BFS's 2.1 GB of depths at scale 24
 #: took 0.52-0.60 s with CuPy's get() (the same through pinned staging buffers)
 GPU_RESULT_TO_HOST_BPS = 3.5e9
@@ -220,7 +233,7 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
              cpu_bps: float = CPU_BYTES_PER_S, start_s: float = GPU_START_S,
              load_bps: float = GPU_LOAD_BYTES_PER_S, gpu_bps: float = GPU_PASS_BYTES_PER_S,
              tiers: dict = None, later_bps: float = None, load_setup_s: float = 0.0,
-             result_bytes: int = 0):
+             result_bytes: int = 0, cpu_setup_s: float = 0.0):
     """('cpu' or 'gpu', est. cpu seconds, est. gpu seconds, reason) for one whole run of `name`
     on a dataset of `graph_bytes` adjacency bytes; the GPU pays its start and the dataset's load
     unless the dataset is resident already (an earlier run of this process loaded it). tiers:
@@ -230,10 +243,12 @@ def plan_run(name: str, opts: dict, graph_bytes: int, resident: bool, *,
     later_bps None: cpu_bps). load_setup_s: the resident load's time beyond its bytes
     (gpu/streamed.py resident_setup_seconds). result_bytes: what the GPU run copies back to host
     memory beyond the per-vertex vector its passes count (MS-BFS's depths when written out), at
-    GPU_RESULT_TO_HOST_BPS."""
+    GPU_RESULT_TO_HOST_BPS. cpu_setup_s: the CPU path's set-up beyond the GPU path's
+    (cpu_setup_seconds)."""
     passes = run_passes(name, opts)
     # the first pass at cpu_bps, the others at later_bps (cpu_pass_rates; default: the same)
-    cpu = graph_bytes / cpu_bps + max(passes - 1.0, 0.0) * graph_bytes / (later_bps or cpu_bps)
+    cpu = cpu_setup_s + graph_bytes / cpu_bps + \
+        max(passes - 1.0, 0.0) * graph_bytes / (later_bps or cpu_bps)
     if tiers and not resident:
         tier = min(tiers, key=tiers.get)
         gpu = start_s + tiers[tier]

@@ -187,11 +187,24 @@ STREAM_SETUP_S_PER_VERTEX = {"wcc": 28e-9, "spmv": 28e-9, "pagerank": 57e-9}
 #: 1.4 GB/s (benchmarks/auto_device_kron22_h200_prepared_load.jsonl, auto_device_kron24_h200.jsonl)
 RESIDENT_SETUP_S = 0.25
 RESIDENT_SETUP_S_PER_VERTEX = 30e-9
+#: ... where each direction is one partition of every row (a 1x1 grid): its offsets are the
+#: CSR's, in GPU memory already, and are checked while the first lists are read. The load's
+#: time before its pass went from 0.65-0.95 s to 0.39-0.64 s at Kronecker scale 24 (H200,
+#: tools/probe_gpu_load_stages.py, old and new alternating: BENCHMARKS.md, 2026-11-30)
+RESIDENT_SETUP_S_PER_VERTEX_1X1 = 12e-9
 
 
 def resident_setup_seconds(graph) -> float:
-    """RESIDENT_SETUP_S + RESIDENT_SETUP_S_PER_VERTEX times the vertices."""
-    return RESIDENT_SETUP_S + int(graph.num_vertices) * RESIDENT_SETUP_S_PER_VERTEX
+    """RESIDENT_SETUP_S + the vertices times RESIDENT_SETUP_S_PER_VERTEX (_1X1 where each
+    direction is one partition of every row)."""
+    dirs = ["out"] + (["in"] if getattr(graph, "in_partitions", None) is not None else [])
+    try:
+        one = all(len(ps) == 1 and ps[0].row_lo == 0 and ps[0].row_hi == graph.num_vertices
+                  for ps in (graph.parts(d) for d in dirs))
+    except (AttributeError, TypeError):
+        one = False              # (a stand-in graph without partitions)
+    per = RESIDENT_SETUP_S_PER_VERTEX_1X1 if one else RESIDENT_SETUP_S_PER_VERTEX
+    return RESIDENT_SETUP_S + int(graph.num_vertices) * per
 
 
 def stream_setup_seconds(graph, algo: str) -> float:
