@@ -425,6 +425,8 @@ def test_damaged_offsets_are_refused_before_any_kernel(tmp_path, grid):
     for source in ("ssd", "host"):
         with pytest.raises(DamagedDataError, match="CRC32"):
             streamed.wcc(g, source=source)
+        with pytest.raises(DamagedDataError, match="CRC32"):
+            streamed.pagerank(g, source=source)
     assert not _stream_threads()
 
 

@@ -178,6 +178,10 @@ def keep_budget(graph, gpu_mem, stream_bytes, probe=True) -> int:
 #: both directions' offsets and its degrees, 0.19-0.23 s at 22 and 0.90-1.00 s at 24 (~57 ns):
 #: benchmarks/auto_device_kron22_h200_prepared_load.jsonl, benchmarks/auto_device_kron24_h200*.jsonl
 STREAM_SETUP_S_PER_VERTEX = {"wcc": 28e-9, "spmv": 28e-9, "pagerank": 57e-9}
+#: ... PageRank on an undirected dataset, whose out-degrees come from the offsets the stream
+#: reads (since 2026-11-30): 0.73-0.80 s at scale 24 against 0.81-0.96 s before, alternating
+#: (BENCHMARKS.md)
+STREAM_SETUP_S_PER_VERTEX_PR_UNDIRECTED = 46e-9
 
 
 #: The resident tier's load beyond its bytes at resident_load_bps: a fixed part (the CSR's arrays
@@ -209,6 +213,8 @@ def resident_setup_seconds(graph) -> float:
 
 def stream_setup_seconds(graph, algo: str) -> float:
     """STREAM_SETUP_S_PER_VERTEX of `algo` (WCC's by default) times the vertices."""
+    if algo == "pagerank" and not getattr(graph, "directed", True):
+        return int(graph.num_vertices) * STREAM_SETUP_S_PER_VERTEX_PR_UNDIRECTED
     return int(graph.num_vertices) * STREAM_SETUP_S_PER_VERTEX.get(algo, 28e-9)
 
 
@@ -309,12 +315,21 @@ class StreamedPageRank:
         if keep_bytes is None:       # what the budget leaves after the state (keep_budget)
             lists = sum(p.num_edges for p in graph.parts(direction)) * int(graph.id_width)
             keep_bytes = keep_budget(graph, gpu_mem, lists)
-        self.lists = ListStream(graph, direction, source, chunk_bytes, direct, keep_bytes)
+        # pulling over the out-lists (an undirected dataset): the out-degrees from the offsets
+        # the stream reads anyway (not a second read and check of them; 134 MB at scale 24)
+        same = direction == "out"
+        self.lists = ListStream(graph, direction, source, chunk_bytes, direct, keep_bytes,
+                                host_offsets=same)
         self.direction = self.lists.direction
         self.chunks = self.lists.chunks
         deg = np.zeros(n, dtype=np.int64)
-        for p in graph.parts("out"):
-            deg[p.row_lo:p.row_hi] += np.diff(_offsets(p).astype(np.int64))
+        if same:
+            self.lists.offsets_checked()
+        offs = self.lists.host_offs if same else [_offsets(p) for p in graph.parts("out")]
+        self.lists.host_offs = None
+        for p, off in zip(self.lists.parts if same else graph.parts("out"), offs):
+            deg[p.row_lo:p.row_hi] += np.diff(off.astype(np.int64))
+        del offs
         _module.settle()
         self.outdeg = cp.asarray(deg.astype(np.float64))
         self.dangling = cp.asarray(deg == 0)
