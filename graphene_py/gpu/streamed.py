@@ -179,9 +179,9 @@ def keep_budget(graph, gpu_mem, stream_bytes, probe=True) -> int:
 #: benchmarks/auto_device_kron22_h200_prepared_load.jsonl, benchmarks/auto_device_kron24_h200*.jsonl
 STREAM_SETUP_S_PER_VERTEX = {"wcc": 28e-9, "spmv": 28e-9, "pagerank": 57e-9}
 #: ... PageRank on an undirected dataset, whose out-degrees come from the offsets the stream
-#: reads (since 2026-11-30): 0.73-0.80 s at scale 24 against 0.81-0.96 s before, alternating
+#: reads (since 2026-11-30): 0.76-0.84 s at scale 24 against 0.92-1.02 s before, alternating
 #: (BENCHMARKS.md)
-STREAM_SETUP_S_PER_VERTEX_PR_UNDIRECTED = 46e-9
+STREAM_SETUP_S_PER_VERTEX_PR_UNDIRECTED = 48e-9
 
 
 #: The resident tier's load beyond its bytes at resident_load_bps: a fixed part (the CSR's arrays
