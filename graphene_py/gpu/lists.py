@@ -645,23 +645,33 @@ def _fill_slots(width):
 
 
 def _slots(lists, order, n):
-    """(host int64 indptr of the CSR, {partition: its rows' first slots in GPU memory}): a
-    partition's lists go behind the pieces of the same rows in the columns before it."""
+    """(device int64 indptr of the CSR, {partition: its rows' first slots}), worked out in GPU
+    memory from the partitions' offsets there (on the host this took ~0.35 s at Kronecker scale
+    24 while the reads could fill only the staging buffers): a partition's lists go behind the
+    pieces of the same rows in the columns before it. The offsets may still be being checked:
+    nothing here indexes by them."""
     cp = _module.cupy()
-    degs = {i: np.diff(lists.host_offs[i].astype(np.int64)) for i in order}
     lists.host_offs = None
-    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr = cp.zeros(n + 1, dtype=cp.int64)
     for i in order:
         p = lists.parts[i]
-        indptr[p.row_lo + 1:p.row_hi + 1] += degs[i]
-    np.cumsum(indptr, out=indptr)
+        o = lists.offs[i].view(cp.int64)
+        indptr[p.row_lo + 1:p.row_hi + 1] += o[1:] - o[:-1]
+    indptr = cp.cumsum(indptr)
     fill = indptr[:-1].copy()
     slots = {}
     for i in order:
         p = lists.parts[i]
-        slots[i] = cp.asarray(fill[p.row_lo:p.row_hi])
-        fill[p.row_lo:p.row_hi] += degs.pop(i)
+        o = lists.offs[i].view(cp.int64)
+        slots[i] = fill[p.row_lo:p.row_hi].copy()
+        fill[p.row_lo:p.row_hi] += o[1:] - o[:-1]
     return indptr, slots
+
+
+def _one_partition(graph, direction) -> bool:
+    """Whether `direction` is one partition of every row (a 1x1 grid)."""
+    ps = graph.parts(direction)
+    return len(ps) == 1 and ps[0].row_lo == 0 and ps[0].row_hi == graph.num_vertices
 
 
 def resident_loadable(graph) -> bool:
@@ -689,10 +699,14 @@ def load_chunk_bytes(graph, direction, width=None) -> int:
 
 def load_resident_bytes(graph, direction) -> int:
     """GPU memory load_resident holds while it loads one direction, beyond the CSR itself: the
-    partitions' offsets and slots (8 bytes a row each) and two chunk buffers."""
+    partitions' offsets and slots (8 bytes a row each) and two chunk buffers; on a grid of
+    several partitions also the prefix sum's and the slots' working rows (16 bytes a vertex)
+    and one partition's degrees (_slots)."""
     parts = graph.parts(direction)
     rows = sum(p.row_hi - p.row_lo + 1 for p in parts)
-    return 16 * rows + 2 * (load_chunk_bytes(graph, direction) + 2 * PAGE)
+    work = 0 if _one_partition(graph, direction) else \
+        16 * (graph.num_vertices + 1) + 16 * max(p.row_hi - p.row_lo + 1 for p in parts)
+    return 16 * rows + work + 2 * (load_chunk_bytes(graph, direction) + 2 * PAGE)
 
 
 def load_resident(graph, direction, check=None, chunk_bytes=None, kind="adj"):
@@ -706,7 +720,7 @@ def load_resident(graph, direction, check=None, chunk_bytes=None, kind="adj"):
     kind "wgt": the lists' weights instead, at the same slots (float32; a weighted dataset's
     SSSP: 11-12 s at Kronecker scale 24 assembled on the host and copied)."""
     lists = ListStream(graph, direction, "ssd", chunk_bytes or load_chunk_bytes(
-        graph, direction, None if kind == "adj" else 4), kind=kind, host_offsets=True)
+        graph, direction, None if kind == "adj" else 4), kind=kind)
     lists.start()            # the reads begin while the slots are worked out
     try:
         return _load_into_slots(graph, lists, direction, check, kind)
@@ -722,7 +736,7 @@ def _load_into_slots(graph, lists, direction, check, kind):
     # the edges' count is the manifest's, which the check holds them to
     m = sum(int(p.num_edges) for p in lists.parts)
     order = sorted(range(len(lists.parts)), key=lambda j: lists.parts[j].index)
-    if len(order) == 1 and lists.parts[0].row_lo == 0 and lists.parts[0].row_hi == n:
+    if _one_partition(graph, direction):
         # one partition of every row (a 1x1 grid): its offsets, in GPU memory already, are the
         # CSR's, and each list's slot is its offset (at Kronecker scale 24, 0.35 s of host work
         # while the reads could fill only the three staging buffers)
@@ -731,7 +745,6 @@ def _load_into_slots(graph, lists, direction, check, kind):
         slots = {0: indptr[:-1]}
     else:
         indptr, slots = _slots(lists, order, n)
-        indptr = cp.asarray(indptr)
     out = cp.empty(max(m, 1), dtype=cp.int32)[:m]
     if m == 0:
         lists.offsets_checked()

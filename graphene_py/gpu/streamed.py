@@ -42,8 +42,8 @@ from ..errors import GrapheneError
 from . import _module
 # (the chunks' machinery, gpu/lists.py; its names are this module's too, as before)
 from .lists import (CHUNK_BYTES, MIN_CHUNK_BYTES, MIN_CHUNKS, PAGE, PIECE, PIN_AHEAD,  # noqa: F401
-                    READERS, ListStream, _offsets, _pages, chunk_bytes_for, keep_plan,
-                    plan_chunks, resident_loadable)
+                    READERS, ListStream, _offsets, _one_partition, _pages, chunk_bytes_for,
+                    keep_plan, plan_chunks, resident_loadable)
 
 _SRC = r"""
 template <typename ID>
@@ -203,8 +203,7 @@ def resident_setup_seconds(graph) -> float:
     direction is one partition of every row)."""
     dirs = ["out"] + (["in"] if getattr(graph, "in_partitions", None) is not None else [])
     try:
-        one = all(len(ps) == 1 and ps[0].row_lo == 0 and ps[0].row_hi == graph.num_vertices
-                  for ps in (graph.parts(d) for d in dirs))
+        one = all(_one_partition(graph, d) for d in dirs)
     except (AttributeError, TypeError):
         one = False              # (a stand-in graph without partitions)
     per = RESIDENT_SETUP_S_PER_VERTEX_1X1 if one else RESIDENT_SETUP_S_PER_VERTEX
