@@ -276,6 +276,9 @@ def _run(name, mod, kw):
                               f".{os.path.basename(output)}.{os.getpid()}.partial.npy")
         algo_opts["output"] = stream
         _PARTIAL.append(stream)
+    unused = getattr(mod, "UNUSED_MAIN_OPTION", None)
+    if unused and not output and not do_verify:
+        algo_opts[unused] = False       # nothing reads the main array: not made (MS-BFS's depths)
     run_rt = dict(runtime)
     mem_plan = None
     run_on = registry.choose_device(name, device, graph, {**algo_opts, **run_rt})

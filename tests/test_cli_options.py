@@ -334,6 +334,16 @@ def test_apsp_closeness_summary_json_and_npz(ten, tmp_path):
     z = np.load(tmp_path / "a.npz")
     assert {"depths", "sources", "reached", "closeness"} <= set(z.files)
     assert z["closeness"] == pytest.approx([refs[0], refs[3], refs[9]], rel=1e-12)
+    from tests import naive
+    src, dst = ten.edges("out")
+    for i, s in enumerate((0, 3, 9)):
+        assert np.array_equal(z["depths"][i], naive.bfs_depths(10, src, dst, s))
+    # without -o nothing reads the depths: not made (msbfs keep_depths=False), the same counts
+    r = cli("run", "apsp", "--graph", "ten", "--sources", "0,3,9", "--closeness", "--json")
+    assert r.exit_code == 0, r.output
+    d2 = json.loads(r.stdout)["result"]
+    assert "depths" not in d2 and d2["reached"] == d["reached"]
+    assert d2["closeness"] == pytest.approx(d["closeness"], rel=1e-12)
 
 
 def test_sources_help_and_readme_are_unmistakable():

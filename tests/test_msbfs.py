@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from graphene_py.algos import msbfs
+from graphene_py.errors import GrapheneError
 from graphene_py.partition import partition_arrays
 from tests import graphs as tg
 
@@ -271,6 +272,37 @@ def test_any_chunking(gname, kind, bottom_up, root, monkeypatch):
         check(g, n, s, d, sources_of(gname, n, count), kind, bottom_up=bottom_up)
 
 
+def check_counts(g, n, s, d, srcs, kind, **kw):
+    """keep_depths=False: no depths, the reference's reached counts and closeness."""
+    ref = ref_depths(n, s, d, srcs, kind == "sym")
+    r = msbfs.run(g, sources=srcs, closeness=True, keep_depths=False, **kw)
+    assert r.depths is None and not r.depths_kept
+    assert np.array_equal(r.reached, (ref >= 0).sum(axis=1))
+    for i in range(len(srcs)):
+        assert r.closeness[i] == pytest.approx(ref_closeness(ref[i]), rel=1e-12, abs=0)
+    assert "depths" not in r.scalars() and r.passes == (len(srcs) + 63) // 64
+    return r
+
+
+@pytest.mark.parametrize("bottom_up", [True, "always", False])
+@pytest.mark.parametrize("kind", ["sym", "in", "out"])
+@pytest.mark.parametrize("gname", ["star", "disconnected", "powerlaw", "chain"])
+def test_counts_without_depths(gname, kind, bottom_up, root, tmp_path):
+    """keep_depths=False counts the logged levels into reached and the depth sums (a log of n
+    entries, flushed as it fills, on 2 threads), as the depths would give them, for 12 and 70
+    sources (two passes); saving the missing depths is refused; output= keeps them anyway."""
+    if gname == "chain" and kind == "out":
+        pytest.skip("(the chain's directed cases are covered by sym and in)")
+    g, n, s, d = dataset(root, gname, kind, (3, 2) if gname != "star" else (1, 1))
+    for count in (12, 70) if gname != "chain" else (4,):
+        srcs = sources_of(gname, n, count)
+        r = check_counts(g, n, s, d, srcs, kind, bottom_up=bottom_up, threads=2, **SSD)
+    with pytest.raises(GrapheneError, match="kept no depths"):
+        r.save(str(tmp_path / "d.npy"))
+    r2 = msbfs.run(g, sources=srcs, keep_depths=False, output=str(tmp_path / "d2.npy"), **SSD)
+    assert r2.depths is not None and np.array_equal(r2.reached, r.reached)
+
+
 @pytest.mark.parametrize("bottom_up", [True, "always"])
 def test_log_flushed_every_few_levels(bottom_up, root, monkeypatch):
     # a flush every 2 levels: the first writes every entry (-1 included), the later ones only the
@@ -279,6 +311,8 @@ def test_log_flushed_every_few_levels(bottom_up, root, monkeypatch):
     for gname in ("powerlaw", "disconnected"):
         g, n, s, d = dataset(root, gname, "sym", (3, 2))
         check(g, n, s, d, sources_of(gname, n, 70), "sym", bottom_up=bottom_up, threads=2, **SSD)
+        check_counts(g, n, s, d, sources_of(gname, n, 70), "sym", bottom_up=bottom_up,
+                     threads=2, **SSD)
 
 
 @pytest.mark.parametrize("kind", ["sym", "in"])

@@ -66,6 +66,9 @@ from .depths import Log
 from .result import CLI_OPTIONS, DEFAULT_SOURCES, MSBFSResult, closeness_of  # noqa: F401
 
 CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
+#: the option `graphene run` sets False when it neither writes (-o) nor verifies the main array
+#: (the per-source counts it prints do not need the S x n depths)
+UNUSED_MAIN_OPTION = "keep_depths"
 
 # ---------------------------------------------------------------------------------------------
 # state = (frontier, visited, nxt, livew, live)
@@ -175,11 +178,16 @@ def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
 
 
 def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAULT_SOURCES,
-        closeness=False, output=None, bottom_up=True, keep_edges=None, **runtime) -> MSBFSResult:
+        closeness=False, output=None, bottom_up=True, keep_edges=None, keep_depths=True,
+        **runtime) -> MSBFSResult:
     """bottom_up: run a level bottom-up whenever the cost model says it reads no more bytes (needs
     in-edges, or an undirected dataset); "always": every level (tests); False: top-down only.
     keep_edges: the short in-lists kept in RAM, in stored neighbour IDs (default n; 0: none, and
-    no per-vertex slots for them either)."""
+    no per-vertex slots for them either). keep_depths=False (without `output`): only `reached`
+    and the depth sums (closeness) are counted, level by level, and `depths` is None: no S x n
+    rows are written (`graphene run apsp` without -o or --verify; at Kronecker scale 22, 32
+    sources, the 537 MB of rows are fresh pages, dear to fault in here)."""
+    counts_only = not keep_depths and output is None
     if keep_edges is not None and int(keep_edges) < 0:
         raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
     runtime = dict(runtime)
@@ -213,12 +221,15 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             src = np.zeros(0, dtype=np.int64)
         S = len(src)
         # every entry is written by the first flush of each pass's log: no -1 fill up front
-        if output is not None:
+        if counts_only:
+            depths = None
+        elif output is not None:
             depths = np.lib.format.open_memmap(output, mode="w+", dtype=np.int32, shape=(S, n))
         else:
             depths = np.empty((S, n), dtype=np.int32)
             small_pages(depths)
-        dplain = np.asarray(depths)     # a plain ndarray view (of the memmap) for the kernels
+        # a plain ndarray view (of the memmap) for the kernels
+        dplain = None if counts_only else np.asarray(depths)
         # an on-disk depths larger than half the memory left goes back to its file span by
         # span as the first flush writes it (else the page cache takes it, written later)
         if output is not None and depths.nbytes > memory_available() // 2:
@@ -250,14 +261,16 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 visited = np.zeros(n, dtype=wdt)
                 nxt = np.zeros(n, dtype=wdt)
                 track("source bitsets", frontier, visited, nxt)
-                drow = dplain[base:base + k]
-                # a log of n entries where memory is short (depths written back): a graph whose
-                # levels log more flushes more often, into pages read back from the file
+                drow = None if counts_only else dplain[base:base + k]
+                # a log of n entries where memory is short (depths written back) or where it is
+                # only counted (no depths): a graph whose levels log more flushes more often
+                # (into pages read back from the file)
                 log = Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k], wback,
-                          entries=n if wback is not None else None)
+                          entries=n if wback is not None or counts_only else None, sources=k)
                 if base == 0 and output is None:   # prefault (the log's pages are touched as
                     # it fills: n/2 to n entries on most graphs, of its 2n)
-                    filler = populate_async([log.v[:n // 2], log.w[:n // 2], dplain])
+                    filler = populate_async([log.v[:n // 2], log.w[:n // 2]] +
+                                            ([] if counts_only else [dplain]))
                 for i, s in enumerate(chunk):
                     nxt[s] |= wdt(1) << wdt(i)
                 live[0] = (np.uint64(1) << np.uint64(k)) - np.uint64(1) if k < 64 else ~np.uint64(0)
@@ -284,7 +297,8 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                                                      deg_in, w, cols_out, cols_in, block, m_td,
                                                      m_bu, up, log.v, log.w, log.pos, kdone)
                     log.add(cnt, level)
-                    if log.init and log.running is None and 0 < cnt < prev and wback is None:
+                    if log.init and log.running is None and 0 < cnt < prev and wback is None \
+                            and not counts_only:
                         # past the peak: write the dense levels now, beside the next levels
                         # (not when depths goes back to its file as it is written: the later
                         # levels' bits would fault its pages in again, one read each)
@@ -309,7 +323,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             filler.join()
         if wback is not None:
             wback.close()
-    if output is not None:
+    if output is not None and depths is not None:
         depths.flush()
     clo = closeness_of(reached, sums, n) if closeness else None
     return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo, passes=passes,

@@ -75,6 +75,29 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
             drow[b, t0:t1] = tb[b, :m]
 
 
+@njit(cache=True, nogil=True)
+def _count_bits(logv, logw, seg_lo, seg_level, lo, hi, cnt, sm):
+    """_write_depths without the depths (a run that keeps none: msbfs.run keep_depths=False):
+    counts the bits per source (cnt) and sums their depths (sm) over the logged entries of the
+    vertices [lo, hi)."""
+    one = np.uint64(1)
+    for j in range(seg_level.shape[0]):
+        lvl = seg_level[j]
+        e = seg_lo[j + 1]
+        p = seg_lo[j] + np.searchsorted(logv[seg_lo[j]:e], lo)
+        while p < e:
+            v = logv[p]
+            if v >= hi:
+                break
+            x = np.uint64(logw[p])
+            while x != np.uint64(0):
+                b = ctz64(x)
+                cnt[b] += 1
+                sm[b] += lvl
+                x &= x - one
+            p += 1
+
+
 #: vertices per span of an on-disk depths' first flush (x k rows x 4 bytes held dirty at once)
 _SPAN = 64 * _TILE
 _IN_FLIGHT = 3
@@ -92,9 +115,10 @@ class Log:
     supersteps stream (the caller starts one once the levels shrink: the dense ones are logged by
     then). `writeback`: an on-disk depths goes back to its file span by span as the first flush
     writes it (iterator.memory.WriteBack). `entries`: the log's size (default 2n; at least n, what
-    one level may log)."""
+    one level may log). drow None: no depths are kept, a flush only counts (_count_bits)."""
 
-    def __init__(self, n, wdt, threads, drow, reached, sums, writeback=None, entries=None):
+    def __init__(self, n, wdt, threads, drow, reached, sums, writeback=None, entries=None,
+                 sources=None):
         cap = max(2 * n if entries is None else int(entries), n, 1024)
         self.v = np.empty(cap, dtype=np.int32 if n < (1 << 31) else np.int64)
         self.w = np.empty(cap, dtype=wdt)
@@ -102,6 +126,7 @@ class Log:
         self.n = n
         self.threads = max(1, int(threads))
         self.drow, self.reached, self.sums = drow, reached, sums
+        self.k = int(drow.shape[0] if drow is not None else sources)
         self.writeback = writeback   # iterator.memory.WriteBack of an on-disk depths, or None
         self.pos = 0            # next free entry
         self.lo = 0             # first entry not handed to a flush
@@ -125,11 +150,12 @@ class Log:
         self.wait()
         if self.levels:
             n = self.n
-            k = self.drow.shape[0]
+            k = self.k
             seg_lo = np.array(self.seg_lo, dtype=np.int64)
             lv = np.array(self.levels, dtype=np.int32)
             wb = self.writeback
-            T = self.threads if (self.init or wb is not None) and n >= 4 * _TILE else 1
+            T = self.threads if (self.init or wb is not None or self.drow is None) and \
+                n >= 4 * _TILE else 1
             step = -(-n // T // _TILE) * _TILE if T > 1 else n
             cnt = np.zeros((T, k), dtype=np.int64)
             sm = np.zeros((T, k), dtype=np.int64)
@@ -137,6 +163,9 @@ class Log:
 
             def job(t):
                 lo, hi = min(n, t * step), min(n, (t + 1) * step)
+                if self.drow is None:
+                    _count_bits(self.v, self.w, seg_lo, lv, lo, hi, cnt[t], sm[t])
+                    return
                 if wb is None:
                     _write_depths(self.drow, self.v, self.w, seg_lo, lv, lo, hi, init, cnt[t],
                                   sm[t])

@@ -44,8 +44,21 @@ class MSBFSResult(Result):
     def host_arrays(self) -> dict:
         return super().arrays()
 
+    @property
+    def depths_kept(self) -> bool:
+        """Whether the run kept its depths (run(keep_depths=False) counts only)."""
+        return self.depths_on_gpu or self.__dict__.get("depths") is not None
+
+    def save(self, path: str) -> str:
+        from ...errors import GrapheneError
+        if not self.depths_kept:
+            raise GrapheneError(f"{path}: this run kept no depths (keep_depths=False): run it "
+                                f"with output= (-o) or keep_depths=True to save them")
+        return super().save(path)
+
     def scalars(self) -> dict:
         d = super().scalars()
+        d.pop("depths", None)           # (None where the run kept none)
         clo = getattr(self, "closeness", None)
         if clo is not None and len(clo):
             d["closeness_mean"] = float(np.mean(clo))
