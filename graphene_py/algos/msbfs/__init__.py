@@ -261,12 +261,12 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 visited = np.zeros(n, dtype=wdt)
                 nxt = np.zeros(n, dtype=wdt)
                 track("source bitsets", frontier, visited, nxt)
-                drow = None if counts_only else dplain[base:base + k]
+                drow = np.empty((k, 0), np.int32) if counts_only else dplain[base:base + k]
                 # a log of n entries where memory is short (depths written back) or where it is
                 # only counted (no depths): a graph whose levels log more flushes more often
                 # (into pages read back from the file)
                 log = Log(n, wdt, T, drow, reached[base:base + k], sums[base:base + k], wback,
-                          entries=n if wback is not None or counts_only else None, sources=k)
+                          entries=n if wback is not None or counts_only else None)
                 if base == 0 and output is None:   # prefault (the log's pages are touched as
                     # it fills: n/2 to n entries on most graphs, of its 2n)
                     filler = populate_async([log.v[:n // 2], log.w[:n // 2]] +

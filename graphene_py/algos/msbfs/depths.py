@@ -25,7 +25,8 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
     source (cnt) and sums their depths (sm). init: every drow[:, lo:hi] entry is written once, -1
     where no segment sets it, through an L2-resident tile of _TILE vertices (writing each level
     straight into the k rows would pull every row's lines in again per level); else only the
-    logged entries are written."""
+    logged entries are written. A zero-width drow (k x 0: a run that keeps no depths) takes no
+    writes, only the counts (init False)."""
     k = drow.shape[0]
     nseg = seg_level.shape[0]
     cur = np.empty(nseg, np.int64)
@@ -34,6 +35,7 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
         cur[j] = a + np.searchsorted(logv[a:seg_lo[j + 1]], lo)
     one = np.uint64(1)
     if not init:
+        write = drow.shape[1] > 0
         for j in range(nseg):
             lvl = seg_level[j]
             for p in range(cur[j], seg_lo[j + 1]):
@@ -43,7 +45,8 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
                 x = np.uint64(logw[p])
                 while x != np.uint64(0):
                     b = ctz64(x)
-                    drow[b, v] = lvl
+                    if write:
+                        drow[b, v] = lvl
                     cnt[b] += 1
                     sm[b] += lvl
                     x &= x - one
@@ -75,29 +78,6 @@ def _write_depths(drow, logv, logw, seg_lo, seg_level, lo, hi, init, cnt, sm):
             drow[b, t0:t1] = tb[b, :m]
 
 
-@njit(cache=True, nogil=True)
-def _count_bits(logv, logw, seg_lo, seg_level, lo, hi, cnt, sm):
-    """_write_depths without the depths (a run that keeps none: msbfs.run keep_depths=False):
-    counts the bits per source (cnt) and sums their depths (sm) over the logged entries of the
-    vertices [lo, hi)."""
-    one = np.uint64(1)
-    for j in range(seg_level.shape[0]):
-        lvl = seg_level[j]
-        e = seg_lo[j + 1]
-        p = seg_lo[j] + np.searchsorted(logv[seg_lo[j]:e], lo)
-        while p < e:
-            v = logv[p]
-            if v >= hi:
-                break
-            x = np.uint64(logw[p])
-            while x != np.uint64(0):
-                b = ctz64(x)
-                cnt[b] += 1
-                sm[b] += lvl
-                x &= x - one
-            p += 1
-
-
 #: vertices per span of an on-disk depths' first flush (x k rows x 4 bytes held dirty at once)
 _SPAN = 64 * _TILE
 _IN_FLIGHT = 3
@@ -115,10 +95,9 @@ class Log:
     supersteps stream (the caller starts one once the levels shrink: the dense ones are logged by
     then). `writeback`: an on-disk depths goes back to its file span by span as the first flush
     writes it (iterator.memory.WriteBack). `entries`: the log's size (default 2n; at least n, what
-    one level may log). drow None: no depths are kept, a flush only counts (_count_bits)."""
+    one level may log). A zero-width drow (k x 0): no depths are kept, a flush only counts."""
 
-    def __init__(self, n, wdt, threads, drow, reached, sums, writeback=None, entries=None,
-                 sources=None):
+    def __init__(self, n, wdt, threads, drow, reached, sums, writeback=None, entries=None):
         cap = max(2 * n if entries is None else int(entries), n, 1024)
         self.v = np.empty(cap, dtype=np.int32 if n < (1 << 31) else np.int64)
         self.w = np.empty(cap, dtype=wdt)
@@ -126,13 +105,13 @@ class Log:
         self.n = n
         self.threads = max(1, int(threads))
         self.drow, self.reached, self.sums = drow, reached, sums
-        self.k = int(drow.shape[0] if drow is not None else sources)
+        self.counting = drow.shape[1] == 0      # no depths kept: counts only
         self.writeback = writeback   # iterator.memory.WriteBack of an on-disk depths, or None
         self.pos = 0            # next free entry
         self.lo = 0             # first entry not handed to a flush
         self.seg_lo = [0]       # segments [seg_lo[j], seg_lo[j+1]) not handed to a flush yet
         self.levels = []
-        self.init = True        # no flush yet: the next one writes every entry
+        self.init = not self.counting   # no flush yet: the next one writes every entry
         self.running = None     # (executor, futures, cnt, sm) of a flush in flight
 
     def room(self, entries=None):
@@ -150,11 +129,11 @@ class Log:
         self.wait()
         if self.levels:
             n = self.n
-            k = self.k
+            k = self.drow.shape[0]
             seg_lo = np.array(self.seg_lo, dtype=np.int64)
             lv = np.array(self.levels, dtype=np.int32)
             wb = self.writeback
-            T = self.threads if (self.init or wb is not None or self.drow is None) and \
+            T = self.threads if (self.init or wb is not None or self.counting) and \
                 n >= 4 * _TILE else 1
             step = -(-n // T // _TILE) * _TILE if T > 1 else n
             cnt = np.zeros((T, k), dtype=np.int64)
@@ -163,9 +142,6 @@ class Log:
 
             def job(t):
                 lo, hi = min(n, t * step), min(n, (t + 1) * step)
-                if self.drow is None:
-                    _count_bits(self.v, self.w, seg_lo, lv, lo, hi, cnt[t], sm[t])
-                    return
                 if wb is None:
                     _write_depths(self.drow, self.v, self.w, seg_lo, lv, lo, hi, init, cnt[t],
                                   sm[t])
