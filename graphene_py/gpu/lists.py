@@ -651,7 +651,6 @@ def _slots(lists, order, n):
     pieces of the same rows in the columns before it. The offsets may still be being checked:
     nothing here indexes by them."""
     cp = _module.cupy()
-    lists.host_offs = None
     indptr = cp.zeros(n + 1, dtype=cp.int64)
     for i in order:
         p = lists.parts[i]
@@ -740,7 +739,6 @@ def _load_into_slots(graph, lists, direction, check, kind):
         # one partition of every row (a 1x1 grid): its offsets, in GPU memory already, are the
         # CSR's, and each list's slot is its offset (at Kronecker scale 24, 0.35 s of host work
         # while the reads could fill only the three staging buffers)
-        lists.host_offs = None
         indptr = lists.offs[0].view(cp.int64)
         slots = {0: indptr[:-1]}
     else:

@@ -165,6 +165,8 @@ CPU_SETUP_S_PER_VERTEX = {"bfs": 25e-9}
 def cpu_setup_seconds(name, num_vertices) -> float:
     """CPU_SETUP_S_PER_VERTEX of algorithm `name` times the vertices (0 by default)."""
     return CPU_SETUP_S_PER_VERTEX.get(name, 0.0) * int(num_vertices)
+
+
 #: A GPU result copied to host memory, into fresh pages: MS-BFS's 2.1 GB of depths at scale 24
 #: took 0.52-0.60 s with CuPy's get() (the same through pinned staging buffers)
 GPU_RESULT_TO_HOST_BPS = 3.5e9
