@@ -436,14 +436,17 @@ def _stream_threads():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("source", ["ssd", "host"])
-def test_reads_begun_ahead_are_taken_by_the_pass_or_stopped(tmp_path, monkeypatch, source):
+@pytest.mark.parametrize("source,engine", [("ssd", True), ("ssd", False), ("host", False)])
+def test_reads_begun_ahead_are_taken_by_the_pass_or_stopped(tmp_path, monkeypatch, source,
+                                                             engine):
     """ListStream.start() begins a pass's reads (and the staging buffers' pinning) before the
     caller's set-up: the next each() takes them and gives what a pass begun by itself gives;
     close() stops them when no pass follows, an error in the set-up after start() (the resident
-    load's) leaves no thread reading, and a later pass still reads every chunk."""
+    load's) leaves no thread reading, and a later pass still reads every chunk. "ssd" reads
+    through the IO engine (engine) or through reader threads and staging buffers."""
     from graphene_py.gpu import _module
     cp = _module.cupy()
+    monkeypatch.setattr(lists, "ENGINE_READS", engine)
     c = tg.powerlaw()
     g = _dataset(tmp_path, c, (2, 2), True)
     before = _stream_threads()
@@ -464,7 +467,8 @@ def test_reads_begun_ahead_are_taken_by_the_pass_or_stopped(tmp_path, monkeypatc
     ahead.start()
     ahead.start()                        # (once: a second call does nothing)
     assert sums(ahead) == (want, moved) and len(ahead.buffers()[2]) == (
-        lists.STAGING if source == "ssd" else 0)
+        lists.STAGING if source == "ssd" and not engine else 0)
+    assert (ahead._reads is not None) == engine      # (the engines' reads, kept for the next)
     assert sums(ahead)[0] == want        # a later pass ("host": from its pinned copies)
     stopped = lists.ListStream(g, "out", source, chunk_bytes=64)
     stopped.start()

@@ -31,6 +31,9 @@ PIN_AHEAD = 3
 STAGING = 3
 #: chunks the reader has in flight at once (their pieces queued to its READERS threads)
 FLIGHT = 2
+#: stream-ssd reads through the IO engine into its registered buffer pool (gpu/engine_reads.py);
+#: False: through the READERS threads and the staging buffers, as "host"'s first pass reads
+ENGINE_READS = True
 #: the largest chunk streamed (a longer list is a chunk of its own)
 CHUNK_BYTES = 256 << 20
 #: a direction's lists are cut into at least this many chunks while chunks stay above
@@ -256,6 +259,9 @@ class ListStream:
         self.bytes_moved = 0
         self._bufs = None
         self._started = None     # a pass's reads begun by start(), for the next each()
+        #: "ssd" through the IO engine (ENGINE_READS): its ChunkReads, made on the first pass
+        self._reads = None
+        self._reads_done = None
 
     def offsets_checked(self):
         """Wait for the offsets' check (begun in __init__); raises DamagedDataError where it
@@ -428,8 +434,11 @@ class ListStream:
             return
         self.buffers()
         todo = [c for c in self.chunks if c.i not in self.kept]
-        if todo and not (self.source == "host" and (self.host_parts is not None or
-                                                    all(c.i in self.host for c in todo))):
+        if todo and self._by_engine():
+            self._engine_reads().begin(self._extents(todo))
+            self._started = {"engine": todo}
+        elif todo and not (self.source == "host" and (self.host_parts is not None or
+                                                      all(c.i in self.host for c in todo))):
             self._started = self._start_reads(todo)
 
     def each(self, launch) -> int:
@@ -461,6 +470,11 @@ class ListStream:
                 if keep is not None:
                     self.kept[c.i] = keep
                 launch(c, dst, c.e0, s)
+        elif started is not None and "engine" in started or (
+                started is None and todo and self._by_engine()):
+            if started is None:
+                self._engine_reads().begin(self._extents(todo))
+            moved = self._each_from_engine(launch, dev_bufs, streams, todo)
         elif todo or started is not None:
             moved = self._each_from_ssd(launch, dev_bufs, streams,
                                         started or self._start_reads(todo))
@@ -569,9 +583,81 @@ class ListStream:
                     s.synchronize()
         return moved
 
+    # -- the reads through the IO engine (ssd) ---------------------------------------------------
+    def _by_engine(self) -> bool:
+        return self.source == "ssd" and ENGINE_READS
+
+    def _engine_reads(self):
+        """The ChunkReads of this stream's files (made once; closed by close())."""
+        if self._reads is None or self._reads.broken:
+            import weakref
+            from .engine_reads import ChunkReads
+            from ..integrity import _damaged
+            cp = _module.cupy()
+
+            def register(addr, nbytes):
+                cp.cuda.runtime.hostRegister(addr, nbytes, 0)
+                return lambda: cp.cuda.runtime.hostUnregister(addr)
+            self._reads = ChunkReads([self._path(p) for p in self.parts], self._tables(),
+                                     _damaged, register, direct=self.direct)
+            self._reads_done = weakref.finalize(self, self._reads.close)
+        return self._reads
+
+    def _extents(self, todo):
+        """ChunkReads's chunks for `todo`: its pages from the first, up to the last edge's byte."""
+        return [(c, c.part, c.p0 * PAGE, c.e1 * self.w) for c in todo]
+
+    def _each_from_engine(self, launch, dev_bufs, streams, todo):
+        """One pass over `todo` read by the engines (their reads begun): each read copied from
+        its slot into the chunk's device buffer (chunk j: buffer and stream j % 2, so its copies
+        wait for chunk j-2's kernel) or into the array that keeps it, then the chunk launched."""
+        cp = _module.cupy()
+        reads = self._reads
+        h2d = cp.cuda.runtime.memcpyHostToDevice
+        moved = 0
+        try:
+            for j, c in enumerate(todo):
+                s, dbuf = streams[j % 2], dev_bufs[j % 2]
+                keep = self._keeper(c)
+                lo = c.p0 * PAGE
+                e0, e1 = c.e0 * self.w - lo, c.e1 * self.w - lo   # the edges' bytes in the chunk
+
+                def copy(key, src, n, at, s=s, dbuf=dbuf, keep=keep, e0=e0, e1=e1):
+                    if keep is None:
+                        dst = dbuf.data.ptr + at
+                    else:              # only the chunk's edges, out of its first and last pages
+                        a, b = max(at, e0), min(at + n, e1)
+                        if b <= a:
+                            return None
+                        src, dst, n = src + a - at, keep.data.ptr + a - e0, b - a
+                    cp.cuda.runtime.memcpyAsync(dst, src, n, h2d, s.ptr)
+                    ev = cp.cuda.Event(block=False, disable_timing=True)
+                    ev.record(s)
+                    return ev
+                got = reads.next(copy)
+                if got is not c:
+                    raise GrapheneError("the stream's reads came back out of order")
+                if keep is None:
+                    moved += e1
+                    # the buffer's edge 0 is the first edge of the chunk's first page
+                    launch(c, dbuf, lo // self.w, s)
+                else:
+                    moved += keep.nbytes
+                    self.kept[c.i] = keep
+                    launch(c, keep, c.e0, s)
+        except BaseException:
+            if reads.pending():
+                reads.stop()
+            raise
+        return moved
+
     def _stop_reads(self, started, more=()):
         """End a pass's threads (its reads done or not): stop, then unblock a reader waiting
         for a buffer (the staging buffers, `more` buffers it is owed, None) and join it."""
+        if "engine" in started:
+            if self._reads is not None and self._reads.pending():
+                self._reads.stop()
+            return
         started["stop"].set()
         free, pinner = started["free"], started["pinner"]
         if pinner is not None:
@@ -587,6 +673,9 @@ class ListStream:
         started, self._started = self._started, None
         if started is not None:
             self._stop_reads(started)
+        if self._reads is not None:
+            self._reads_done()          # (the engines and their registered pools)
+            self._reads = None
 
     def launch_rows(self, fn, c, dbuf, first, stream, *tail):
         """fn over chunk c's rows, one warp per row: fn(offsets, rows, first, ids, *tail[:-2],

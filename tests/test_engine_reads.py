@@ -1,0 +1,161 @@
+"""gpu/engine_reads.py ChunkReads on the CPU: chunks of real files read through the real IO
+engines (io_uring, O_DIRECT where the file system allows it), checked page by page, handed to a
+copy whose completion comes late (as a GPU copy's event does), so a slot given back to the engine
+before its copy ends would show as wrong bytes."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from graphene_py import _uring
+from graphene_py.integrity import DamagedDataError
+from graphene_py.gpu import engine_reads
+from graphene_py.gpu.engine_reads import ChunkReads
+from graphene_py.integrity import _damaged
+from graphene_py.io.engines import engine_status
+
+SLOT = 16 << 10
+ENGINES_HERE = [n for n, why in engine_status().items() if not why]
+
+
+class LateCopy:
+    """A copy that happens only once it is waited for, or after `polls` looks at .done."""
+
+    def __init__(self, src, n, dst, polls):
+        self.src, self.n, self.dst, self.polls = src, n, dst, polls
+        self.copied = False
+
+    def _do(self):
+        if not self.copied:
+            ctypes.memmove(self.dst, self.src, self.n)
+            self.copied = True
+
+    @property
+    def done(self):
+        self.polls -= 1
+        if self.polls <= 0:
+            self._do()
+        return self.copied
+
+    def synchronize(self):
+        self._do()
+
+
+def _file(tmp_path, name, nbytes, seed):
+    data = np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
+    path = str(tmp_path / name)
+    data.tofile(path)
+    table = np.frombuffer(_uring.page_crcs(data, 4096), "<u4").copy()
+    return path, data, table
+
+
+def _chunks(nbytes, cuts):
+    """Chunks as a stream makes them: [lo, hi) with lo the page of the first byte."""
+    out = []
+    edges = [0] + [c for c in cuts if c < nbytes] + [nbytes]
+    for a, b in zip(edges, edges[1:]):
+        if b > a:
+            out.append((a // 4096 * 4096, b, a))
+    return out
+
+
+def _read_pass(reads, files, plan, polls, made):
+    """One pass: plan = [(file index, lo, hi, first byte wanted)]; returns each chunk's bytes
+    from its first wanted byte, as the copies put them."""
+    bufs = [np.zeros(-(-hi // 4096) * 4096 - lo, np.uint8) for _, lo, hi, _ in plan]
+    reads.begin([(k, f, lo, hi) for k, (f, lo, hi, _) in enumerate(plan)])
+    got = []
+    while reads.pending():
+        def copy(key, src, n, at):
+            ev = LateCopy(src, n, bufs[key].ctypes.data + at, polls)
+            made.append(ev)
+            return ev
+        got.append(reads.next(copy))
+    assert got == list(range(len(plan)))
+    for ev in made:            # (as a GPU pass's end waits for its streams)
+        ev.synchronize()
+    return [bufs[k][first - lo:hi - lo] for k, (f, lo, hi, first) in enumerate(plan)]
+
+
+@pytest.mark.parametrize("engine", ENGINES_HERE)
+@pytest.mark.parametrize("polls", [1, 1000])
+def test_chunks_whole_and_in_order(tmp_path, engine, polls):
+    # two files, sizes off a page and off 512; chunks cut mid-page and across many slots; a
+    # queue of 2 reads (so the spare slots run out while copies wait)
+    a = _file(tmp_path, "a.adj", 21 * SLOT + 1234, 1)
+    b = _file(tmp_path, "b.adj", 3 * SLOT + 4096 * 2, 2)
+    undone = []
+
+    def register(addr, nbytes):
+        assert addr % 4096 == 0 and nbytes == SLOT * (2 + engine_reads.SPARE_SLOTS)
+        return lambda: undone.append(addr)
+    reads = ChunkReads([a[0], b[0]], [a[2], b[2]], _damaged, register, engine=engine,
+                       slot_bytes=SLOT, queue_depth=2, engines=2)
+    try:
+        plan = []
+        for f, (path, data, _) in enumerate((a, b)):
+            for lo, hi, first in _chunks(len(data), [5000, 5 * SLOT + 77, 9 * SLOT]):
+                plan.append((f, lo, hi, first))
+        for _ in range(2):                       # a second pass through the same engines
+            made = []
+            out = _read_pass(reads, [a, b], plan, polls, made)
+            for (f, lo, hi, first), o in zip(plan, out):
+                want = (a, b)[f][1][first:hi]
+                assert np.array_equal(o, want)
+        assert reads.bytes_read >= len(a[1]) + len(b[1])
+    finally:
+        reads.close()
+    assert len(undone) == 2                       # both pools unregistered
+
+
+@pytest.mark.parametrize("engine", ENGINES_HERE)
+def test_damaged_page_named(tmp_path, engine):
+    path, data, table = _file(tmp_path, "a.adj", 8 * SLOT, 3)
+    with open(path, "r+b") as f:                  # one byte of page 9 changed on disk
+        f.seek(9 * 4096 + 17)
+        f.write(bytes([data[9 * 4096 + 17] ^ 0xFF]))
+    reads = ChunkReads([path], [table], _damaged, engine=engine, slot_bytes=SLOT,
+                       queue_depth=2)
+    try:
+        with pytest.raises(DamagedDataError, match=r"a\.adj.*byte offset 36864"):
+            _read_pass(reads, None, [(0, 0, len(data), 0)], 1, [])
+        assert reads.broken
+    finally:
+        reads.close()
+
+
+def test_file_too_short(tmp_path):
+    path, data, table = _file(tmp_path, "a.adj", 4 * SLOT, 4)
+    reads = ChunkReads([path], [table], _damaged, slot_bytes=SLOT, queue_depth=2)
+    try:
+        with pytest.raises(DamagedDataError, match="file too short"):
+            reads.begin([(0, 0, 0, len(data) + 1)])
+    finally:
+        reads.close()
+
+
+def test_stop_a_pass_not_read(tmp_path):
+    path, data, table = _file(tmp_path, "a.adj", 12 * SLOT, 5)
+    reads = ChunkReads([path], [table], _damaged, slot_bytes=SLOT, queue_depth=2)
+    try:
+        reads.begin([(k, 0, k * 4 * SLOT, (k + 1) * 4 * SLOT) for k in range(3)])
+        reads.stop()
+        assert not reads.pending()
+        out = _read_pass(reads, None, [(0, 0, len(data), 0)], 1, [])   # the engines still work
+        assert np.array_equal(out[0], data)
+        with pytest.raises(RuntimeError):
+            reads.begin([(0, 0, 0, 4096)])
+            reads.begin([(0, 0, 0, 4096)])
+    finally:
+        reads.close()
+
+
+def test_disks_of(tmp_path):
+    p = [str(tmp_path / n) for n in ("x", "y")]
+    for q in p:
+        open(q, "wb").close()
+    assert engine_reads.disks_of(p) == [0, 0]
+    assert engine_reads.disks_of(p + ["/proc/self/status"]) == [0, 0, 1]
+
