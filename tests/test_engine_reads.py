@@ -152,6 +152,18 @@ def test_stop_a_pass_not_read(tmp_path):
         reads.close()
 
 
+def test_queue_follows_the_chunks(tmp_path):
+    path, data, table = _file(tmp_path, "a.adj", 4 * SLOT, 6)
+    for chunk, qd in ((2 * SLOT, 2), (64 * SLOT, engine_reads.QUEUE_DEPTH)):
+        reads = ChunkReads([path], [table], _damaged, slot_bytes=SLOT, chunk_bytes=chunk)
+        try:
+            assert len(reads.engines) == engine_reads.ENGINES
+            assert reads.nslots == qd + engine_reads.SPARE_SLOTS
+            assert all(e.queue_depth == qd for e in reads.engines)
+        finally:
+            reads.close()
+
+
 def test_disks_of(tmp_path):
     p = [str(tmp_path / n) for n in ("x", "y")]
     for q in p:

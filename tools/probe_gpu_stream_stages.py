@@ -106,12 +106,18 @@ def main():
     ap.add_argument("--slot-mib", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--qd", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--json", default=None)
+    ap.add_argument("--engine-qd", type=int, nargs=2, default=None, metavar=("QD", "SPARE"),
+                    help="engine_reads.QUEUE_DEPTH and SPARE_SLOTS for the passes")
     ap.add_argument("--reads", nargs="+", default=["threads", "engine"],
-                    help="ListStream's reads: gpu/lists.py ENGINE_READS False / True")
+                    help="ListStream's reads: threads (gpu/lists.py ENGINE_READS False), engine "
+                         "(True), engineN (True, N engines: engine_reads.ENGINES)")
     ap.add_argument("--skip", nargs="*", default=[],
                     help="measurements left out (pass_noop pass_nocheck wcc pagerank3 resident_load threads)")
     a = ap.parse_args()
     path = make_dataset(a.scale, a.work)
+    if a.engine_qd:
+        from graphene_py.gpu import engine_reads as er0
+        er0.QUEUE_DEPTH, er0.SPARE_SLOTS = a.engine_qd
     from graphene_py.graph import Graph
     from graphene_py.gpu import _module, lists, streamed
     from probe_gpu_load_stages import ceiling
@@ -199,8 +205,11 @@ def main():
     table = lists.ListStream(g, "out", source="ssd")._tables()[0]
     for r in range(a.reps):
         emit({"round": r, **setup()})
-        for reads in a.reads:
-            lists.ENGINE_READS = reads == "engine"
+        from graphene_py.gpu import engine_reads as er
+        top = er.ENGINES
+        for reads in (a.reads if r % 2 == 0 else a.reads[::-1]):    # (order alternated)
+            lists.ENGINE_READS = reads.startswith("engine")
+            er.ENGINES = int(reads[6:]) if reads[:6] == "engine" and reads[6:] else top
             for name, fn in (("pass_noop", lambda: each_noop(False)),
                              ("pass_nocheck", lambda: each_noop(True)),
                              ("wcc", wcc), ("pagerank3", pagerank3),

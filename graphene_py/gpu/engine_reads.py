@@ -11,9 +11,11 @@ slot's 4 KB pages are checked against the dataset's page table (CRC32C in C) bef
 the slot goes back to the engine once its copy is done.
 
 Measured on the H200 machine at Kronecker scale 24 (2.08 GB of lists, `tools/
-probe_gpu_stream_stages.py`): one engine with 4 MiB slots, 64 reads in flight and the checks
-brought the file to GPU memory at 1.88-1.99 GB/s, where the reader threads' pass with its checks
-made 1.44-1.72 GB/s and the threads alone, unchecked, 1.68-1.90.
+probe_gpu_stream_stages.py`, BENCHMARKS.md): the engine alone, checks included, reads the file
+to GPU memory at 1.8-2.2 GB/s with 16 or 32 reads of 4 MiB in flight; streamed passes through it
+take what the reader threads' passes take (WCC, the resident load, a pass of no kernels: within
+the rounds' noise; streamed PageRank 3-6% faster), with 192 MiB of pinned pools (two engines of
+16 + 8 slots) where the threads pinned three chunk-sized staging buffers (768 MB at that scale).
 
 Nothing here imports CuPy: the caller passes what registers memory and what copies (a test
 passes numpy copies).
@@ -27,12 +29,14 @@ import numpy as np
 
 from ..errors import GrapheneError
 
-#: bytes per engine slot (one read), reads in flight per engine, engines taking chunks in turn
+#: bytes per engine slot (one read), reads in flight per engine at most (fewer when a chunk has
+#: fewer reads), engines taking chunks in turn (four for the resident load's 64 MB chunks loaded
+#: Kronecker scale 24 no faster than two: BENCHMARKS.md)
 SLOT_BYTES = 4 << 20
-QUEUE_DEPTH = 32
+QUEUE_DEPTH = 16
 ENGINES = 2
 #: slots per engine beyond its queue: completed reads waiting for their copies
-SPARE_SLOTS = 16
+SPARE_SLOTS = 8
 PAGE = 4096
 
 
@@ -50,7 +54,7 @@ class ChunkReads:
     damaged(path, what): the error raised for a page that fails its check."""
 
     def __init__(self, paths, tables, damaged, register=None, engine="auto", direct=True,
-                 slot_bytes=SLOT_BYTES, queue_depth=QUEUE_DEPTH, engines=ENGINES):
+                 slot_bytes=SLOT_BYTES, queue_depth=None, engines=None, chunk_bytes=None):
         from ..io.buffers import BufferPool
         from ..io.engines import make_engine
         self.paths = list(paths)
@@ -58,6 +62,12 @@ class ChunkReads:
         self.tables = list(tables)
         self.damaged = damaged
         self.slot = int(slot_bytes)
+        # chunk_bytes (the largest chunk): a batch never has more reads than its chunk's
+        per_chunk = -(-int(chunk_bytes) // self.slot) if chunk_bytes else QUEUE_DEPTH
+        if queue_depth is None:
+            queue_depth = max(1, min(QUEUE_DEPTH, per_chunk))
+        if engines is None:
+            engines = ENGINES
         self.nslots = int(queue_depth) + SPARE_SLOTS
         self.pools, self.engines, self._undo = [], [], []
         self.broken = False         # an error ended a pass: the engines are closed

@@ -436,7 +436,7 @@ class ListStream:
         todo = [c for c in self.chunks if c.i not in self.kept]
         if todo and self._by_engine():
             self._engine_reads().begin(self._extents(todo))
-            self._started = {"engine": todo}
+            self._started = {"engine": todo, "ahead": self._engine_ahead(todo)}
         elif todo and not (self.source == "host" and (self.host_parts is not None or
                                                       all(c.i in self.host for c in todo))):
             self._started = self._start_reads(todo)
@@ -474,7 +474,8 @@ class ListStream:
                 started is None and todo and self._by_engine()):
             if started is None:
                 self._engine_reads().begin(self._extents(todo))
-            moved = self._each_from_engine(launch, dev_bufs, streams, todo)
+            moved = self._each_from_engine(launch, dev_bufs, streams, todo,
+                                           started and started["ahead"])
         elif todo or started is not None:
             moved = self._each_from_ssd(launch, dev_bufs, streams,
                                         started or self._start_reads(todo))
@@ -599,7 +600,8 @@ class ListStream:
                 cp.cuda.runtime.hostRegister(addr, nbytes, 0)
                 return lambda: cp.cuda.runtime.hostUnregister(addr)
             self._reads = ChunkReads([self._path(p) for p in self.parts], self._tables(),
-                                     _damaged, register, direct=self.direct)
+                                     _damaged, register, direct=self.direct,
+                                     chunk_bytes=self.max_pages * PAGE)
             self._reads_done = weakref.finalize(self, self._reads.close)
         return self._reads
 
@@ -607,44 +609,77 @@ class ListStream:
         """ChunkReads's chunks for `todo`: its pages from the first, up to the last edge's byte."""
         return [(c, c.part, c.p0 * PAGE, c.e1 * self.w) for c in todo]
 
-    def _each_from_engine(self, launch, dev_bufs, streams, todo):
-        """One pass over `todo` read by the engines (their reads begun): each read copied from
-        its slot into the chunk's device buffer (chunk j: buffer and stream j % 2, so its copies
-        wait for chunk j-2's kernel) or into the array that keeps it, then the chunk launched."""
+    def _engine_chunk(self, j, c, dev_bufs, streams):
+        """Chunk c (the pass's j-th) taken from the engines: each read copied from its slot
+        into the chunk's device buffer (buffer and stream j % 2: its copies wait for chunk
+        j-2's kernel) or into the array that keeps it. Returns (array, index of its first edge,
+        stream, bytes moved) for the chunk's launch."""
         cp = _module.cupy()
-        reads = self._reads
         h2d = cp.cuda.runtime.memcpyHostToDevice
+        s, dbuf = streams[j % 2], dev_bufs[j % 2]
+        keep = self._keeper(c)
+        lo = c.p0 * PAGE
+        e0, e1 = c.e0 * self.w - lo, c.e1 * self.w - lo      # the edges' bytes in the chunk
+
+        def copy(key, src, n, at):
+            if keep is None:
+                dst = dbuf.data.ptr + at
+            else:                  # only the chunk's edges, out of its first and last pages
+                a, b = max(at, e0), min(at + n, e1)
+                if b <= a:
+                    return None
+                src, dst, n = src + a - at, keep.data.ptr + a - e0, b - a
+            cp.cuda.runtime.memcpyAsync(dst, src, n, h2d, s.ptr)
+            ev = cp.cuda.Event(block=False, disable_timing=True)
+            ev.record(s)
+            return ev
+        if self._reads.next(copy) is not c:
+            raise GrapheneError("the stream's reads came back out of order")
+        if keep is None:
+            # the buffer's edge 0 is the first edge of the chunk's first page
+            return dbuf, lo // self.w, s, e1
+        return keep, c.e0, s, keep.nbytes
+
+    def _engine_ahead(self, todo):
+        """start()'s thread: the pass's first chunks (one per device buffer) taken from the
+        engines while the caller sets up: {"done": [(chunk, launch arguments)], "error"}."""
+        dev_bufs, streams = self.buffers()[:2]
+        out = {"done": [], "error": None}
+        device = _module.cupy().cuda.Device()      # (the caller's current device)
+
+        def work():
+            try:
+                device.use()
+                for j, c in enumerate(todo[:len(dev_bufs)]):
+                    out["done"].append((c, self._engine_chunk(j, c, dev_bufs, streams)))
+            except BaseException as e:  # noqa: BLE001 - raised by the pass (each)
+                out["error"] = e
+        t = threading.Thread(target=work, name="graphene-gpu-ahead", daemon=True)
+        t.start()
+        out["thread"] = t
+        return out
+
+    def _each_from_engine(self, launch, dev_bufs, streams, todo, ahead=None):
+        """One pass over `todo` read by the engines (their reads begun; ahead: the chunks
+        start()'s thread took): each chunk taken (_engine_chunk), then launched."""
+        reads = self._reads
         moved = 0
         try:
+            done = []
+            if ahead is not None:
+                ahead["thread"].join()
+                if ahead["error"] is not None:
+                    raise ahead["error"]
+                done = ahead["done"]
             for j, c in enumerate(todo):
-                s, dbuf = streams[j % 2], dev_bufs[j % 2]
-                keep = self._keeper(c)
-                lo = c.p0 * PAGE
-                e0, e1 = c.e0 * self.w - lo, c.e1 * self.w - lo   # the edges' bytes in the chunk
-
-                def copy(key, src, n, at, s=s, dbuf=dbuf, keep=keep, e0=e0, e1=e1):
-                    if keep is None:
-                        dst = dbuf.data.ptr + at
-                    else:              # only the chunk's edges, out of its first and last pages
-                        a, b = max(at, e0), min(at + n, e1)
-                        if b <= a:
-                            return None
-                        src, dst, n = src + a - at, keep.data.ptr + a - e0, b - a
-                    cp.cuda.runtime.memcpyAsync(dst, src, n, h2d, s.ptr)
-                    ev = cp.cuda.Event(block=False, disable_timing=True)
-                    ev.record(s)
-                    return ev
-                got = reads.next(copy)
-                if got is not c:
-                    raise GrapheneError("the stream's reads came back out of order")
-                if keep is None:
-                    moved += e1
-                    # the buffer's edge 0 is the first edge of the chunk's first page
-                    launch(c, dbuf, lo // self.w, s)
+                if j < len(done):
+                    c, (arr, first, s, k) = done[j]
                 else:
-                    moved += keep.nbytes
-                    self.kept[c.i] = keep
-                    launch(c, keep, c.e0, s)
+                    arr, first, s, k = self._engine_chunk(j, c, dev_bufs, streams)
+                moved += k
+                if arr is not dev_bufs[j % 2]:
+                    self.kept[c.i] = arr
+                launch(c, arr, first, s)
         except BaseException:
             if reads.pending():
                 reads.stop()
@@ -655,6 +690,7 @@ class ListStream:
         """End a pass's threads (its reads done or not): stop, then unblock a reader waiting
         for a buffer (the staging buffers, `more` buffers it is owed, None) and join it."""
         if "engine" in started:
+            started["ahead"]["thread"].join()     # (its chunks' copies: waited for by stop)
             if self._reads is not None and self._reads.pending():
                 self._reads.stop()
             return
