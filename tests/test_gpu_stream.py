@@ -524,3 +524,43 @@ def test_resident_load_of_weights(tmp_path, grid, directed, monkeypatch):
     with pytest.raises(GrapheneError, match=r"CRC32C") as e:
         DeviceGraph.from_graph(w)
     assert os.path.basename(p.wgt_path) in str(e.value)
+
+
+@pytest.mark.gpu
+def test_engine_reads_into_reserved_hugepages(tmp_path, monkeypatch):
+    """With huge pages reserved (vm.nr_hugepages), stream-ssd's engines read into hugetlb pools
+    registered with CUDA: every chunk as the reader threads bring it, and a streamed PageRank
+    and WCC as the CPU paths compute them. Skipped where too few huge pages are free (CI and
+    most machines reserve none)."""
+    from graphene_py.gpu import engine_reads
+    from graphene_py.io.buffers import hugepages_free
+    free, size = hugepages_free()
+    need = engine_reads.ENGINES * (engine_reads.QUEUE_DEPTH + engine_reads.SPARE_SLOTS) * \
+        engine_reads.SLOT_BYTES
+    if free * size < need:
+        pytest.skip(f"{need >> 20} MiB of huge pages are not reserved here")
+    c = tg.powerlaw()
+    g = _dataset(tmp_path, c, (2, 2), False)
+
+    def sums(engine):
+        monkeypatch.setattr(lists, "ENGINE_READS", engine)
+        ls = lists.ListStream(g, "out", "ssd", chunk_bytes=16 << 10)
+        got = {}
+
+        def launch(ch, dbuf, first, s):
+            s.synchronize()
+            got[ch.i] = int(dbuf[ch.e0 - first:ch.e1 - first].astype(np.int64).sum().get())
+        ls.each(launch)
+        kinds = {p.kind for p in ls._reads.pools} if engine else None
+        ls.close()
+        return got, kinds
+    got, kinds = sums(True)
+    assert kinds == {"hugetlb"}
+    assert got == sums(False)[0] and len(got) > 8
+    monkeypatch.setattr(lists, "ENGINE_READS", True)
+    ref = pagerank.run(g, variant="pull", tolerance=0, max_iter=15)
+    x = streamed.pagerank(g, source="ssd", tol=0, max_iter=15, chunk_bytes=16 << 10,
+                          keep_bytes=0)
+    np.testing.assert_allclose(x, ref.scores, rtol=1e-9, atol=1e-15)
+    assert np.array_equal(streamed.wcc(g, source="ssd", chunk_bytes=16 << 10),
+                          wcc.run(g).labels)
