@@ -4,6 +4,7 @@ copy whose completion comes late (as a GPU copy's event does), so a slot given b
 before its copy ends would show as wrong bytes."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 
 import numpy as np
@@ -49,6 +50,18 @@ def _file(tmp_path, name, nbytes, seed):
     data.tofile(path)
     table = np.frombuffer(_uring.page_crcs(data, 4096), "<u4").copy()
     return path, data, table
+
+
+@contextlib.contextmanager
+def _one_file(tmp_path, nbytes, seed, **kw):
+    """(ChunkReads over one new file of random bytes, the file's path, bytes and page table),
+    closed after."""
+    path, data, table = _file(tmp_path, "a.adj", nbytes, seed)
+    reads = ChunkReads([path], [table], _damaged, slot_bytes=SLOT, **kw)
+    try:
+        yield reads, path, data, table
+    finally:
+        reads.close()
 
 
 def _chunks(nbytes, cuts):
@@ -112,34 +125,24 @@ def test_chunks_whole_and_in_order(tmp_path, engine, polls):
 
 @pytest.mark.parametrize("engine", ENGINES_HERE)
 def test_damaged_page_named(tmp_path, engine):
-    path, data, table = _file(tmp_path, "a.adj", 8 * SLOT, 3)
-    with open(path, "r+b") as f:                  # one byte of page 9 changed on disk
-        f.seek(9 * 4096 + 17)
-        f.write(bytes([data[9 * 4096 + 17] ^ 0xFF]))
-    reads = ChunkReads([path], [table], _damaged, engine=engine, slot_bytes=SLOT,
-                       queue_depth=2)
-    try:
+    with _one_file(tmp_path, 8 * SLOT, 3, engine=engine, queue_depth=2) as (reads, path, data,
+                                                                             _):
+        with open(path, "r+b") as f:              # one byte of page 9 changed on disk
+            f.seek(9 * 4096 + 17)
+            f.write(bytes([data[9 * 4096 + 17] ^ 0xFF]))
         with pytest.raises(DamagedDataError, match=r"a\.adj.*byte offset 36864"):
             _read_pass(reads, None, [(0, 0, len(data), 0)], 1, [])
         assert reads.broken
-    finally:
-        reads.close()
 
 
 def test_file_too_short(tmp_path):
-    path, data, table = _file(tmp_path, "a.adj", 4 * SLOT, 4)
-    reads = ChunkReads([path], [table], _damaged, slot_bytes=SLOT, queue_depth=2)
-    try:
+    with _one_file(tmp_path, 4 * SLOT, 4, queue_depth=2) as (reads, _, data, _):
         with pytest.raises(DamagedDataError, match="file too short"):
             reads.begin([(0, 0, 0, len(data) + 1)])
-    finally:
-        reads.close()
 
 
 def test_stop_a_pass_not_read(tmp_path):
-    path, data, table = _file(tmp_path, "a.adj", 12 * SLOT, 5)
-    reads = ChunkReads([path], [table], _damaged, slot_bytes=SLOT, queue_depth=2)
-    try:
+    with _one_file(tmp_path, 12 * SLOT, 5, queue_depth=2) as (reads, _, data, _):
         reads.begin([(k, 0, k * 4 * SLOT, (k + 1) * 4 * SLOT) for k in range(3)])
         reads.stop()
         assert not reads.pending()
@@ -148,20 +151,14 @@ def test_stop_a_pass_not_read(tmp_path):
         with pytest.raises(RuntimeError):
             reads.begin([(0, 0, 0, 4096)])
             reads.begin([(0, 0, 0, 4096)])
-    finally:
-        reads.close()
 
 
 def test_queue_follows_the_chunks(tmp_path):
-    path, data, table = _file(tmp_path, "a.adj", 4 * SLOT, 6)
     for chunk, qd in ((2 * SLOT, 2), (64 * SLOT, engine_reads.QUEUE_DEPTH)):
-        reads = ChunkReads([path], [table], _damaged, slot_bytes=SLOT, chunk_bytes=chunk)
-        try:
+        with _one_file(tmp_path, 4 * SLOT, 6, chunk_bytes=chunk) as (reads, *_):
             assert len(reads.engines) == engine_reads.ENGINES
             assert reads.nslots == qd + engine_reads.SPARE_SLOTS
             assert all(e.queue_depth == qd for e in reads.engines)
-        finally:
-            reads.close()
 
 
 def test_disks_of(tmp_path):
