@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
+import pathlib
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -168,3 +172,26 @@ def test_disks_of(tmp_path):
     assert engine_reads.disks_of(p) == [0, 0]
     assert engine_reads.disks_of(p + ["/proc/self/status"]) == [0, 0, 1]
 
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm here")
+def test_two_devices(tmp_path):
+    """A file on tmpfs beside one on the disk: two devices, so each chunk's reads are asked of
+    its own IO worker (buffered where the file system refuses O_DIRECT: older kernels' tmpfs)."""
+    a = _file(tmp_path, "a.adj", 5 * SLOT + 300, 7)
+    shm = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        b = _file(pathlib.Path(shm), "b.adj", 3 * SLOT, 8)
+        assert engine_reads.disks_of([a[0], b[0]]) == [0, 1]
+        reads = ChunkReads([a[0], b[0]], [a[2], b[2]], _damaged, slot_bytes=SLOT,
+                           queue_depth=2)
+        try:
+            assert all(len(set(e.disk_of)) == 2 for e in reads.engines)
+            plan = [(1, 0, len(b[1]), 0), (0, 0, len(a[1]), 0), (1, 4096, 2 * SLOT, 5000)]
+            out = _read_pass(reads, None, plan, 3, [])
+            assert np.array_equal(out[0], b[1]) and np.array_equal(out[1], a[1])
+            assert np.array_equal(out[2], b[1][5000:2 * SLOT])
+        finally:
+            reads.close()
+    finally:
+        shutil.rmtree(shm)
