@@ -592,6 +592,8 @@ class ListStream:
         """The ChunkReads of this stream's files (made once; closed by close())."""
         if self._reads is None or self._reads.broken:
             import weakref
+            if self._reads is not None:      # (one an error closed: its pools freed now)
+                self._reads_done()
             from .engine_reads import ChunkReads
             from ..integrity import _damaged
             cp = _module.cupy()
