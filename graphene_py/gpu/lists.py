@@ -683,6 +683,8 @@ class ListStream:
                     self.kept[c.i] = arr
                 launch(c, arr, first, s)
         except BaseException:
+            if ahead is not None:
+                ahead["thread"].join()      # (no two threads take from one engine)
             if reads.pending():
                 reads.stop()
             raise
