@@ -142,7 +142,10 @@ def test_damaged_page_named(tmp_path, engine):
 def test_file_too_short(tmp_path):
     with _one_file(tmp_path, 4 * SLOT, 4, queue_depth=2) as (reads, _, data, _):
         with pytest.raises(DamagedDataError, match="file too short"):
-            reads.begin([(0, 0, 0, len(data) + 1)])
+            reads.begin([(0, 0, 0, 4096), (1, 0, 0, len(data) + 1)])
+        assert not reads.pending()                # nothing queued: the next pass may begin
+        out = _read_pass(reads, None, [(0, 0, len(data), 0)], 1, [])
+        assert np.array_equal(out[0], data)
 
 
 def test_stop_a_pass_not_read(tmp_path):

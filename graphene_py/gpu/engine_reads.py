@@ -105,7 +105,7 @@ class ChunkReads:
             if hi > size:
                 raise self.damaged(self.paths[f], f"file too short: {size} bytes, the lists "
                                                   f"need byte {hi}")
-            self.todo.append((key, f, int(lo), int(hi)))
+        self.todo.extend((key, f, int(lo), int(hi)) for key, f, lo, hi in chunks)
         for i in range(min(len(self.engines), len(self.todo))):
             self._submit(i)
 
