@@ -91,3 +91,26 @@ def test_a_gpu_run_begun_early_gives_the_cpu_result(tmp_path):
         depth[(dev, m)] = np.load(tmp_path / f"{dev}_{m}.npz")["depth"]
     for k, d in depth.items():
         np.testing.assert_array_equal(d, depth[("cpu", "off")], err_msg=str(k))
+
+
+@pytest.mark.gpu
+def test_a_context_given_back_by_a_cpu_plan_leaves_cupy_working():
+    """`--device auto` that planned the CPU gives the early context back (release_unused) on a
+    thread; a GPU run later in the same process (the Python API, a second command) still works:
+    CuPy's runtime retains the primary context again. A second call does nothing more."""
+    code = ("import sys, time; from graphene_py.gpu import early; "
+            "assert early.start(['graphene', 'run', 'bfs', '--device', 'auto']); "
+            "early.release_unused(); early.release_unused(); "
+            "[t.join() for t in __import__('threading').enumerate() "
+            "if t.name == 'graphene-cuda-release']; "
+            "import cupy as cp; print(int(cp.arange(1000, dtype=cp.int64).sum()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, **{early.ENV: "context"}))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["499500"]
+
+
+def test_release_without_an_early_start_does_nothing(monkeypatch):
+    monkeypatch.setattr(early, "state", dict(early.state, thread=None))
+    early.release_unused()
+    assert "released" not in early.state

@@ -195,6 +195,14 @@ def test_auto_plan_counts_streaming_for_algorithms_that_stream(monkeypatch):
     assert registry._choose("wcc", "auto", kron22, {})[0] == "cpu"
     assert registry._choose("pagerank-pull", "auto", big, {})[0] == "gpu"
     assert registry._choose("spmv", "auto", big, {})[0] == "cpu"
+    # a BFS the plan sends to the GPU runs there whole while its dataset must be loaded first
+    # (its hybrid would open the CPU path beside the load: slower than both at scale 24); only
+    # a dataset already in GPU memory gets the per-level hybrid
+    where, why = registry._choose("bfs", "auto", big, {})
+    assert where == "gpu" and "load" in why, why
+    from graphene_py.gpu import resident
+    monkeypatch.setattr(resident, "is_resident", lambda graph, gpu_mem=None: True)
+    assert registry._choose("bfs", "auto", big, {})[0] == "hybrid"
     # the tier model's numbers against the resident plan's: streaming is the cheaper GPU run
     from graphene_py.gpu import policy
     _, cpu, gpu, _ = policy.plan_run("wcc", {}, 4 << 30, False)
@@ -217,3 +225,53 @@ def test_list_heads_take_what_the_budget_leaves():
     assert head_edges(4 * n - 1, n, 1) == 0
     for left, nn, arrays in ((0, n, 1), (-5, n, 1), (10 ** 9, 0, 1), (10 ** 9, n, 0)):
         assert head_edges(left, nn, arrays) == 0
+
+
+# -- the hybrid BFS while its GPU side loads (algos/bfs.py GpuLevels; no GPU needed) -------------
+def _loading_side(load, est):
+    """A GpuLevels over a BackgroundLoad of `load` (no dataset, no CuPy): its BfsLevels stand-in
+    is the string "levels"."""
+    from graphene_py.algos.bfs import GpuLevels
+    from graphene_py.gpu.handoff import BackgroundLoad
+    side = GpuLevels.__new__(GpuLevels)
+    side.wait_always, side.error, side.levels, side.est = False, None, "levels", est
+    side.ld = BackgroundLoad(load)
+    return side
+
+
+def test_hybrid_bfs_levels_run_on_the_cpu_while_the_load_has_long_to_go():
+    import threading
+    from graphene_py.algos.bfs import _gpu_levels
+    gate = threading.Event()
+    side = _loading_side(lambda check: gate.wait(30) and "dg", est=100.0)
+    pol = OffloadPolicy(num_vertices=N, resident=True)
+    try:
+        # a small level: the CPU's anyway, no note, nothing recorded by the side
+        assert _gpu_levels(side, pol, 1, 20) == (None, None) and not pol.steps
+        # a hot level (est. cpu 20 s) with ~100 s of load to go: the CPU, said and recorded
+        gl, note = _gpu_levels(side, pol, 1_800_000, 1_000_000_000)
+        assert gl is None and "the GPU is loading" in note["handoff"]
+        assert [s.device for s in pol.steps] == ["cpu"] and pol.state_on == "cpu"
+        # the same level once the load's rest is short: waits for it and takes the GPU side
+        side.est = 0.0
+        threading.Timer(0.2, gate.set).start()
+        gl, note = _gpu_levels(side, pol, 1_800_000, 1_000_000_000)
+        assert gl == "levels" and note is None and side.ld.ready()
+    finally:
+        gate.set()
+        side.close()
+
+
+def test_hybrid_bfs_stays_on_the_cpu_when_the_load_fails():
+    from graphene_py.algos.bfs import _gpu_levels
+
+    def load(check):
+        raise MemoryError("out of GPU memory\nsecond line")
+
+    side = _loading_side(load, est=0.0)
+    pol = OffloadPolicy(num_vertices=N, resident=True)
+    side.ld.wait(10)
+    assert _gpu_levels(side, pol, 1_800_000, 1_000_000_000) == (None, None)
+    assert side.error == "out of GPU memory" and not pol.resident
+    assert pol.decide(1_800_000, 1_000_000_000) == "cpu"       # every later level too
+    assert side.get() is None

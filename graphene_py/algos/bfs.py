@@ -39,6 +39,7 @@ reached vertex's parent must be reached one level above and hold an edge to it.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import click
@@ -234,9 +235,10 @@ def _edges_of(deg, diff, q):
 
 
 def _hybrid(graph, device, policy=None, gpu_mem=None):
-    """((BfsLevels, policy) or None, note): the hybrid's parts for device="auto" when the GPU can
-    hold the dataset; otherwise None and why not. `policy`: anything with OffloadPolicy's
-    decide(frontier_size, frontier_edges) -> "cpu"|"gpu" and summary() (tests force schedules)."""
+    """((GpuLevels, policy) or None, note): the hybrid's parts for device="auto" when a GPU is
+    usable; otherwise None and why not. `policy`: anything with OffloadPolicy's
+    decide(frontier_size, frontier_edges) -> "cpu"|"gpu" and summary() (tests force schedules;
+    a forced schedule waits for the load at its first level)."""
     if device != "auto":
         return None, ""
     from .registry import gpu_available
@@ -244,17 +246,98 @@ def _hybrid(graph, device, policy=None, gpu_mem=None):
     if not ok:
         return None, f"no GPU ({why})"
     from ..gpu import OffloadPolicy
-    from ..gpu.algorithms import BfsLevels
-    from ..gpu.device_graph import GpuMemoryError
-    from ..gpu.resident import device_graph
-    try:
-        dg = device_graph(graph, gpu_mem)
-    except GpuMemoryError as e:   # does not fit: the whole run stays on the SSD path
-        return None, f"dataset does not fit in GPU memory ({e})"
+    side = GpuLevels(graph, gpu_mem, wait=policy is not None)
     if policy is None:
         policy = OffloadPolicy(num_vertices=graph.num_vertices, resident=True, mode="auto",
                                state_bytes_per_vertex=12)
-    return (BfsLevels(dg), policy), "hybrid CPU/GPU"
+    return (side, policy), "hybrid CPU/GPU"
+
+
+def _gpu_levels(side, pol, size, edges):
+    """(BfsLevels or None, note) before a CPU-held level while the GPU side may still be loading:
+    the BfsLevels when loaded (or worth the wait: GpuLevels.get); else None with the level's note
+    for a level the policy would rather run on the GPU (it runs on the CPU meanwhile, recorded as
+    such), or None, None where the policy picks the CPU anyway."""
+    from ..gpu.policy import OffloadPolicy, step_costs
+    if not isinstance(pol, OffloadPolicy):          # a forced schedule: the load first
+        return side.get(), None
+    cpu_s, gpu_s = step_costs(edges, pol.state_bytes_per_vertex * pol.num_vertices,
+                              pol.state_on, **pol.rates)
+    if gpu_s >= cpu_s:
+        return None, None
+    gl = side.get(cpu_s, gpu_s)
+    if side.error is not None:
+        pol.resident = False             # the load failed: every level stays on the CPU
+    if gl is not None or side.error is not None:
+        return gl, None
+    why = (f"the GPU is loading ({side.ld.elapsed():.1f} s so far, est. {side.left():.1f} s "
+           f"left; this level est. cpu {cpu_s:.3f} s vs gpu {gpu_s:.3f} s)")
+    pol.note(size, edges, "cpu", why)
+    return None, {"handoff": why}
+
+
+class GpuLevels:
+    """The hybrid's GPU side: the dataset loaded into GPU memory by a thread of its own
+    (gpu/handoff.py BackgroundLoad), begun before the CPU path opens its EdgeMap, and its
+    BfsLevels once loaded. So the CPU's set-up and its first, small levels run while the GPU
+    loads, instead of after the load, and a run whose source reaches little ends on the CPU
+    without waiting for it (the load is stopped). `graphene run --device auto` runs a BFS
+    hybrid only where the dataset is in GPU memory already (registry._plan_auto): from a fresh
+    process the load beside the CPU's set-up lost to the plain GPU run at Kronecker scale 24
+    (BENCHMARKS.md). `get(cpu_s, gpu_s)` before a level that the policy would rather run on the GPU: the
+    BfsLevels once loaded; while loading, waits when the load's estimated rest plus the GPU's
+    level is below the CPU's estimate for the level, else None (the level runs on the CPU).
+    `close()` stops a load the run no longer needs and joins its thread."""
+
+    def __init__(self, graph, gpu_mem, wait=False):
+        from ..gpu.handoff import BackgroundLoad
+        from ..gpu.policy import GPU_START_S, GPU_STARTED_S
+        from ..gpu.resident import device_graph, is_resident
+        from ..gpu.streamed import resident_load_bps, resident_setup_seconds
+        from ..gpu import _module
+        self.wait_always = bool(wait)
+        self.error = None
+        self.levels = None
+        if is_resident(graph, gpu_mem):
+            self.est = 0.0
+        else:
+            gbytes = int(graph.num_edges) * int(graph.id_width) * (
+                2 if graph.directed and graph.in_partitions is not None else 1)
+            self.est = ((GPU_STARTED_S if _module.started() else GPU_START_S)
+                        + resident_setup_seconds(graph) + gbytes / resident_load_bps(graph))
+        self.ld = BackgroundLoad(lambda check: device_graph(graph, gpu_mem, check),
+                                 what="the dataset")
+
+    def left(self) -> float:
+        """Estimated seconds until the load is done (0 once it is)."""
+        if self.ld.ready():
+            return 0.0
+        return max(self.est - self.ld.elapsed(), 0.1 * self.est)
+
+    def get(self, cpu_s: float = math.inf, gpu_s: float = 0.0):
+        """The BfsLevels, waiting for the load where that pays (see the class); None: not (yet)."""
+        if self.error is not None:
+            return None
+        if not self.ld.ready():
+            if not self.wait_always and self.left() + gpu_s >= cpu_s:
+                return None
+            self.ld.wait()
+        if self.ld.error is not None:
+            e = self.ld.error
+            self.error = (str(e).splitlines() or [type(e).__name__])[0][:200]
+            return None
+        if self.levels is None:
+            from ..gpu.algorithms import BfsLevels
+            self.levels = BfsLevels(self.ld.value)
+        return self.levels
+
+    @property
+    def seconds(self):
+        return self.ld.seconds
+
+    def close(self):
+        if not self.ld.ready():
+            self.ld.cancel_and_join()
 
 
 @njit(cache=True, nogil=True)
@@ -365,8 +448,9 @@ class Levels:
             self.unvisited_edges = None       # (the bytes alone decide from here)
             self.mask_upto = -1               # the GPU's levels are not in the queue
 
-    def step(self, depth=None) -> dict:
-        """One level: the next is queued behind this one; depth, when given, gets its levels."""
+    def step(self, depth=None, note=None) -> dict:
+        """One level: the next is queued behind this one; depth, when given, gets its levels.
+        note: fields added to the level's stats before they are reported."""
         em, q, up = self.em, self.q, self.up
         self.tail[0] = self.fs + self.size        # the next level goes behind this one
         state = (self.visited, self.front, self.parent, q, self.tail, self.cur)
@@ -390,6 +474,8 @@ class Levels:
         st["level"] = self.level
         st["found"] = size
         st["device"] = "cpu"
+        if note:
+            st.update(note)
         self.steps.append(st)
         if self.progress is not None:
             self.progress(st)
@@ -465,6 +551,7 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
     track("queue", q)
     track("level bitmaps", front, visited)
     depth = None                    # the hybrid's: the GPU's levels read and write depths
+    gl = None                       # ... and its BfsLevels, once loaded
     if hyb is not None:
         depth = track("depth", np.full(n, -1, dtype=np.int32))
         depth[src] = 0
@@ -489,9 +576,18 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
             starts = lv.starts
         while lv is not None and lv.size > 0:
             if hyb is not None:
-                gl, pol = hyb
+                side, pol = hyb
                 ef = gl.ef if on == "gpu" else int(_edges_of(lv.deg_out, lv.d_out, lv.frontier))
+                if gl is None:
+                    gl, note = _gpu_levels(side, pol, lv.size, ef)
+                    if gl is None and note is not None:     # the GPU is still loading
+                        lv.step(depth, note=note)
+                        continue
                 if pol.decide(lv.size, ef) == "gpu":
+                    gl = gl or side.get()
+                    if gl is None:                          # its load failed: the CPU goes on
+                        lv.step(depth)
+                        continue
                     if on == "cpu":
                         gl.load(depth, parent, lv.frontier, lv.level)
                         on = "gpu"
@@ -512,8 +608,10 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
                     on = "cpu"
             lv.step(depth)
         if on == "gpu":
-            hyb[0].store(depth, parent)
+            gl.store(depth, parent)
     finally:
+        if hyb is not None:
+            hyb[0].close()
         em.close()
     if depth is None:
         scratch = lv.mask if lv is not None and lv.up else track("depth scratch", np.empty(
@@ -526,6 +624,12 @@ def run(graph, *, device="cpu", in_memory=False, src=None, bottom_up=True, offlo
         summ = hyb[1].summary()
         extra.update(cpu_supersteps=summ["cpu"], gpu_supersteps=summ["gpu"],
                      device_moves=summ["moves"])
+        extra["device"] = ("cpu+gpu" if summ["gpu"] and summ["cpu"] else
+                           "gpu" if summ["gpu"] else "cpu")
+        if hyb[0].seconds is not None:
+            extra["gpu_load_seconds"] = round(hyb[0].seconds, 3)
+        if hyb[0].error is not None:
+            extra["device_note"] = f"hybrid CPU/GPU, the GPU's load failed: {hyb[0].error}"
     return BFSResult(parent=parent, depth=depth, n_reached=n_reached, src=src,
                      levels=int(depth.max()) + 1, supersteps=steps, setup_seconds=setup,
                      seconds=time.perf_counter() - t0, **extra)

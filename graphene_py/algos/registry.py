@@ -204,14 +204,19 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
             if hand:
                 dev, reason = "hybrid", why
     if dev == "cpu":
+        from ..gpu import early
+        early.release_unused()      # the CUDA context begun early (cli.py) is not needed
         return "cpu", reason
     if dev == "hybrid":      # CuPy starts on the load's thread; a GPU not there keeps the CPU
         return "hybrid", reason
     ok, why = gpu_available()
     if not ok:
         return "cpu", f"--device auto: no GPU ({why})"
-    if hybrid and not getattr(mod, "HANDOFF", False):
-        return "hybrid", reason     # (BFS: per level, with the whole dataset loaded first)
+    if hybrid and not getattr(mod, "HANDOFF", False) and resident:
+        return "hybrid", reason     # (BFS: per level, the dataset in GPU memory already)
+    # (a BFS whose dataset must be loaded first runs whole on the GPU: at Kronecker scale 24
+    # on the H200 its hybrid, the load beside the CPU's set-up and first levels, took 1.13-1.27x
+    # the GPU's wall and more than the CPU's: BENCHMARKS.md)
     return "gpu", reason
 
 

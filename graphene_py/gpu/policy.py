@@ -120,6 +120,13 @@ class OffloadPolicy:
         self.state_on = dev
         return dev
 
+    def note(self, frontier_size: int, frontier_edges: int, device: str, reason: str):
+        """Record a superstep the run placed itself (the hybrid BFS while the GPU loads)."""
+        moved = device != self.state_on
+        self.steps.append(Step(len(self.steps), device, int(frontier_size), int(frontier_edges),
+                               moved, reason))
+        self.state_on = device
+
     def summary(self) -> dict:
         """{'cpu': supersteps on CPU, 'gpu': on GPU, 'moves': state transfers, 'steps': [...]}."""
         return {
