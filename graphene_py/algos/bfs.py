@@ -18,8 +18,12 @@ the late levels' scattered single-block reads (-30% bytes at scale 22). Directed
 in-edges stay top-down.
 
 With device="auto" and a usable GPU (graphene_py.gpu, the dataset fits in GPU memory) the run is
-hybrid: before every level the offload policy (gpu/policy.py) estimates the level's cost on each
-device, counting the transfer of the O(|V|) state (depth, parent) when it sits on the other one.
+hybrid: a thread loads the dataset into GPU memory while the CPU path starts (GpuLevels), and
+before every level the offload policy (gpu/policy.py) estimates the level's cost on each
+device, counting the transfer of the O(|V|) state (depth, parent) when it sits on the other one;
+a hot level waits for the load where that is cheaper than running it on the CPU. (`graphene run
+--device auto` plans the whole run first: a dataset not yet in GPU memory goes to the CPU or
+whole to the GPU, algos/registry.py.)
 Small frontiers stay on this SSD path; hot levels run on the GPU (gpu.algorithms.BfsLevels), and the
 state moves only when the device changes. Depths are the same whatever ran where; each superstep's
 stats say its device, and the result counts cpu_supersteps / gpu_supersteps / device_moves.
