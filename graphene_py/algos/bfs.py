@@ -288,10 +288,10 @@ class GpuLevels:
     without waiting for it (the load is stopped). `graphene run --device auto` runs a BFS
     hybrid only where the dataset is in GPU memory already (registry._plan_auto): from a fresh
     process the load beside the CPU's set-up lost to the plain GPU run at Kronecker scale 24
-    (BENCHMARKS.md). `get(cpu_s, gpu_s)` before a level that the policy would rather run on the GPU: the
-    BfsLevels once loaded; while loading, waits when the load's estimated rest plus the GPU's
-    level is below the CPU's estimate for the level, else None (the level runs on the CPU).
-    `close()` stops a load the run no longer needs and joins its thread."""
+    (BENCHMARKS.md). `get(cpu_s, gpu_s)` before a level that the policy would rather run on the
+    GPU: the BfsLevels once loaded; while loading, waits when the load's estimated rest plus the
+    GPU's level is below the CPU's estimate for the level, else None (the level runs on the
+    CPU). `close()` stops a load the run no longer needs and joins its thread."""
 
     def __init__(self, graph, gpu_mem, wait=False):
         from ..gpu.handoff import BackgroundLoad

@@ -215,7 +215,7 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     if hybrid and not getattr(mod, "HANDOFF", False) and resident:
         return "hybrid", reason     # (BFS: per level, the dataset in GPU memory already)
     # (a BFS whose dataset must be loaded first runs whole on the GPU: at Kronecker scale 24
-    # on the H200 its hybrid, the load beside the CPU's set-up and first levels, took 1.13-1.27x
+    # on the H200 its hybrid, the load beside the CPU's set-up and first levels, took 1.13-1.25x
     # the GPU's wall and more than the CPU's: BENCHMARKS.md)
     return "gpu", reason
 
