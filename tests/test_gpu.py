@@ -736,6 +736,26 @@ def test_hybrid_bfs_past_the_gpu_budget_reads_heads(tmp_path, gname, layout):
     assert bfs.verify(g, r) == []
 
 
+def test_auto_planned_for_the_gpu_runs_on_the_cpu_when_the_gpu_cannot_hold_it(tmp_path,
+                                                                             monkeypatch):
+    """`--device auto` whose plan said GPU, under a --gpu-mem too small for the offsets and the
+    state (the plan cannot know the card's memory without CuPy): the GPU's load refuses, the
+    CPU runs it, and the reason says so; `--device gpu` keeps the error."""
+    from graphene_py.algos import bfs, registry
+    from graphene_py.errors import GrapheneError
+    g = _hybrid_dataset(tmp_path, "powerlaw", "sym")
+    src = int(np.flatnonzero(g.degrees("out"))[0])
+    ref = bfs.run(g, src=src, threads=2)
+    monkeypatch.setattr(registry, "_choose", lambda *a, **k: ("gpu", "test: planned the GPU"))
+    r = registry.dispatch("bfs", g, device="auto", src=src, threads=2, gpu_mem="1K")
+    np.testing.assert_array_equal(r.depth, ref.depth)
+    assert r.device == "cpu" and r.device_reason.startswith("test: planned the GPU; the GPU "
+                                                            "could not hold it (")
+    assert all(st["device"] == "cpu" for st in r.supersteps)
+    with pytest.raises(GrapheneError, match="GPU memory"):
+        registry.dispatch("bfs", g, device="gpu", src=src, threads=2, gpu_mem="1K")
+
+
 # -- tiers: edge arrays in pinned host memory, read zero-copy --------------------------------------
 @pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.isolated_ends, G.duplicates],
                          ids=lambda f: f.__name__)

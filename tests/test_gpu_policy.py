@@ -275,3 +275,18 @@ def test_hybrid_bfs_stays_on_the_cpu_when_the_load_fails():
     assert side.error == "out of GPU memory" and not pol.resident
     assert pol.decide(1_800_000, 1_000_000_000) == "cpu"       # every later level too
     assert side.get() is None
+
+
+def test_auto_falls_back_to_the_cpu_only_when_the_gpu_is_short_of_memory():
+    """registry._gpu_short_of_memory: what `--device auto` may run on the CPU instead of
+    failing (the dataset against the GPU budget, or an allocation CuPy could not make), and
+    what it must not hide (any other error)."""
+    from graphene_py.algos.registry import _gpu_short_of_memory
+    from graphene_py.errors import GrapheneError
+    from graphene_py.gpu.device_graph import GpuMemoryError
+    assert _gpu_short_of_memory(GpuMemoryError("kron: needs 3 GiB\nmore")) == "kron: needs 3 GiB"
+    oom = type("OutOfMemoryError", (MemoryError,), {"__module__": "cupy.cuda.memory"})
+    assert _gpu_short_of_memory(oom("out of memory allocating 1 bytes")) is not None
+    assert _gpu_short_of_memory(MemoryError("host")) is None
+    assert _gpu_short_of_memory(GrapheneError("damaged data")) is None
+    assert _gpu_short_of_memory(type("OutOfMemoryError", (Exception,), {})("x")) is None

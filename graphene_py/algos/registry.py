@@ -294,7 +294,6 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     """Run algorithm `name` on `graph` with `options` (algorithm options and runtime options of
     `graphene run`, as keywords). Returns the module's Result."""
     from . import common
-    from .. import jit
     from ..names import resolve_options, vertex_names
     e = entry(name)
     mod = module(name)
@@ -329,23 +328,48 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
             raise GrapheneError(f"--gpu-tier {opts['gpu_tier']}: {name} does not stream its "
                                 f"lists to the GPU yet (these do: {', '.join(streams)}); it runs "
                                 f"resident (--gpu-tier resident)")
-        res = mod.run_gpu(graph, progress=progress, **opts)
+        try:
+            res = mod.run_gpu(graph, progress=progress, **opts)
+        except Exception as e:  # noqa: BLE001 - re-raised unless `auto` can run it on the CPU
+            why = _gpu_short_of_memory(e) if device == "auto" else None
+            if why is None:
+                raise
+            # --device auto planned the GPU, which could not hold the run: the CPU runs it
+            where, reason = "cpu", f"{reason}; the GPU could not hold it ({why}): ran on the CPU"
+            res = _run_cpu(mod, graph, where, opts, progress)
     else:
-        if "numba" in sys.modules:      # (else materialize() installs it, if numba comes in)
-            jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)
-        gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
-        tier = opts.pop("gpu_tier", None)
-        if where == "hybrid":
-            if getattr(mod, "HANDOFF", False) and tier is not None:
-                opts["gpu_tier"] = tier           # the tier of the GPU's part
-            res = mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
-        else:
-            res = mod.run(graph, device="cpu", progress=progress, **opts)
+        res = _run_cpu(mod, graph, where, opts, progress)
     res.set_names(vertex_names(graph))
     if reason is not None:           # --device auto: where the whole run went, and why
         res.device = getattr(res, "device", None) or ("gpu" if where == "gpu" else "cpu")
         res.device_reason = reason
     return res
+
+
+def _run_cpu(mod, graph, where, opts, progress):
+    """The module's CPU run ("cpu") or its hybrid ("hybrid"), from dispatch's options."""
+    from .. import jit
+    opts = dict(opts)
+    if "numba" in sys.modules:      # (else materialize() installs it, if numba comes in)
+        jit.lazy_refresh()        # cached kernels load without numba's registries (jit.py)
+    gpu_mem = opts.pop("gpu_mem", None)        # the GPU budget: only hybrid runs use it here
+    tier = opts.pop("gpu_tier", None)
+    if where == "hybrid":
+        if getattr(mod, "HANDOFF", False) and tier is not None:
+            opts["gpu_tier"] = tier           # the tier of the GPU's part
+        return mod.run(graph, device="auto", progress=progress, gpu_mem=gpu_mem, **opts)
+    return mod.run(graph, device="cpu", progress=progress, **opts)
+
+
+def _gpu_short_of_memory(e):
+    """The first line of e when it says the GPU's memory could not hold a run (the dataset
+    against the budget: GpuMemoryError; an allocation CuPy could not make: its
+    OutOfMemoryError), else None."""
+    from ..gpu.device_graph import GpuMemoryError
+    if isinstance(e, GpuMemoryError) or (type(e).__name__ == "OutOfMemoryError"
+                                         and type(e).__module__.startswith("cupy")):
+        return (str(e).splitlines() or [type(e).__name__])[0][:200]
+    return None
 
 
 #: What the interpreter, numpy, numba and the loaded kernels hold before any graph state (RSS
