@@ -10,6 +10,7 @@ from typing import Optional
 
 from . import startfiles
 from .config import home_dir
+from .errors import DatasetError
 
 
 def _path() -> str:
@@ -17,15 +18,48 @@ def _path() -> str:
 
 
 def load() -> dict:
-    startfiles.note(_path())
+    """The registry ({"datasets": {name: {"path": ...}}, "last": name or None}); empty when
+    there is none yet. One that cannot be read, or is not a registry (hand-edited, damaged), is
+    an error naming the file: never taken for empty, so the next partition cannot overwrite the
+    names it holds."""
+    path = _path()
+    startfiles.note(path)
     try:
-        with open(_path()) as f:
-            reg = json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        reg = {}
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = None
+    except OSError as e:
+        raise DatasetError(f"cannot read the dataset registry {path}: {e.strerror}") from None
+    if text is None:
+        return {"datasets": {}, "last": None}
+    try:
+        reg = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{path}: the dataset registry is not valid JSON ({e}); fix or remove "
+                           f"it (`graphene partition` registers each dataset again)") from None
+    why = _shape_problem(reg)
+    if why:
+        raise DatasetError(f"{path}: not a dataset registry ({why}); fix or remove it "
+                           f"(`graphene partition` registers each dataset again)")
     reg.setdefault("datasets", {})
     reg.setdefault("last", None)
     return reg
+
+
+def _shape_problem(reg) -> str:
+    """What makes a parsed registry unusable, or ''."""
+    if not isinstance(reg, dict):
+        return f"a JSON {type(reg).__name__}, not an object"
+    ds = reg.get("datasets", {})
+    if not isinstance(ds, dict):
+        return '"datasets" is not an object'
+    for name, e in ds.items():
+        if not isinstance(e, dict) or not isinstance(e.get("path"), str):
+            return f'the entry of {name!r} has no "path"'
+    if reg.get("last") is not None and not isinstance(reg["last"], str):
+        return '"last" is not a name'
+    return ""
 
 
 def _save(reg: dict) -> None:

@@ -173,6 +173,22 @@ def container_of(path: str) -> str:
     return p
 
 
+def _ours(entry: str) -> bool:
+    """Whether a name inside a (format 2) container is one this module writes: the pointer and
+    its temporaries, the lock, the recovery log, version folders, half-deleted folders."""
+    return (entry in _KEEP or entry.startswith(CURRENT + ".tmp-") or entry.startswith(".del-")
+            or VERSION_RE.match(entry) is not None)
+
+
+def foreign_entries(container: str) -> list:
+    """The names inside `container` that no dataset wrote (a folder of the user's that happens to
+    bear the dataset's name), sorted; [] for a missing folder, an empty one, or a format-1 dataset
+    (its files lie in the container itself)."""
+    if not os.path.isdir(container) or os.path.exists(os.path.join(container, MANIFEST_NAME)):
+        return []
+    return [e for e in _listdir(container) if not _ours(e)]
+
+
 def exists(container: str) -> bool:
     """Whether a committed dataset (format 1 or 2) lives in this container."""
     return (read_current(container) is not None or
@@ -568,9 +584,27 @@ def remove_dataset(opened: Opened) -> None:
             pass
         fsync_dir(home)
     for c in containers[1:] + containers[:1]:
-        if os.path.isdir(c):
+        if not os.path.isdir(c):
+            continue
+        if opened.version is None or not foreign_entries(c):
             if not _remove_tree(c):
                 raise DatasetError(f"cannot remove {c} (read-only disk?)")
+            continue
+        # files the dataset did not write (put there by hand): only the dataset's own go
+        for e in _listdir(c):
+            if not _ours(e):
+                continue
+            p = os.path.join(c, e)
+            if os.path.isdir(p) and not os.path.islink(p):
+                if not _remove_tree(p):
+                    raise DatasetError(f"cannot remove {p} (read-only disk?)")
+            else:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+                except OSError as err:
+                    raise DatasetError(f"cannot remove {p}: {err.strerror}") from None
 
 
 def errno_name(e: OSError) -> str:

@@ -237,3 +237,69 @@ def test_no_default_after_the_latest_dataset_is_removed(disks, edge_file):
     assert code == 1 and "removed" in err and "--graph" in err and "graphene list" in err
     assert "none partitioned yet" not in err
     assert run("run", "bfs", "--graph", "first")[0] == 0
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_partition_refuses_a_folder_of_the_users_that_bears_the_name(disks, edge_file, force):
+    """A folder named like the dataset that holds files no dataset wrote (the user's own) is
+    refused, with --force too (that replaces datasets only): nothing is written into it, not
+    even a lock, and the other disk gets nothing either."""
+    path, g = edge_file
+    mine = os.path.join(disks[1], "mine")
+    os.makedirs(os.path.join(mine, "sub"))
+    with open(os.path.join(mine, "notes.txt"), "w") as f:
+        f.write("precious\n")
+    code, out, err = run("partition", path, "--disks", disks[0], disks[1], "--name", "mine",
+                         "-q", *(["--force"] if force else []))
+    assert code == 1 and "Error:" in err and "Traceback" not in err
+    assert mine in err and "notes.txt" in err and "not a graphene dataset" in err
+    assert sorted(os.listdir(mine)) == ["notes.txt", "sub"]
+    assert open(os.path.join(mine, "notes.txt")).read() == "precious\n"
+    assert not os.path.exists(os.path.join(disks[0], "mine"))
+    # an empty folder of that name is fine
+    os.mkdir(os.path.join(disks[0], "empty"))
+    assert run("partition", path, "--disks", disks[0], "--name", "empty", "-q")[0] == 0
+    assert Graph.open("empty").num_edges > 0
+
+
+def test_rm_leaves_files_that_the_dataset_did_not_write(disks, edge_file):
+    """Files put into a dataset's folders by hand after it was made survive `graphene rm`, which
+    deletes the dataset's own (its versions, pointer, lock, log); a folder left empty goes."""
+    path, g = edge_file
+    assert run("partition", path, "--disks", disks[0], disks[1], "--name", "kept", "-q")[0] == 0
+    added = os.path.join(disks[1], "kept", "notes.txt")
+    with open(added, "w") as f:
+        f.write("precious\n")
+    code, out, err = run("rm", "-y", "kept")
+    assert code == 0, err
+    assert os.listdir(os.path.join(disks[1], "kept")) == ["notes.txt"]
+    assert open(added).read() == "precious\n"
+    assert not os.path.exists(os.path.join(disks[0], "kept"))
+    code, out, err = run("run", "bfs", "--graph", "kept")
+    assert code == 1 and "Error:" in err
+
+
+@pytest.mark.parametrize("text, says", [
+    ("{broken", "not valid JSON"),
+    ("[]", "not a dataset registry (a JSON list"),
+    ('{"datasets": 5}', '"datasets" is not an object'),
+    ('{"datasets": {"x": 3}}', "the entry of 'x'"),
+])
+def test_a_damaged_registry_is_an_error_and_is_never_overwritten(disks, edge_file, text, says):
+    """A registry.json that is not valid JSON, or not a registry, is refused by name (exit 1,
+    no traceback) by every command that reads it, and a partition (even --force) leaves it
+    as it was, writing no dataset; a dataset opened by its path still runs."""
+    path, g = edge_file
+    assert run("partition", path, "--disks", disks[0], "--name", "before", "-q")[0] == 0
+    reg = os.path.join(os.environ["GRAPHENE_HOME"], "registry.json")
+    with open(reg, "w") as f:
+        f.write(text)
+    for args in (("list",), ("run", "bfs", "--graph", "before"),
+                 ("partition", path, "--disks", disks[1], "--name", "after", "-q"),
+                 ("partition", path, "--disks", disks[1], "--name", "after", "-q", "--force")):
+        code, out, err = run(*args)
+        assert code == 1 and says in err and reg in err and "Traceback" not in err, (args, err)
+    assert open(reg).read() == text
+    assert not os.path.exists(os.path.join(disks[1], "after"))
+    code, out, err = run("run", "bfs", "--graph", os.path.join(disks[0], "before"), "--src", 1)
+    assert code == 0, err

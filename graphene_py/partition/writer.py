@@ -181,9 +181,12 @@ class DatasetWriter:
         self.name = check_name(name)
         self.force = force
         self.register = register
-        self.recovered = recover(self.disks, self.name)
         self.containers = [dataset_dir(d, self.name) for d in self.disks]
         self.home = self.containers[0]
+        self._check_foreign()           # before recovery writes anything there (its lock)
+        if register:
+            registry.load()             # a damaged registry is refused before anything is written
+        self.recovered = recover(self.disks, self.name)
         self._check_free()
         self.uuid = str(uuidlib.uuid4())
         self.version = f"v{self._next_gen():06d}-{uuidlib.uuid4().hex[:8]}"
@@ -207,6 +210,18 @@ class DatasetWriter:
             if e.errno == errno.ENOSPC:
                 raise disk_full_error(d, e) from None
             raise GrapheneError(f"cannot create a build folder on {d}: {e.strerror}") from None
+
+    def _check_foreign(self) -> None:
+        """A folder of the dataset's name holding files no dataset wrote is refused, even with
+        force: a dataset there would share it with them (and `graphene rm` leaves them)."""
+        for c in self.containers:
+            other = store.foreign_entries(c)
+            if other:
+                shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3
+                                                 else "")
+                raise GrapheneError(f"{c} exists and holds files that are not a graphene "
+                                    f"dataset's ({shown}); choose another --name or disk folder "
+                                    f"(--force replaces only a dataset)")
 
     def _check_free(self) -> None:
         """The name is free on these disks and in the registry, or force is given."""
