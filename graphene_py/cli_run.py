@@ -59,7 +59,7 @@ def _parse_gpu_bytes(text):
 #: --memory (auto, none or a size) and --gpu-mem (a size): refused before any work
 _memory_size = size_option(_parse_size, ("auto", "none"),
                            "auto, none or a size of at least 1M (e.g. 4G, 512M)")
-_gpu_mem = size_option(_parse_gpu_bytes, what="a size (e.g. 2G, 512M)")
+_gpu_mem = size_option(_parse_gpu_bytes, what="a size above 0 (e.g. 2G, 512M)")
 
 
 _RUNTIME = [
@@ -224,6 +224,9 @@ def _run(name, mod, kw):
         runtime["direct"] = False
     runtime["check"] = kw.pop("check")
     runtime["gpu_mem"] = kw.pop("gpu_mem")
+    if runtime["gpu_mem"] is not None and device == "cpu":
+        raise click.UsageError(f"--gpu-mem {runtime['gpu_mem']} is for GPU runs (add --device "
+                               f"gpu or auto)")
     tier = kw.pop("gpu_tier")
     if tier != "auto":
         if device == "cpu":
@@ -435,7 +438,7 @@ def _run(name, mod, kw):
         _say(f"wrote {type(res).__name__}'s {res.MAIN} to {path} while it ran", quiet_lines)
     elif output:
         path = res.save(output)
-        what = (f"{res.MAIN or 'the main array'}" if path.lower().endswith(".npy") else
+        what = (f"{res.main_name() or 'the main array'}" if path.lower().endswith(".npy") else
                 ", ".join(res.arrays()))
         _say(f"saved {type(res).__name__} ({what}) to {path}", quiet_lines)
     if timeline:

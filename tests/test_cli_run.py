@@ -202,3 +202,29 @@ def test_the_console_entry_runs_atexit_handlers_before_it_leaves(tmp_path):
     r = _entry(tmp_path, code=code)
     assert r.returncode == 1 and r.stdout == "out\n" and "a message" in r.stderr
     assert marker.read_text() == "x"
+
+
+def test_the_save_line_names_the_array_the_npy_holds(ds, tmp_path):
+    """`-o x.npy` writes the main array the run made: k-core's core numbers, or with
+    --membership-only its `in_k_core` (bool), and the line saying so names that array."""
+    g, G = ds
+    out = tmp_path / "km.npy"
+    r = run("kcore", "--graph", "pl", "--k", "3", "--membership-only", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert f"saved KCoreResult (in_k_core) to {out}" in r.output
+    assert np.load(out).dtype == np.bool_
+    r = run("kcore", "--graph", "pl", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert f"saved KCoreResult (core_number) to {out}" in r.output
+    assert np.load(out).dtype.kind == "i"
+
+
+@pytest.mark.parametrize("opt", [["--gpu-mem", "2G"], ["--gpu-tier", "stream-ssd"]])
+def test_gpu_options_without_a_gpu_device_are_usage_errors(ds, opt):
+    """--gpu-mem and --gpu-tier on a CPU run (the default --device) say what they need, as a
+    usage error (exit 2), before any work; a size of 0 is named as such."""
+    r = run("pagerank", "--graph", "pl", *opt)
+    assert r.exit_code == 2 and "is for GPU runs" in r.output and opt[1] in r.output
+    assert "Trial" not in r.output
+    r = run("pagerank", "--graph", "pl", "--device", "auto", "--gpu-mem", "0")
+    assert r.exit_code == 2 and "'0' is not a size above 0" in r.output

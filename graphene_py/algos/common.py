@@ -120,11 +120,17 @@ class Result:
                 out[k] = _jsonable(list(v))
         return out
 
-    def main_array(self):
+    def main_name(self):
+        """The name of the array `--output NAME.npy` writes: MAIN when the run made it, else
+        the first array it did make (k-core's `in_k_core` with --membership-only), or None."""
         arrs = self.arrays()
         if self.MAIN and self.MAIN in arrs:
-            return arrs[self.MAIN]
-        return next(iter(arrs.values()), None)
+            return self.MAIN
+        return next(iter(arrs), None)
+
+    def main_array(self):
+        name = self.main_name()
+        return None if name is None else self.arrays()[name]
 
     def totals(self) -> dict:
         t = {k: 0 for k in SUM_KEYS}
