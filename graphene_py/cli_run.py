@@ -290,6 +290,14 @@ def _run(name, mod, kw):
     if precheck is not None:        # what the algorithm refuses, before any setup line
         precheck(graph, algo_opts)
     small_run = small.eligible(name, graph, run_on, algo_opts)   # in RAM, numpy: no cache
+    unused_io = [o for o, given in (
+        ("--io-engine", runtime.get("engine") not in (None, "auto")),
+        ("--memory", memory is not None), ("--in-memory", in_memory),
+        ("--no-direct", runtime.get("direct") is False),
+        ("--queue-depth", runtime.get("queue_depth") is not None),
+        ("--max-gap", runtime.get("max_gap") is not None),
+        ("--max-io", runtime.get("max_io") is not None),
+        ("--buffer-mb", runtime.get("buffer_mb") is not None)) if given] if small_run else []
     auto = memory is None or str(memory).lower() == "auto"
     if memory is not None and str(memory).lower() == "none" and \
             registry.entry(name).keep_cache and algo_opts.get("keep_edges") is None:
@@ -339,6 +347,10 @@ def _run(name, mod, kw):
          f"{graph.num_rows}x{graph.num_cols} partitions {where}", quiet_lines)
     if fitted is not None and (fitted["short"] or not quiet):
         click.echo(f"{'warning' if fitted['short'] else 'note'}: {fitted['why']}", err=True)
+    if unused_io and not quiet:     # what the user asked for and this run does not use
+        click.echo(f"note: {', '.join(unused_io)} not used: a graph of at most "
+                   f"{small.limit():,} edges is read whole into RAM and run with numpy, without "
+                   f"the IO engine (GRAPHENE_SMALL_EDGES=0 sends it through the engine)", err=True)
     if mem_plan is not None and mem_plan.get("auto"):
         lists = int(graph.num_edges) * int(getattr(graph, "id_width", 4))     # the out-lists
         of = f" for {lists / 2**20:,.1f} MiB of out-lists"

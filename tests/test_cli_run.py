@@ -228,3 +228,17 @@ def test_gpu_options_without_a_gpu_device_are_usage_errors(ds, opt):
     assert "Trial" not in r.output
     r = run("pagerank", "--graph", "pl", "--device", "auto", "--gpu-mem", "0")
     assert r.exit_code == 2 and "'0' is not a size above 0" in r.output
+
+
+def test_a_small_graph_says_which_io_options_it_does_not_use(ds, monkeypatch):
+    """A graph small enough for the numpy path runs without the IO engine; IO options given
+    for it are named in a note (a run without them gets none)."""
+    monkeypatch.setenv("GRAPHENE_SMALL_EDGES", str(1 << 21))
+    r = run("bfs", "--graph", "pl", "--src", "3", "--io-engine", "pread", "--max-io", "4096")
+    assert r.exit_code == 0, r.output
+    assert "note: --io-engine, --max-io not used: a graph of at most 2,097,152 edges" in r.stderr
+    r = run("bfs", "--graph", "pl", "--src", "3")
+    assert r.exit_code == 0 and "not used" not in r.stderr
+    monkeypatch.setenv("GRAPHENE_SMALL_EDGES", "0")
+    r = run("bfs", "--graph", "pl", "--src", "3", "--io-engine", "pread")
+    assert r.exit_code == 0 and "not used" not in r.stderr
