@@ -325,7 +325,11 @@ def info_cmd(graph, graph_opt, as_json, verify):
         # what recovery did (this open, or an earlier command's: recovery.log), newest last
         log = s.get("recovery_log") or []
         for line in log[-5:]:
-            out.append(f"recovered   {line}")
+            # a version replaced by a later partition (--force) is deleted by the same step:
+            # routine, not a repair
+            label = "cleaned up" if line.endswith("(the replaced previous version)") else \
+                "recovered"
+            out.append(f"{label:<11} {line}")
         click.echo("\n".join(out))
     if verify:
         if problems:

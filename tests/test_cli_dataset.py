@@ -303,3 +303,15 @@ def test_a_damaged_registry_is_an_error_and_is_never_overwritten(disks, edge_fil
     assert not os.path.exists(os.path.join(disks[1], "after"))
     code, out, err = run("run", "bfs", "--graph", os.path.join(disks[0], "before"), "--src", 1)
     assert code == 0, err
+
+
+def test_info_calls_a_replaced_version_cleaned_up_not_recovered(disks, edge_file):
+    """After `partition --force` replaced a dataset, `graphene info` lists the old version's
+    removal as routine cleanup, not as a recovery from damage."""
+    path, g = edge_file
+    assert run("partition", path, "--disks", disks[0], "--name", "twice", "-q")[0] == 0
+    assert run("partition", path, "--disks", disks[0], "--name", "twice", "-q", "--force")[0] == 0
+    code, out, err = run("info", "-g", "twice")
+    assert code == 0, err
+    lines = [ln for ln in out.splitlines() if "replaced previous version" in ln]
+    assert lines and all(ln.startswith("cleaned up ") for ln in lines), out
