@@ -273,6 +273,8 @@ def _run(name, mod, kw):
     # an algorithm that can write its main array straight to a .npy (MS-BFS's depths: 4 bytes per
     # vertex per source) streams into a temporary file beside the output, renamed at the end
     stream = None
+    if output:     # what a killed run writing this output left beside it
+        common.remove_stale_partials(output)
     if output and str(output).lower().endswith(".npy") and \
             "output" in inspect.signature(mod.run).parameters:
         stream = os.path.join(os.path.dirname(os.path.abspath(output)),

@@ -394,7 +394,10 @@ class Graph:
         per_disk = [0] * len(self.disks)
         seen = set()           # an undirected dataset's in-files are its out-files, linked
         for p, kind, path in self.all_files():
-            st = os.stat(path)
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:      # (`info --verify` names it: check_files)
+                continue
             if (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
                 per_disk[p.disk] += st.st_size

@@ -424,7 +424,11 @@ def bfs_layers(G, sources, *, backend=None, **kw):
 def bfs_edges(G, source, reverse=False, depth_limit=None, sort_neighbors=None, *, backend=None,
               **kw):
     g = _view(G)
-    s = g.id_of(source)
+    import networkx as nx
+    try:
+        s = g.id_of(source)
+    except nx.NodeNotFound:               # NetworkX's bfs_edges says this
+        raise nx.NetworkXError(f"The node {source} is not in the graph.") from None
     depth = _bfs_depth(g, s)
     indptr, indices, _ = g.graph.to_csr("out")
     limit = np.iinfo(np.int64).max if depth_limit is None else int(depth_limit)

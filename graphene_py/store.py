@@ -264,7 +264,19 @@ def _open_once(container: str, recover_files) -> Opened:
         mpath = os.path.join(container, MANIFEST_NAME)
         if not os.path.exists(mpath):
             hint = ""
-            if os.path.isdir(container) and any(VERSION_RE.match(e) for e in _listdir(container)):
+            versions = [e for e in _listdir(container) if VERSION_RE.match(e)] \
+                if os.path.isdir(container) else []
+            for v in versions:
+                m = read_json(os.path.join(container, v, MANIFEST_NAME))
+                other = _named_by_a_hint(m, v) if isinstance(m, dict) else None
+                if other:
+                    raise DatasetError(
+                        f"{container}: its version pointer {CURRENT} is missing, while "
+                        f"{os.path.join(other, CURRENT)} names version {v} of this dataset "
+                        f"(the pointer deleted, or a `graphene rm` cut short); nothing was "
+                        f"deleted. Copy {os.path.join(other, CURRENT)} to {container}/ to "
+                        f"restore it, or `graphene partition ... --force` to replace it")
+            if versions:
                 hint = " (only unfinished builds here: an interrupted partition run; nothing was committed)"
                 if recover_files:
                     _collect_garbage(container, None, [])
@@ -277,6 +289,11 @@ def _open_once(container: str, recover_files) -> Opened:
     version = cur["version"]
     mpath = os.path.join(container, version, MANIFEST_NAME)
     if not os.path.exists(mpath):
+        again = read_current(container)
+        if again is not None and again.get("version") == version:
+            what = "manifest" if os.path.isdir(os.path.dirname(mpath)) else "version folder"
+            raise DatasetError(f"{mpath} is missing: {container}/{CURRENT} names version "
+                               f"{version}, whose {what} is gone (deleted or damaged)")
         raise _Retry(f"{mpath} vanished")
     m = _load_manifest(mpath)
     check_manifest(m, mpath)
@@ -319,9 +336,16 @@ def _open_once(container: str, recover_files) -> Opened:
             if mo is None:
                 raise DatasetError(f"{name}: disk folder {vdir} is missing its manifest "
                                    f"(disk damaged?)")
+            if mo is not m:
+                if not isinstance(mo, dict):
+                    raise DatasetError(f"{other}: corrupt manifest (not a JSON object)")
+                check_manifest(mo, other)        # its own seal: an edit or damage shows
             if mo.get("uuid") != m.get("uuid"):
                 raise DatasetError(f"{name}: manifest on {d} belongs to another dataset "
                                    f"(uuid {mo.get('uuid')} != {m.get('uuid')}): disks swapped?")
+            if mo is not m and mo != m:
+                raise DatasetError(f"{name}: the manifest on {d} ({other}) differs from the "
+                                   f"home disk's ({mpath}): damaged or edited")
         if cur.get("uuid") not in (None, m.get("uuid")):
             raise DatasetError(f"{name}: version pointer {home}/{CURRENT} names dataset "
                                f"{cur.get('uuid')}, its manifest says {m.get('uuid')}")
@@ -355,8 +379,27 @@ def _is_live(vdir: str) -> bool:
         return not os.path.isdir(os.path.dirname(home))   # home disk missing: unknown, keep
     cur = read_current(home)
     if cur is None:
-        return os.path.exists(os.path.join(home, CURRENT))   # damaged pointer: keep everything
+        if os.path.exists(os.path.join(home, CURRENT)):
+            return True                                     # damaged pointer: keep everything
+        # no home pointer: committed all the same if another disk's pointer names it (the home
+        # pointer lost, or a removal cut short): kept, never deleted by a command that reads
+        return _named_by_a_hint(m, os.path.basename(vdir))
     return cur["version"] == os.path.basename(vdir)
+
+
+def _named_by_a_hint(m: dict, version: str) -> Optional[str]:
+    """The container, other than the home one, whose CURRENT names `version` of the dataset of
+    manifest m, or None."""
+    try:
+        name, disks = m["name"], list(m["disks"])
+    except (KeyError, TypeError):
+        return None
+    for d in disks[1:]:
+        c = dataset_dir(d, name)
+        cur = read_current(c)
+        if cur is not None and cur.get("version") == version:
+            return c
+    return None
 
 
 def _remove_tree(path: str) -> bool:

@@ -135,3 +135,22 @@ def test_a_misspelt_keyword_is_a_type_error_at_the_call(tmp_path):
             assert gp.bfs(g, src=5, threads=2).src == 5
         finally:
             os.environ["GRAPHENE_SMALL_EDGES"] = "0"
+
+
+def test_a_graph_may_be_given_by_name_or_folder_and_one_disk_by_itself(tmp_path):
+    """gp.bfs("name") and gp.bfs(folder) open the dataset, as --graph does; anything that is
+    not a graph is a TypeError saying what is wanted; gp.partition(input, "folder") takes the
+    folder as one disk (not a list of its letters)."""
+    el = tmp_path / "g.el"
+    el.write_text("0 1\n1 2\n2 3\n")
+    disk = _disks(tmp_path, 1)[0]
+    g = gp.partition(str(el), disk, name="byname", quiet=True)
+    assert g.disks == [disk]
+    want = gp.bfs(g, src=0).depth.tolist()
+    assert gp.bfs("byname", src=0).depth.tolist() == want == [0, 1, 2, 3]
+    assert gp.bfs(g.path, src=0).depth.tolist() == want
+    for bad in (None, 3):
+        with pytest.raises(TypeError, match="needs a graph"):
+            gp.bfs(bad, src=0)
+    with pytest.raises(gp.DatasetError, match="no dataset named or at 'nope'"):
+        gp.bfs("nope", src=0)

@@ -315,3 +315,16 @@ def test_info_calls_a_replaced_version_cleaned_up_not_recovered(disks, edge_file
     assert code == 0, err
     lines = [ln for ln in out.splitlines() if "replaced previous version" in ln]
     assert lines and all(ln.startswith("cleaned up ") for ln in lines), out
+
+
+def test_info_verify_names_a_missing_file(disks, edge_file):
+    """`graphene info --verify` on a dataset with a data file deleted: a problem line naming
+    the missing file and its disk, exit 1, no raw OS error."""
+    path, g = edge_file
+    assert run("partition", path, "--disks", disks[0], "--name", "gone", "-q")[0] == 0
+    G = Graph.open("gone")
+    victim = next(p for _, kind, p in G.all_files() if p.endswith(".adj"))
+    G.close()
+    os.unlink(victim)
+    code, out, err = run("info", "-g", "gone", "--verify")
+    assert code == 1 and f"missing file {victim}" in err and "Errno" not in err, err

@@ -242,3 +242,23 @@ def test_a_small_graph_says_which_io_options_it_does_not_use(ds, monkeypatch):
     monkeypatch.setenv("GRAPHENE_SMALL_EDGES", "0")
     r = run("bfs", "--graph", "pl", "--src", "3", "--io-engine", "pread")
     assert r.exit_code == 0 and "not used" not in r.stderr
+
+
+def test_a_killed_runs_temporary_output_is_removed_by_the_next_run(ds, tmp_path):
+    """The temporary files a run writing `-o X` leaves when it is killed (`.X.PID.partial.npy`,
+    `.X.PID.*.tmp`) go at the next run writing X once their process is gone; a live process's
+    stay."""
+    import subprocess
+    import sys
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    out = tmp_path / "ap.npy"
+    left = [tmp_path / f".ap.npy.{dead}.partial.npy", tmp_path / f".ap.npy.{dead}.x1y2.tmp"]
+    live = tmp_path / f".ap.npy.{os.getppid()}.partial.npy"
+    other = tmp_path / f".other.npy.{dead}.partial.npy"
+    for p in left + [live, other]:
+        p.write_bytes(b"\\0" * 4096)
+    r = run("apsp", "--graph", "pl", "--sources", "1,2", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert not any(p.exists() for p in left)
+    assert live.exists() and other.exists() and np.load(out).shape[0] == 2

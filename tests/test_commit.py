@@ -90,6 +90,58 @@ def test_edited_manifest_is_detected(tmp_path):
         Graph.open("x")
 
 
+def test_edited_manifest_on_another_disk_is_detected(tmp_path):
+    """Every disk's copy of the manifest is checked against its own seal and against the home
+    disk's, not only the home disk's copy."""
+    g = graphs.uniform()
+    disks = make_disks(tmp_path, 2)
+    G = partition_arrays(g.src, g.dst, disks=disks, name="x", rows=2, cols=2)
+    mp = os.path.join(G.dirs[1], "manifest.json")
+    text = open(mp).read()
+    G.close()
+    open(mp, "w").write(text.replace(f'"num_edges": {G.num_edges}',
+                                     f'"num_edges": {G.num_edges + 1}'))
+    with pytest.raises(DatasetError, match="manifest checksum mismatch"):
+        Graph.open("x")
+    # a copy resealed after the edit still differs from the home disk's
+    m = json.loads(open(mp).read())
+    open(mp, "w").write(json.dumps(store.seal({k: v for k, v in m.items()
+                                               if k != "manifest_crc"}), indent=1))
+    with pytest.raises(DatasetError, match="differs from the home disk's"):
+        Graph.open("x")
+
+
+def test_a_lost_home_pointer_deletes_nothing(tmp_path):
+    """The home disk's CURRENT deleted by hand while another disk's pointer still names the
+    committed version: every command that reads says so and deletes nothing (the version was
+    committed: it is not an unfinished build); copying the other pointer back restores it."""
+    g = graphs.uniform()
+    disks = make_disks(tmp_path, 2)
+    G = partition_arrays(g.src, g.dst, disks=disks, name="x", rows=2, cols=2)
+    want, version = edges_of(G), G.version
+    G.close()
+    home_cur = os.path.join(disks[0], "x", "CURRENT")
+    os.unlink(home_cur)
+    for _ in range(2):
+        with pytest.raises(DatasetError, match="names version .* nothing was deleted"):
+            Graph.open("x")
+    assert versions(disks[0]) == [version] and versions(disks[1]) == [version]
+    shutil.copyfile(os.path.join(disks[1], "x", "CURRENT"), home_cur)
+    assert edges_of(Graph.open("x")) == want
+
+
+def test_a_missing_manifest_under_a_pointer_is_damage(tmp_path):
+    """A version folder whose manifest was deleted, the pointer unchanged, is reported as such
+    (not as a dataset that kept changing while it was opened)."""
+    g = graphs.uniform()
+    disks = make_disks(tmp_path, 1)
+    G = partition_arrays(g.src, g.dst, disks=disks, name="x", rows=1, cols=1)
+    os.unlink(os.path.join(G.dirs[0], "manifest.json"))
+    G.close()
+    with pytest.raises(DatasetError, match="manifest is gone"):
+        Graph.open("x")
+
+
 # The commit window, step by step: before the pointer the old dataset is the one, after it the new.
 @pytest.mark.parametrize("fault,which", [
     ("manifests-written", "old"), ("before-pointer", "old"), ("after-pointer", "new"),

@@ -145,3 +145,18 @@ def test_relabelled_dataset_keys_are_original_ids(tmp_path):
     assert dict(cn) == {7: 2, 42: 2, 1000000: 2}
     assert dict(nx.single_source_shortest_path_length(G, 1000000)) == {1000000: 0, 7: 1, 42: 1}
     assert np.isclose(sum(nx.pagerank(G).values()), 1.0)
+
+
+def test_bfs_edges_errors_and_tree_as_networkx():
+    """bfs_edges from a node not in the graph raises NetworkX's own NetworkXError; on a random
+    graph its tree has NetworkX's depths and every edge is one of the graph's (the parent may
+    differ where a vertex has several one level up)."""
+    G = nx.gnm_random_graph(300, 900, seed=3)
+    with pytest.raises(nx.NetworkXError, match="The node 999 is not in the graph"):
+        list(nx.bfs_edges(G, 999, backend="graphene"))
+    ours = list(nx.bfs_edges(G, 0, backend="graphene"))
+    theirs = list(nx.bfs_edges(G, 0))
+    assert len(ours) == len(theirs) and all(G.has_edge(u, v) for u, v in ours)
+    depth = nx.single_source_shortest_path_length(G, 0)
+    assert all(depth[v] == depth[u] + 1 for u, v in ours)
+    assert {v for _, v in ours} == {v for _, v in theirs}

@@ -307,11 +307,39 @@ def _umask() -> int:
     return mask
 
 
+def remove_stale_partials(path: str) -> list:
+    """Delete the temporary files beside `path` that a run writing it left when it was killed
+    (`.NAME.PID.*.tmp` of _atomic_write, `.NAME.PID.partial.npy` of a streamed output) and whose
+    process is gone; returns their paths. A live process's (PID in use) are left alone."""
+    from ..store import _pid_alive
+    folder, base = os.path.split(os.path.abspath(str(path)))
+    pre = "." + base + "."
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    gone = []
+    for e in names:
+        if not e.startswith(pre) or not e.endswith((".tmp", ".partial.npy")):
+            continue
+        pid = e[len(pre):].split(".", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            try:
+                os.unlink(os.path.join(folder, e))
+                gone.append(os.path.join(folder, e))
+            except OSError:
+                pass
+    return gone
+
+
 def _atomic_write(path: str, write):
-    """write(binary file) into a temporary file beside `path`, fsync, rename over `path`; the
-    temporary file is removed if anything fails (including Ctrl-C)."""
+    """write(binary file) into a temporary file beside `path` (named with this process's ID, so
+    that the next writer of `path` can delete it after a kill: remove_stale_partials), fsync,
+    rename over `path`; the temporary file is removed if anything fails (including Ctrl-C)."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    remove_stale_partials(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.{os.getpid()}.", suffix=".tmp",
+                               dir=folder)
     try:
         os.fchmod(fd, 0o666 & ~_umask())     # a user's file, as open() makes it (mkstemp: 0600)
         with os.fdopen(fd, "wb") as f:

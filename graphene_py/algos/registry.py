@@ -21,6 +21,7 @@ CPU — and runs it.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -295,6 +296,13 @@ def dispatch(name: str, graph, *, device: str = "cpu", progress=None, **options)
     `graphene run`, as keywords). Returns the module's Result."""
     from . import common
     from ..names import resolve_options, vertex_names
+    if isinstance(graph, (str, os.PathLike)):      # a dataset's name or folder, as --graph
+        from ..graph import Graph
+        graph = Graph.open(os.fspath(graph))
+    elif not hasattr(graph, "num_vertices"):
+        raise TypeError(f"{name.replace('-', '_')}() needs a graph: a Graph "
+                        f"(graphene_py.Graph.open), a dataset's name or its folder, not "
+                        f"{type(graph).__name__}")
     e = entry(name)
     mod = module(name)
     bad = sorted(set(options) - accepted_options(name, mod))

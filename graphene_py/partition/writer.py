@@ -125,6 +125,8 @@ class PartFile:
 
 def check_disks(disks) -> list:
     """Absolute disk folders; errors (before any work) for missing, non-folder or unwritable ones."""
+    if isinstance(disks, (str, bytes, os.PathLike)):
+        disks = [disks]                 # one folder given as itself, not as a list of one
     if not disks:
         raise GrapheneError("no --disks given (one or more folders to hold the dataset)")
     out = []
