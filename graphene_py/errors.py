@@ -14,7 +14,11 @@ class InputFormatError(GrapheneError):
         msg = f"{loc}: {what}"
         if text is not None:
             t = text if len(text) <= 80 else text[:77] + "..."
-            msg += f" ({t!r})" if not isinstance(text, str) else f" ({t})"
+            if isinstance(t, str) and not t.isprintable():
+                # control bytes (a binary file read as text) shown escaped, not sent to the
+                # terminal as they are
+                t = t.encode("unicode_escape").decode("ascii")
+            msg += f" ({t!r})" if not isinstance(t, str) else f" ({t})"
         super().__init__(msg)
 
 

@@ -328,3 +328,14 @@ def test_info_verify_names_a_missing_file(disks, edge_file):
     os.unlink(victim)
     code, out, err = run("info", "-g", "gone", "--verify")
     assert code == 1 and f"missing file {victim}" in err and "Errno" not in err, err
+
+
+def test_an_input_lines_control_bytes_are_shown_escaped(tmp_path, disks):
+    """A line of control bytes (a binary file read as text) is quoted with its bytes escaped:
+    nothing unprintable reaches the terminal."""
+    p = tmp_path / "garb.el"
+    p.write_bytes(b"0 1\n\x01\x13\x1b[31m 2\n")
+    code, out, err = run("partition", str(p), "--disks", disks[0], "--name", "garb", "-q")
+    assert code == 1 and f"{p}:2:" in err
+    assert all(c.isprintable() or c == "\n" for c in err), repr(err)
+    assert "\\x01\\x13\\x1b[31m 2" in err
