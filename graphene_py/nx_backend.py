@@ -280,6 +280,12 @@ def can_run(name, args, kwargs):
         for k in ("personalization", "nstart", "dangling"):
             if a.get(k) is not None:
                 return f"{k} is not supported"
+        try:
+            alpha = float(a.get("alpha", 0.85))
+        except (TypeError, ValueError):
+            return f"alpha {a.get('alpha')!r} is not a number"
+        if not 0.0 < alpha < 1.0:       # NetworkX iterates with it all the same; graphene refuses
+            return f"alpha {alpha:g} is outside (0, 1)"
         if callable(a.get("weight")):
             return "a callable weight is not supported"
         if isinstance(G, (NxGraph, Graph)):

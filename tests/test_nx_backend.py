@@ -107,6 +107,9 @@ def test_nx_graph_with_labels_converted(tmp_path):
 def test_can_run_refuses_with_reasons():
     H = nx.path_graph(5)
     assert "personalization" in nx_backend.can_run("pagerank", (H,), {"personalization": {0: 1}})
+    # an alpha NetworkX iterates with and graphene refuses: NetworkX's own call
+    assert "alpha 1.5 is outside (0, 1)" in nx_backend.can_run("pagerank", (H,), {"alpha": 1.5})
+    assert nx_backend.can_run("pagerank", (H, 0.5), {}) is True
     W = nx.Graph()
     W.add_edge(0, 1, weight=3.0)
     assert "weighted" in nx_backend.can_run("pagerank", (W,), {})
