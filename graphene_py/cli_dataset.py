@@ -327,8 +327,8 @@ def info_cmd(graph, graph_opt, as_json, verify):
         for line in log[-5:]:
             # a version replaced by a later partition (--force) is deleted by the same step:
             # routine, not a repair
-            label = "cleaned up" if line.endswith("(the replaced previous version)") else \
-                "recovered"
+            from .store import REPLACED
+            label = "cleaned up" if line.endswith(f"({REPLACED})") else "recovered"
             out.append(f"{label:<11} {line}")
         click.echo("\n".join(out))
     if verify:

@@ -53,6 +53,8 @@ VERSION_RE = re.compile(r"^v(?P<gen>\d{6,})-(?P<rand>[0-9a-f]{8})$")
 #: Legacy (format 1) build folders beside the dataset: `.NAME.tmp-PID-RAND`, `.NAME.old-PID-RAND`.
 LEGACY_TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)$")
 _KEEP = {CURRENT, LOCK_NAME, LOG_NAME}
+#: how recovery.log names a version a later partition (--force) replaced (cli info: routine)
+REPLACED = "the replaced previous version"
 
 
 def dataset_dir(disk: str, name: str) -> str:
@@ -383,7 +385,7 @@ def _is_live(vdir: str) -> bool:
             return True                                     # damaged pointer: keep everything
         # no home pointer: committed all the same if another disk's pointer names it (the home
         # pointer lost, or a removal cut short): kept, never deleted by a command that reads
-        return _named_by_a_hint(m, os.path.basename(vdir))
+        return _named_by_a_hint(m, os.path.basename(vdir)) is not None
     return cur["version"] == os.path.basename(vdir)
 
 
@@ -449,7 +451,7 @@ def _collect_garbage(container: str, keep: Optional[str], actions: list) -> None
                 elif newer or keep is None:
                     what = "a complete build that was never committed: its run was interrupted"
                 else:
-                    what = "the replaced previous version"
+                    what = REPLACED
                 actions.append(f"removed {p} ({what})")
         finally:
             unlock([fd])
