@@ -854,6 +854,84 @@ def test_tiers_zero_copy_equal_results(kind):
         np.testing.assert_allclose(results[tier]["pr"], results["gpu"]["pr"], rtol=1e-5, atol=1e-10)
 
 
+def _in_lists(n, indptr, indices):
+    order = np.lexsort((np.repeat(np.arange(n), np.diff(indptr)), indices))
+    t_idx = np.repeat(np.arange(n), np.diff(indptr))[order].astype(np.int32)
+    t_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(indices, minlength=n), out=t_ptr[1:])
+    return t_ptr, t_idx
+
+
+@pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", ["sym", "directed", "in"])
+def test_staged_chunks_give_the_resident_results(gf, kind):
+    """Lists and weights in pinned host memory, chunks of them copied into GPU memory before the
+    SSSP relaxations and k-core peel rounds that read them (gpu/chunks.py): forced copies into
+    a few slots (rounds run in batches of chunks, slots reused), into slots for every chunk, the
+    cost model's choice, and none give
+    the all-resident run's distances and core numbers; the forced runs copied chunks; afterwards
+    the kernels' chunk table is empty and the lists' heads that SSSP freed come back."""
+    import cupy as cp
+    from graphene_py import gpu
+    from graphene_py.gpu import DeviceGraph, _module
+    from graphene_py.gpu import chunks as C
+    from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX
+    tg = gf()
+    indptr, indices, w = to_csr(tg.n, tg.src, tg.dst, tg.weights, symmetrize=(kind == "sym"))
+    n, m = tg.n, len(indices)
+    t_ptr = t_idx = None
+    if kind == "in":
+        t_ptr, t_idx = _in_lists(n, indptr, indices)
+    src = int(np.flatnonzero(np.diff(indptr))[0])
+    ref = DeviceGraph.from_csr(indptr, indices, w, in_indptr=t_ptr, in_indices=t_idx,
+                               symmetric=(kind == "sym"))
+    want_d = gpu.sssp(ref, src, delta=40.0)
+    want_c = gpu.kcore(ref) if kind != "directed" else None
+    vb = (n + 1) * 8 * (2 if kind == "in" else 1) + STATE_BYTES_PER_VERTEX * n
+    shift = 8                                   # 256 entries a chunk: many chunks, hubs across
+    heads_fit = vb + 2 * 4 * n * (2 if kind == "in" else 1) + 64
+    # every array in host memory; with 2 entries of each list as heads; the weights only
+    for budget in (vb + 16, heads_fit, vb + m * 4 + 16):
+        for mode, slots in (("copy", 5), ("copy", 10 ** 6), ("auto", 64), ("auto", None),
+                            ("zero-copy", 64)):
+            dg = DeviceGraph.from_csr(indptr, indices, w, in_indptr=t_ptr, in_indices=t_idx,
+                                      symmetric=(kind == "sym"), gpu_mem=budget, heads=2)
+            hosted = dg.placement["weights"] == "host"     # (a small graph's may all fit)
+            assert hosted or budget == heads_fit
+            h = dg.head("out")[1]
+            if budget == heads_fit and dg.placement["out"] == "host":
+                assert h == 2
+            st = {}
+            sb = None if slots is None else slots * (8 << shift)
+            got = gpu.sssp(dg, src, delta=40.0, stats=st, chunks=mode, slot_bytes=sb,
+                           chunk_shift=shift)
+            np.testing.assert_array_equal(got, want_d, err_msg=(budget, mode, slots))
+            if mode == "copy" and hosted:
+                assert st["chunks_copied"] > 0 and st["chunk_bytes_copied"] > 0
+                assert 0 < st["chunk_slots"] <= C.num_chunks(m, shift)
+            if mode == "copy" and slots == 5 and hosted and gf is G.powerlaw:
+                assert st["chunk_batched_rounds"] > 0       # more chunks read than slots
+            if mode == "zero-copy":
+                assert st.get("chunks_copied", 0) == 0
+            assert dg.head("out")[1] == h          # built again after SSSP freed them
+            if want_c is not None:
+                st = {}
+                core = gpu.kcore(dg, stats=st, chunks=mode, slot_bytes=sb, chunk_shift=shift,
+                                 block_loop=(mode != "copy"))
+                np.testing.assert_array_equal(core, want_c, err_msg=(budget, mode, slots))
+                if mode == "copy" and dg.placement["out"] == "host" and gf is not G.chain:
+                    assert st["chunks_copied"] > 0, st
+            n_stage = np.zeros(1, np.int32)
+            cp.cuda.runtime.memcpy(n_stage.ctypes.data, _module.module().get_global("g_stage_n").ptr,
+                                   4, 2)
+            assert n_stage[0] == 0
+            del dg
+    # a resident run after them reads its own arrays
+    np.testing.assert_array_equal(gpu.sssp(ref, src, delta=40.0), want_d)
+    cp.get_default_memory_pool().free_all_blocks()
+    assert C.MAX_CHUNKS >= C.num_chunks(m, shift)
+
+
 # -- PageRank handed over to the GPU in mid-run (--device auto, gpu/handoff.py) -------------------
 @pytest.mark.parametrize("tier", ["resident", "stream-ssd", "stream-host"])
 @pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])

@@ -54,10 +54,18 @@ def main(argv=None):
     ap.add_argument("--sources", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="tiers.json")
-    ap.add_argument("--algos", nargs="+", default=["bfs", "pr"], choices=["bfs", "pr", "wcc", "kcore"],
-                    help="what to time at each budget (wcc, kcore: the median of --reps calls)")
+    ap.add_argument("--algos", nargs="+", default=["bfs", "pr"],
+                    choices=["bfs", "pr", "wcc", "kcore", "sssp"],
+                    help="what to time at each budget (wcc, kcore, sssp: the median of --reps "
+                         "calls; sssp on the graph with weights 1..255, its budgets' shares of "
+                         "the lists' and weights' bytes)")
+    ap.add_argument("--chunks", nargs="+", default=["auto"], choices=["auto", "zero-copy", "copy"],
+                    help="sssp, kcore: how chunks of arrays in host memory move (gpu/chunks.py), "
+                         "each timed at each budget")
     ap.add_argument("--fractions", type=float, nargs="*", default=[0.5, 0.25],
                     help="shares of the edge arrays kept resident between the two ends")
+    ap.add_argument("--no-resident", action="store_true",
+                    help="leave out the two all-resident budgets")
     a = ap.parse_args(argv)
     import cupy as cp
 
@@ -69,22 +77,27 @@ def main(argv=None):
     n, m = len(ptr) - 1, len(idx)
     print(f"kron{a.scale} ef{a.ef}: n={n:,} m={m:,} built in {time.perf_counter() - t:.1f} s",
           flush=True)
+    weights = None
+    if "sssp" in a.algos:       # GAPBS's weights: uniform integers 1..255
+        weights = np.random.default_rng(2).integers(1, 256, m).astype(np.float32)
+    eb = m * 4 * (2 if weights is not None else 1)       # the edge-sized arrays' bytes
     vb = (n + 1) * 8 + STATE_BYTES_PER_VERTEX * n
-    csr = (n + 1) * 8 + m * 4
+    csr = (n + 1) * 8 + eb
     rng = np.random.default_rng(3)
     deg = np.diff(ptr)
     srcs = rng.choice(np.flatnonzero(deg > 0), a.sources, replace=False)
     rows = []
-    configs = [("resident (no budget)", None),
-               ("resident (budget = CSR + state)", csr + STATE_BYTES_PER_VERTEX * n + 64)]
+    configs = [] if a.no_resident else [
+        ("resident (no budget)", None),
+        ("resident (budget = CSR + state)", csr + STATE_BYTES_PER_VERTEX * n + 64)]
     for f in a.fractions:       # the edges zero-copy, that share of their bytes for list heads
         configs.append((f"heads in {f:.0%} of the edge bytes (budget = offsets + state + {f:.0%})",
-                        vb + int(f * m * 4) + 64))
+                        vb + int(f * eb) + 64))
     configs.append(("zero-copy (budget = offsets + state)", vb + 64))
     for label, budget in configs:
         cp.get_default_memory_pool().free_all_blocks()
         t = time.perf_counter()
-        dg = DeviceGraph.from_csr(ptr, idx, symmetric=True, gpu_mem=budget)
+        dg = DeviceGraph.from_csr(ptr, idx, weights, symmetric=True, gpu_mem=budget)
         load = time.perf_counter() - t
         row = {"config": label, "tier": dg.tier(), "heads": dg.head("out")[1], "gpu_bytes": dg.bytes(),
                "host_bytes": dg.host_bytes(), "load_s": load}
@@ -125,8 +138,17 @@ def main(argv=None):
             row["pr_ms_per_iter"] = med(gpu.pagerank, dg, tol=0.0, max_iter=10) / 10 * 1e3
         if "wcc" in a.algos:
             row["wcc_ms"] = med(gpu.wcc, dg) * 1e3
-        if "kcore" in a.algos:
-            row["kcore_ms"] = med(gpu.kcore, dg) * 1e3
+        for algo in ("kcore", "sssp"):
+            if algo not in a.algos:
+                continue
+            for mode in a.chunks:
+                st = {}
+                fn = gpu.kcore if algo == "kcore" else gpu.sssp
+                args = (dg,) if algo == "kcore" else (dg, int(srcs[0]))
+                key = f"{algo}_ms" + ("" if mode == "auto" else f"_{mode}")
+                row[key] = med(fn, *args, chunks=mode, stats=st) * 1e3
+                row[f"{algo}_chunks_{mode}"] = {k: v for k, v in st.items() if "chunk" in k or
+                                                k.startswith("zero_copy")}
         rows.append(row)
         print(json.dumps(row), flush=True)
         del dg

@@ -397,7 +397,7 @@ def run_gpu(graph, *, src=None, delta=None, gpu_mem=None, progress=None,
         raise GrapheneError(f"{graph.name}: SSSP needs a weighted dataset (partition with --weighted)")
     t0 = time.perf_counter()
     src = pick_source(graph) if src is None else int(src)
-    st: dict = {}
+    st: dict = {"tier": dg.tier()} if dg.tiered else {}   # (mode gpu-mixed, gpu-host)
     dist = A.sssp(dg, src, delta=default_delta(graph) if delta is None else delta, stats=st)
     return SSSPResult(dist=dist, src=src, delta=float(st["delta"]),
                       n_reached=int(np.count_nonzero(np.isfinite(dist))), buckets=st["buckets"],

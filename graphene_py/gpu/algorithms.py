@@ -22,6 +22,7 @@ import numpy as np
 from .. import config
 from ..errors import GrapheneError
 from . import _module
+from .device_graph import STATE_BYTES_PER_VERTEX
 
 BLOCK = 256
 #: Single-block device loop limits: it runs while a level's frontier has at most this many vertices
@@ -732,11 +733,15 @@ def _msbfs_by_bfs(dg, sources, depth, stats):
 # SSSP
 # ------------------------------------------------------------------------------------------------
 @_oom_to_error
-def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = None, init=None):
+def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = None, init=None,
+         chunks: str = "auto", slot_bytes: Optional[int] = None, chunk_shift: Optional[int] = None):
     """dist float64 (np.inf unreached) by delta-stepping. Unweighted graphs use weight 1.
     delta: bucket width (default: 4 x the mean weight). init = (dist, lo): go on from a CPU
     run's distances (float64, inf unreached; src is then not used), every one below lo final:
-    the buckets start at lo (gpu/handoff.py SSSPPart)."""
+    the buckets start at lo (gpu/handoff.py SSSPPart). With lists or weights in pinned host
+    memory, chunks of them that a relaxation round reads densely are copied to GPU memory first
+    (gpu/chunks.py; chunks: "auto", "zero-copy", "copy"; slot_bytes: GPU memory for them,
+    default what the budget leaves with the lists' heads freed: SSSP reads none)."""
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
@@ -777,36 +782,57 @@ def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = No
         bound = float(init[1])
     it = 0
     buckets = 0
-    while True:
-        buckets += 1
-        while L > 0:
-            it += 1
-            ctr.fill(0)
-            kern((_grid(L * 32),), (BLOCK,), (qa, np.int32(L), dg.ptr, dg.idx, w, np.int32(has_w), dist,
-                                             stamp, np.int32(it), np.float64(bound), qb, ctr))
-            L = int(ctr.get()[0])
-            qa, qb = qb, qa
-        lo = bound
-        far = distf[(distf >= lo) & (distf < cp.inf)]
-        if far.size == 0:
-            break
-        mn = float(far.min())
-        bound = (math.floor(mn / delta) + 1) * delta
-        if bound <= mn:
-            bound = math.nextafter(mn, math.inf)
-        q = cp.flatnonzero((distf >= lo) & (distf < bound)).astype(cp.int32)
-        L = int(q.size)
-        qa[:L] = q
+    with _stager(dg, ("out",), True, chunks, slot_bytes, chunk_shift) as stage:
+        while True:
+            buckets += 1
+            while L > 0:
+                it += 1
+                ctr.fill(0)
+                stage.round(qa, L, lambda q, nq: kern(
+                    (_grid(nq * 32),), (BLOCK,), (q, np.int32(nq), dg.ptr, dg.idx, w,
+                                                  np.int32(has_w), dist, stamp, np.int32(it),
+                                                  np.float64(bound), qb, ctr)))
+                L = int(ctr.get()[0])
+                qa, qb = qb, qa
+            lo = bound
+            far = distf[(distf >= lo) & (distf < cp.inf)]
+            if far.size == 0:
+                break
+            mn = float(far.min())
+            bound = (math.floor(mn / delta) + 1) * delta
+            if bound <= mn:
+                bound = math.nextafter(mn, math.inf)
+            q = cp.flatnonzero((distf >= lo) & (distf < bound)).astype(cp.int32)
+            L = int(q.size)
+            qa[:L] = q
+            del q, far
     if stats is not None:
-        stats.update(iterations=it, buckets=buckets, delta=delta)
+        stats.update(iterations=it, buckets=buckets, delta=delta, **stage.summary())
     return distf.get()
+
+
+def _stager(dg, which, weights: bool, mode: str, slot_bytes, shift):
+    """The chunk stager of a run over dg's host-resident arrays among `which` (gpu/chunks.py); one
+    that stages nothing when every array is in GPU memory or mode is "zero-copy". An SSSP run
+    (weights=True) frees the lists' heads first: it reads none."""
+    from . import chunks as C
+    groups = C.groups_of(dg, which, weights=weights) if dg.tiered else []
+    if mode not in C.MODES:
+        raise GrapheneError(f"chunks must be one of {', '.join(C.MODES)}, not {mode!r}")
+    if groups and mode != "zero-copy" and slot_bytes is None:
+        if weights:
+            dg.release_heads()
+        slot_bytes = C.free_bytes(dg, STATE_BYTES_PER_VERTEX * dg.num_vertices)
+    return C.Stager(groups, int(slot_bytes or 0), mode=mode,
+                    shift=C.SHIFT if shift is None else int(shift))
 
 
 # ------------------------------------------------------------------------------------------------
 # k-core
 # ------------------------------------------------------------------------------------------------
 @_oom_to_error
-def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None):
+def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None,
+          chunks: str = "auto", slot_bytes: Optional[int] = None, chunk_shift: Optional[int] = None):
     """core_number int32 of every vertex; degree = out + in on directed graphs (out on symmetric
     ones, where each undirected edge is stored both ways); self-loops ignored. block_loop: a
     queue of at most KCORE_LOOP_VCAP vertices and KCORE_LOOP_ECAP list entries is peeled round
@@ -814,7 +840,10 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None):
     init: (core, k) from a peel done so far (a CPU run handed over, gpu/handoff.py KCorePart):
     core[v] >= 0 the core number of a vertex removed already, -1 for one still there; k the
     level reached (no removed vertex's number above it). The peel goes on from there, each
-    remaining vertex's degree counted over the remaining vertices."""
+    remaining vertex's degree counted over the remaining vertices.
+    chunks, slot_bytes, chunk_shift: as sssp()'s, for the lists' entries past their heads when
+    the lists are in pinned host memory (the grid's peel rounds; the device loop's small queues
+    read over the bus)."""
     cp = _module.cupy()
     mod = _module.module()
     n = dg.num_vertices
@@ -845,14 +874,30 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None):
     has2 = np.int32(1 if len(lists) > 1 else 0)
     head, hk = dg.head("out")                  # lists' heads in GPU memory (zero-copy tiers)
     head2, hk2 = dg.head("in") if has2 else (head, 0)
-    kern = mod.get_function("kcore_peel")
-    k_loop = mod.get_function("kcore_peel_loop")
     qa = cp.empty(n, dtype=cp.int32)
     qb = cp.empty(n, dtype=cp.int32)
     ctr = cp.zeros(2, dtype=cp.int64)       # [0] as int32: the next queue's length; [1] its entries
     st = cp.zeros(8, dtype=cp.int64)
     vcap = KCORE_LOOP_VCAP if block_loop else 0
     remaining = n if init is None else int(cp.count_nonzero(core < 0))
+    stage = _stager(dg, ("out",) if not has2 else ("out", "in"), False, chunks, slot_bytes,
+                    chunk_shift)
+    with stage:
+        loop_rounds, rounds = _kcore_peel(dg, stage, core, deg, k, remaining, vcap, qa, qb, ctr,
+                                          st, head, hk, ptr2, idx2, head2, hk2, has2)
+    if stats is not None:
+        stats.update(rounds=rounds, device_loop_rounds=loop_rounds, max_core=int(core.max()),
+                     **stage.summary())
+    return core.get()
+
+
+def _kcore_peel(dg, stage, core, deg, k, remaining, vcap, qa, qb, ctr, st, head, hk, ptr2, idx2,
+                head2, hk2, has2):
+    """kcore()'s peel, level after level: (device loop rounds, rounds)."""
+    cp = _module.cupy()
+    mod = _module.module()
+    kern = mod.get_function("kcore_peel")
+    k_loop = mod.get_function("kcore_peel_loop")
     rounds = loop_rounds = 0
     while remaining > 0:
         alive = core < 0
@@ -882,13 +927,12 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None):
             rounds += 1
             remaining -= L
             ctr.fill(0)
-            kern((_grid(L * 32),), (BLOCK,), (qa, np.int32(L), dg.ptr, dg.idx, head, np.int32(hk), ptr2,
-                                             idx2, head2, np.int32(hk2), has2, deg, core,
-                                             np.int32(k), qb, ctr, ctr[1:]))
+            stage.round(qa, L, lambda q, nq: kern(
+                (_grid(nq * 32),), (BLOCK,), (q, np.int32(nq), dg.ptr, dg.idx, head, np.int32(hk),
+                                              ptr2, idx2, head2, np.int32(hk2), has2, deg, core,
+                                              np.int32(k), qb, ctr, ctr[1:])), ne)
             h = ctr.get()
             L, ne = int(h[0]), int(h[1])
             qa, qb = qb, qa
         k += 1
-    if stats is not None:
-        stats.update(rounds=rounds, device_loop_rounds=loop_rounds, max_core=int(core.max()))
-    return core.get()
+    return loop_rounds, rounds

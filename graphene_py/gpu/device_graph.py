@@ -73,6 +73,7 @@ class DeviceGraph:
         self.budget = budget
         self._bins = {}
         self.heads = {}                       # "out"/"in" -> (the lists' heads, H): see head()
+        self._released_heads = {}             # "out"/"in" -> H of heads freed (release_heads)
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -247,9 +248,20 @@ class DeviceGraph:
         if which == "in" and self.symmetric:
             which = "out"
         got = self.heads.get(which)
+        if got is None and which in self._released_heads:       # built again when asked for
+            h = self._released_heads.pop(which)
+            p, i = (self.ptr, self.idx) if which == "out" else self.in_csr()
+            got = self.heads[which] = (_heads(p, i, self.num_vertices, h), h)
         if got is not None:
             return got
         return (self.idx if which == "out" else self.in_csr()[1]), 0
+
+    def release_heads(self) -> None:
+        """Free the lists' heads for a run that reads none (SSSP: its memory holds staged chunks
+        instead, gpu/chunks.py); head() builds them again when a later run asks for them."""
+        for k, (_a, h) in self.heads.items():
+            self._released_heads[k] = h
+        self.heads = {}
 
     def out_degree(self):
         return self.ptr[1:] - self.ptr[:-1]

@@ -58,14 +58,71 @@ __device__ __forceinline__ T block_sum(T x) {
 // BFS
 // ------------------------------------------------------------------------------------------------
 
+// Staged chunks (gpu/chunks.py, HyTGraph's explicit transfer): an edge array in pinned host memory
+// is cut into chunks of 2^g_stage_shift entries; a chunk that a superstep's lists cover densely is
+// copied into GPU memory before the kernels run (one copy at the bus's full rate), the others are
+// read over the bus entry by entry (zero-copy). g_stage_base[s] is the s-th array so served (its
+// host pointer, as the kernels get it), g_stage_chunk[s][c] its chunk c's copy in GPU memory, or
+// null. g_stage_n = 0 (no array staged: every resident run) costs one constant-cache read.
+#define STAGE_ARRAYS 4
+#define STAGE_MAXCH 2048
+extern "C" {
+__constant__ int g_stage_n;
+__constant__ int g_stage_shift;
+__constant__ const void *g_stage_base[STAGE_ARRAYS];
+__device__ const void *g_stage_chunk[STAGE_ARRAYS][STAGE_MAXCH];
+}
+
+// a[j] of an edge-sized array, from its chunk's copy in GPU memory when that chunk is staged.
+template <class T>
+__device__ __forceinline__ T staged_at(const T *__restrict__ a, i64 j) {
+  const int ns = g_stage_n;
+  for (int s = 0; s < ns; ++s) {
+    if (g_stage_base[s] == (const void *)a) {
+      const T *c = (const T *)g_stage_chunk[s][j >> g_stage_shift];
+      return c ? c[j & ((1ll << g_stage_shift) - 1)] : a[j];
+    }
+  }
+  return a[j];
+}
+
+// Per chunk of 2^shift list entries: the entries past each list's first H that the queued
+// vertices' lists hold there (edges[c]) and how many of those lists reach it (lists[c]); the
+// stager's cost model reads them (gpu/chunks.py). nch <= STAGE_MAXCH.
+extern "C" __global__ void chunk_load(const i32 *__restrict__ q, i32 len, const i64 *__restrict__ ptr,
+                                      int H, int shift, int nch, u64 *edges, u32 *lists) {
+  __shared__ u64 se[STAGE_MAXCH];
+  __shared__ u32 sl[STAGE_MAXCH];
+  for (int c = threadIdx.x; c < nch; c += blockDim.x) { se[c] = 0; sl[c] = 0; }
+  __syncthreads();
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += stride) {
+    const int u = q[i];
+    const i64 b = ptr[u] + H, e = ptr[u + 1];
+    if (b >= e) continue;
+    for (i64 c = b >> shift; c <= ((e - 1) >> shift); ++c) {
+      const i64 lo = b > (c << shift) ? b : (c << shift);
+      const i64 hi = e < ((c + 1) << shift) ? e : ((c + 1) << shift);
+      atomicAdd(&se[c], (u64)(hi - lo));
+      atomicAdd(&sl[c], 1u);
+    }
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+    if (se[c]) atomicAdd(&edges[c], se[c]);
+    if (sl[c]) atomicAdd(&lists[c], sl[c]);
+  }
+}
+
 // List heads: with the edge arrays in pinned host memory (zero-copy), GPU memory left over holds
 // the first H edges of every list, H per vertex (head[u * H + k] = k-th edge of u; -1 past the
 // list's end). The BFS kernels read an edge there when it is one of the first H of its list (a
-// bottom-up scan mostly stops within them), else over the bus. H = 0: no heads.
+// bottom-up scan mostly stops within them), else from its staged chunk or over the bus. H = 0:
+// no heads.
 __device__ __forceinline__ int edge_at(const i32 *__restrict__ idx, const i32 *__restrict__ head,
                                        int H, i64 u, i64 b, i64 j) {
   const i64 k = j - b;
-  return k < H ? head[u * H + k] : idx[j];
+  return k < H ? head[u * H + k] : staged_at(idx, j);
 }
 
 extern "C" __global__ void edge_heads(const i64 *__restrict__ ptr, const i32 *__restrict__ idx,
@@ -730,8 +787,8 @@ extern "C" __global__ void sssp_relax(const i32 *__restrict__ q, i32 len, const 
     const double du = __longlong_as_double((long long)dist[u]);
     const i64 b = ptr[u], e = ptr[u + 1];
     for (i64 j = b + lane; j < e; j += width) {
-      const int v = idx[j];
-      const double nd = du + (has_w ? (double)w[j] : 1.0);
+      const int v = staged_at(idx, j);
+      const double nd = du + (has_w ? (double)staged_at(w, j) : 1.0);
       const u64 nb = (u64)__double_as_longlong(nd);
       if (nb < dist[v]) {
         const u64 old = atomicMin(&dist[v], nb);

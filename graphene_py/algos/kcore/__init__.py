@@ -78,7 +78,7 @@ def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreR
         raise GrapheneError("--k must be >= 0")
     dg, t_load = timed(graph, gpu_mem)
     t0 = time.perf_counter()
-    st: dict = {}
+    st: dict = {"tier": dg.tier()} if dg.tiered else {}   # (mode gpu-mixed, gpu-host)
     core = A.kcore(dg, stats=st).astype(vertex_dtype(dg.num_vertices), copy=False)
     return KCoreResult(core_number=core, max_core=int(core.max()) if len(core) else 0,
                        k=None if k is None else int(k),
