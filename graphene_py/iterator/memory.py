@@ -190,6 +190,56 @@ def small_pages(arr):
         madvise(lo, size, _MADV_NOHUGEPAGE)
 
 
+#: an adjacency cache at least this large goes into reserved huge pages when enough are free
+CACHE_HUGETLB_MIN = 64 << 20
+
+
+def cache_array(nbytes: int) -> np.ndarray:
+    """Zeroed bytes for the read-through adjacency cache, pages coming on first write: in
+    reserved 2 MB pages (MAP_HUGETLB) when vm.nr_hugepages leaves enough free, else calloc'ed
+    4 KB pages, never transparent huge ones. A fresh 4 KB page costs a fault: copying 512 MB
+    into them took 0.18 s on two threads (0.31-0.37 on one), into reserved 2 MB pages 0.055-0.06
+    s (0.09; tools/probe_fault_in.py, the 2-vCPU guest). Transparent huge pages took 1.2-1.4 s
+    to touch there, and a scattered block makes a whole 2 MB page resident (zeroed first:
+    kron22's WCC copied 14.5 MB in and faulted all 489 MiB of them, 0.45 s). A private
+    MAP_HUGETLB mapping reserves its pages when made, so it fails then (and 4 KB pages are
+    used) instead of at a write. GRAPHENE_CACHE_HUGETLB=off: never."""
+    import os
+    if nbytes >= CACHE_HUGETLB_MIN and os.environ.get("GRAPHENE_CACHE_HUGETLB", "") != "off":
+        import mmap
+        from ..io.buffers import _MAP_HUGETLB, hugepages_free
+        free, psize = hugepages_free()
+        need = -(-int(nbytes) // psize)
+        if free >= need:
+            try:
+                mm = mmap.mmap(-1, need * psize, prot=mmap.PROT_READ | mmap.PROT_WRITE,
+                               flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_HUGETLB)
+                return np.frombuffer(mm, dtype=np.uint8, count=int(nbytes))
+            except (OSError, ValueError):
+                pass
+    a = np.zeros(int(nbytes), dtype=np.uint8)         # calloc: pages come on first write
+    small_pages(a)
+    return a
+
+
+def is_hugetlb(arr) -> bool:
+    """Whether arr's memory is a MAP_HUGETLB mapping (cache_array), from /proc/self/smaps."""
+    addr = arr.ctypes.data
+    inside = False
+    try:
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split(" ", 1)[0]
+                if "-" in head and ":" not in head:
+                    lo, hi = (int(x, 16) for x in head.split("-"))
+                    inside = lo <= addr < hi
+                elif inside and line.startswith("KernelPageSize:"):
+                    return int(line.split()[1]) >= 2048
+    except (OSError, ValueError):
+        pass
+    return False
+
+
 def populate_async(arrays):
     """Fault in the pages of fresh arrays on a helper thread (MADV_POPULATE_WRITE: contents
     untouched, so it may race with their writers) at idle priority, i.e. while the supersteps wait

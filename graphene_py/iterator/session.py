@@ -19,7 +19,7 @@ from .. import integrity as _ig
 from ..errors import GrapheneError
 from ..integrity import check_offsets
 from . import kernels as K
-from .memory import small_pages, track, track_bytes
+from .memory import cache_array, track, track_bytes
 
 #: Extent size for dense (Frontier.all) supersteps and the buffer slot: whole files in large
 #: sequential reads (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio).
@@ -517,8 +517,8 @@ class IoSession:
             np.cumsum(np.where(keep, self.file_bytes, 0), out=base[1:])
             wbase = np.zeros(self.F + 1, dtype=np.int64)
             np.cumsum(np.where(keep, self.wfile_bytes, 0), out=wbase[1:])
-            mem = np.zeros(int(base[-1]), dtype=np.uint8)     # calloc: pages come on first write
-            wmem = np.zeros(int(wbase[-1]) if self.weights else 0, dtype=np.uint8)
+            mem = cache_array(int(base[-1]))          # pages come on first write
+            wmem = cache_array(int(wbase[-1]) if self.weights else 0)
             # the held blocks: one bit per block of each kept file, words from vbase[f]
             words = np.where(keep, (self.file_bytes + (self.block_size << 6) - 1)
                              // (self.block_size << 6), 0)
@@ -529,10 +529,6 @@ class IoSession:
             seen2 = np.zeros(int(words.sum()), dtype=np.uint64)     # ... and at least twice
             # a partly cached file: its bytes still to fill
             quota = np.array([partial[1] if partial else -1], dtype=np.int64)
-            # 4 KB pages, never huge ones: a scattered block would make a 2 MB page resident
-            # (zeroed first: kron22's WCC copied 14.5 MB in and faulted all 489 MiB, 0.45 s)
-            small_pages(mem)
-            small_pages(wmem)
             hit = (mem, wmem, base, wbase, held, (seen, seen2), vbase, quota)
             # the next trial of this process reuses it (as the in-memory path does)
             for k in [k for k in _MEM_CACHE
