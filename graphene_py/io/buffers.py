@@ -30,18 +30,22 @@ _PRIVATE = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
 
 
 def hugepages_free() -> tuple[int, int]:
-    """(free reserved hugepages, hugepage size in bytes) from /proc/meminfo; (0, 2 MB) if unknown."""
-    free, size = 0, HUGE
+    """(free reserved hugepages, hugepage size in bytes) from /proc/meminfo; (0, 2 MB) if unknown.
+    Free means not promised to a mapping either: HugePages_Free counts the pages a MAP_HUGETLB
+    mapping has reserved (HugePages_Rsvd) until they are written."""
+    free, rsvd, size = 0, 0, HUGE
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("HugePages_Free:"):
                     free = int(line.split()[1])
+                elif line.startswith("HugePages_Rsvd:"):
+                    rsvd = int(line.split()[1])
                 elif line.startswith("Hugepagesize:"):
                     size = int(line.split()[1]) * 1024
     except OSError:
         pass
-    return free, size
+    return max(0, free - rsvd), size
 
 
 def _thp_mode() -> str:
