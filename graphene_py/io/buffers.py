@@ -20,7 +20,6 @@ uint8 numpy array suitable for O_DIRECT.
 from __future__ import annotations
 
 import mmap
-import os
 
 import numpy as np
 
@@ -46,6 +45,24 @@ def hugepages_free() -> tuple[int, int]:
     except OSError:
         pass
     return max(0, free - rsvd), size
+
+
+def smaps_field(addr: int, field: str):
+    """The number (kB for sizes) that /proc/self/smaps gives `field` (e.g. "AnonHugePages",
+    "KernelPageSize") for the mapping holding address addr; None where it cannot be read."""
+    try:
+        with open("/proc/self/smaps") as f:
+            inside = False
+            for line in f:
+                head = line.split(" ", 1)[0]
+                if "-" in head and ":" not in head:
+                    a, b = (int(x, 16) for x in head.split("-"))
+                    inside = a <= addr < b
+                elif inside and line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _thp_mode() -> str:
@@ -129,20 +146,8 @@ class BufferPool:
         /proc/self/smaps; hugetlb pools: all of it), or None when smaps cannot be read."""
         if self.kind == "hugetlb":
             return self.nbytes
-        lo = self.address - self._off
-        try:
-            with open("/proc/self/smaps") as f:
-                inside = False
-                for line in f:
-                    head = line.split(" ", 1)[0]
-                    if "-" in head and ":" not in head:
-                        a, b = (int(x, 16) for x in head.split("-"))
-                        inside = a <= lo < b
-                    elif inside and line.startswith("AnonHugePages:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, ValueError):
-            return None
-        return None
+        kb = smaps_field(self.address - self._off, "AnonHugePages")
+        return None if kb is None else kb * 1024
 
     @property
     def address(self) -> int:

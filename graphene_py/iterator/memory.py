@@ -224,20 +224,8 @@ def cache_array(nbytes: int) -> np.ndarray:
 
 def is_hugetlb(arr) -> bool:
     """Whether arr's memory is a MAP_HUGETLB mapping (cache_array), from /proc/self/smaps."""
-    addr = arr.ctypes.data
-    inside = False
-    try:
-        with open("/proc/self/smaps") as f:
-            for line in f:
-                head = line.split(" ", 1)[0]
-                if "-" in head and ":" not in head:
-                    lo, hi = (int(x, 16) for x in head.split("-"))
-                    inside = lo <= addr < hi
-                elif inside and line.startswith("KernelPageSize:"):
-                    return int(line.split()[1]) >= 2048
-    except (OSError, ValueError):
-        pass
-    return False
+    from ..io.buffers import smaps_field
+    return (smaps_field(arr.ctypes.data, "KernelPageSize") or 0) >= 2048
 
 
 def populate_async(arrays):
