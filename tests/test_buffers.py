@@ -106,3 +106,42 @@ def test_thp_pool_is_really_backed_by_huge_pages():
         assert f"{huge >> 20} of 8 MiB on huge pages" in pool.note
     finally:
         pool.close()
+
+
+def _cg(tmp_path, proc, files):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "proc").write_text(proc)
+    for rel, text in files.items():
+        p = tmp_path / "root" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return str(tmp_path / "proc"), str(tmp_path / "root")
+
+
+def test_hugetlb_cgroup_room_v1_and_v2_least_over_the_chain(tmp_path):
+    """A hugetlb cgroup limit is charged at a page's first write (SIGBUS past it), so the pages
+    a pool or the cache may take are capped by the least room along the process's cgroup chain."""
+    mb2 = 2 << 20
+    proc, root = _cg(tmp_path / "v1", "4:memory:/x\n3:hugetlb:/a/b\n0::/\n", {
+        "hugetlb/a/b/hugetlb.2MB.limit_in_bytes": str(100 * mb2),
+        "hugetlb/a/b/hugetlb.2MB.usage_in_bytes": str(90 * mb2),
+        "hugetlb/a/hugetlb.2MB.limit_in_bytes": str(1000 * mb2),
+        "hugetlb/a/hugetlb.2MB.usage_in_bytes": str(995 * mb2),      # the parent is tighter
+        "hugetlb/hugetlb.2MB.limit_in_bytes": str(9223372036854771712),   # v1's "no limit"
+    })
+    assert buffers.hugetlb_cgroup_room(mb2, proc, root) == 5 * mb2
+    proc, root = _cg(tmp_path / "v2", "0::/svc/job\n", {
+        "svc/job/hugetlb.2MB.max": str(64 * mb2),
+        "svc/job/hugetlb.2MB.current": str(60 * mb2),
+        "svc/hugetlb.2MB.max": "max",
+    })
+    assert buffers.hugetlb_cgroup_room(mb2, proc, root) == 4 * mb2
+    proc, root = _cg(tmp_path / "none", "0::/\n", {})
+    assert buffers.hugetlb_cgroup_room(mb2, proc, root) is None
+    assert buffers.hugetlb_cgroup_room(mb2, str(tmp_path / "missing"), root) is None
+
+
+def test_free_pages_capped_by_the_cgroup(monkeypatch):
+    monkeypatch.setattr(buffers, "hugetlb_cgroup_room", lambda size: 3 * size)
+    free, size = buffers.hugepages_free()
+    assert free <= 3

@@ -112,3 +112,32 @@ def test_auto_needs_a_few_slots_forced_copies_do_not():
     assert C.Stager([g], 2 * two).slots == 4
     small = C.Group(ptr=None, arrays=[np.zeros(1, np.int32)], num_entries=2 << C.SHIFT)
     assert C.Stager([small], two).slots == 2               # (every chunk of it has a slot)
+
+
+def test_staged_chunks_not_read_stay_while_slots_are_free():
+    size = 16 * MB
+    # chunk 2 staged, not read now: kept (a free slot is left), so a later read copies nothing
+    keep, copy = C.plan([size, 0, 0], [10, 0, 0], [size] * 3, staged=[2], slots=2)
+    assert (keep, copy) == ([2], [0])
+    # no slot left: the chunk read now takes it
+    keep, copy = C.plan([size, 0, 0], [10, 0, 0], [size] * 3, staged=[2], slots=1)
+    assert (keep, copy) == ([], [0])
+
+
+def test_a_failed_start_gives_the_lock_back(monkeypatch):
+    """The slots' allocation fails (out of GPU memory): the error goes up, and the next stager
+    of the process is not told another one is active."""
+    g = C.Group(ptr=None, arrays=[np.zeros(1, np.int32)], num_entries=8 << C.SHIFT)
+    st = C.Stager([g], 1 << 40, mode="copy")
+    assert st.slots == 8
+
+    def boom():
+        raise MemoryError("out of memory allocating the slots")
+
+    monkeypatch.setattr(st, "_start", boom)
+    monkeypatch.setattr(C.Stager, "_set", staticmethod(lambda name, host: None))
+    with pytest.raises(MemoryError):
+        with st:
+            pass
+    assert C._active.acquire(blocking=False)
+    C._active.release()

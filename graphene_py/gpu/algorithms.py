@@ -819,12 +819,16 @@ def _stager(dg, which, weights: bool, mode: str, slot_bytes, shift):
     groups = C.groups_of(dg, which, weights=weights) if dg.tiered else []
     if mode not in C.MODES:
         raise GrapheneError(f"chunks must be one of {', '.join(C.MODES)}, not {mode!r}")
-    if groups and mode != "zero-copy" and slot_bytes is None:
-        if weights:
-            dg.release_heads()
-        slot_bytes = C.free_bytes(dg, STATE_BYTES_PER_VERTEX * dg.num_vertices)
-    return C.Stager(groups, int(slot_bytes or 0), mode=mode,
-                    shift=C.SHIFT if shift is None else int(shift))
+    shift = C.SHIFT if shift is None else int(shift)
+    if not groups or mode == "zero-copy" or slot_bytes is not None:
+        return C.Stager(groups, int(slot_bytes or 0), mode=mode, shift=shift)
+    heads = sum(a.nbytes for a, _h in dg.heads.values()) if weights else 0
+    stage = C.Stager(groups, C.free_bytes(dg, STATE_BYTES_PER_VERTEX * dg.num_vertices) + heads,
+                     mode=mode, shift=shift)
+    if stage.slots and heads:        # (heads kept when there would be no slots anyway)
+        dg.release_heads()
+        _module.cupy().get_default_memory_pool().free_all_blocks()
+    return stage
 
 
 # ------------------------------------------------------------------------------------------------

@@ -99,8 +99,9 @@ def plan(edge_bytes, lists, chunk_bytes, staged, slots: int, arrays: int = 1, mo
     group); lists, how many lists reach it; chunk_bytes, its size (all arrays). staged: chunks
     in GPU memory now; slots: how many chunks GPU memory holds. A chunk's worth this superstep:
     what zero-copy would cost, when it is staged already; the saving over zero-copy, when it
-    would be copied. The `slots` worthiest (worth > 0) are held. mode "copy": every chunk read
-    is worth its bytes; "zero-copy": nothing is held."""
+    would be copied. The `slots` worthiest (worth > 0) are held, and staged chunks this
+    superstep does not read while slots are left. mode "copy": every chunk read is worth its
+    bytes; "zero-copy": nothing is held."""
     edge_bytes = np.asarray(edge_bytes, dtype=np.int64)
     staged = set(int(c) for c in staged)
     if mode not in MODES:
@@ -115,6 +116,9 @@ def plan(edge_bytes, lists, chunk_bytes, staged, slots: int, arrays: int = 1, mo
         for c in staged:
             worth[c] = zc[c] if edge_bytes[c] > 0 else 0.0
     order = [int(c) for c in np.argsort(-worth, kind="stable")[:slots] if worth[c] > 0]
+    # staged chunks this superstep does not read stay while slots are free (no copy again)
+    idle = sorted(c for c in staged if c not in order)
+    order += idle[:max(0, slots - len(order))]
     keep = sorted(c for c in order if c in staged)
     copy = sorted(c for c in order if c not in staged)
     return keep, copy
@@ -162,21 +166,29 @@ class Stager:
             if not _active.acquire(blocking=False):
                 raise RuntimeError("another Stager is active in this process")
             self._locked = True
-            cp = _module.cupy()
-            per = [self._slot_bytes(g) for g in self.groups]
-            self._pool = [cp.empty(self.slots * b, dtype=cp.uint8) for b in per]
-            self._free = [list(range(self.slots))[::-1] for _ in self.groups]
-            self._copy_stream = cp.cuda.Stream(non_blocking=True)
-            nch = max(num_chunks(g.num_entries, self.shift) for g in self.groups)
-            self._hist = (cp.zeros(nch, dtype=cp.uint64), cp.zeros(nch, dtype=cp.uint32))
-            bases = np.zeros(MAX_ARRAYS, dtype=np.uint64)
-            for s, a in enumerate(a for g in self.groups for a in g.arrays):
-                bases[s] = a.data.ptr
-            self._set("g_stage_base", bases)
-            self._set("g_stage_shift", np.array([self.shift], dtype=np.int32))
-            self._set("g_stage_chunk", np.zeros(MAX_ARRAYS * MAX_CHUNKS, dtype=np.uint64))
-            self._set("g_stage_n", np.array([sum(len(g.arrays) for g in self.groups)], np.int32))
+            try:
+                self._start()
+            except BaseException:
+                self.close()                 # (the lock too: a later run must not find it held)
+                raise
         return self
+
+    def _start(self):
+        """The slots, the histogram and the kernels' chunk table (cleared), under the lock."""
+        cp = _module.cupy()
+        per = [self._slot_bytes(g) for g in self.groups]
+        self._pool = [cp.empty(self.slots * b, dtype=cp.uint8) for b in per]
+        self._free = [list(range(self.slots))[::-1] for _ in self.groups]
+        self._copy_stream = cp.cuda.Stream(non_blocking=True)
+        nch = max(num_chunks(g.num_entries, self.shift) for g in self.groups)
+        self._hist = (cp.zeros(nch, dtype=cp.uint64), cp.zeros(nch, dtype=cp.uint32))
+        bases = np.zeros(MAX_ARRAYS, dtype=np.uint64)
+        for s, a in enumerate(a for g in self.groups for a in g.arrays):
+            bases[s] = a.data.ptr
+        self._set("g_stage_base", bases)
+        self._set("g_stage_shift", np.array([self.shift], dtype=np.int32))
+        self._set("g_stage_chunk", np.zeros(MAX_ARRAYS * MAX_CHUNKS, dtype=np.uint64))
+        self._set("g_stage_n", np.array([sum(len(g.arrays) for g in self.groups)], np.int32))
 
     def __exit__(self, *exc):
         self.close()
@@ -185,6 +197,8 @@ class Stager:
     def close(self):
         if self._locked:
             try:
+                if self._copy_stream is not None:   # (copies of a round cut short by an error)
+                    self._copy_stream.synchronize()
                 self._set("g_stage_n", np.array([0], dtype=np.int32))
             finally:
                 self._pool = self._hist = self._vstart = self._snap = self._copy_stream = None
@@ -197,8 +211,13 @@ class Stager:
 
     @staticmethod
     def _set(name, host: np.ndarray):
+        """Write a kernels' global, in order with the current stream's work and done before
+        this returns (whatever stream is current)."""
+        cp = _module.cupy()
+        stream = cp.cuda.get_current_stream()
         mp = _module.module().get_global(name)
-        _module.cupy().cuda.runtime.memcpy(mp.ptr, host.ctypes.data, host.nbytes, 1)
+        cp.cuda.runtime.memcpyAsync(mp.ptr, host.ctypes.data, host.nbytes, 1, stream.ptr)
+        stream.synchronize()
 
     # -- per superstep ---------------------------------------------------------------------------
     def round(self, q, length: int, launch, entries: int = -1) -> dict:

@@ -249,9 +249,10 @@ class DeviceGraph:
             which = "out"
         got = self.heads.get(which)
         if got is None and which in self._released_heads:       # built again when asked for
-            h = self._released_heads.pop(which)
+            h = self._released_heads[which]
             p, i = (self.ptr, self.idx) if which == "out" else self.in_csr()
             got = self.heads[which] = (_heads(p, i, self.num_vertices, h), h)
+            del self._released_heads[which]
         if got is not None:
             return got
         return (self.idx if which == "out" else self.in_csr()[1]), 0

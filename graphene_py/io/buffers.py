@@ -20,6 +20,7 @@ uint8 numpy array suitable for O_DIRECT.
 from __future__ import annotations
 
 import mmap
+import os
 
 import numpy as np
 
@@ -30,8 +31,10 @@ _PRIVATE = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
 
 def hugepages_free() -> tuple[int, int]:
     """(free reserved hugepages, hugepage size in bytes) from /proc/meminfo; (0, 2 MB) if unknown.
-    Free means not promised to a mapping either: HugePages_Free counts the pages a MAP_HUGETLB
-    mapping has reserved (HugePages_Rsvd) until they are written."""
+    Free means not promised to a mapping either (HugePages_Free counts the pages a MAP_HUGETLB
+    mapping has reserved, HugePages_Rsvd, until they are written), and within what this
+    process's hugetlb cgroup still lets it fault in: a limit there is charged at the first
+    write, where going over it is a SIGBUS, not a failed mmap."""
     free, rsvd, size = 0, 0, HUGE
     try:
         with open("/proc/meminfo") as f:
@@ -44,7 +47,61 @@ def hugepages_free() -> tuple[int, int]:
                     size = int(line.split()[1]) * 1024
     except OSError:
         pass
-    return max(0, free - rsvd), size
+    free = max(0, free - rsvd)
+    room = hugetlb_cgroup_room(size)
+    if room is not None:
+        free = min(free, room // size)
+    return free, size
+
+
+def hugetlb_cgroup_room(page_bytes: int, proc_cgroup: str = "/proc/self/cgroup",
+                        root: str = "/sys/fs/cgroup"):
+    """Bytes of `page_bytes` huge pages this process's hugetlb cgroup and its ancestors still let
+    it fault in (the least of limit - usage over the chain), or None without a limit (no hugetlb
+    controller, "max", or nothing readable). cgroup v1 (`hugetlb.2MB.limit_in_bytes`,
+    `usage_in_bytes`) and v2 (`hugetlb.2MB.max`, `.current`)."""
+    name = f"{page_bytes >> 20}MB" if page_bytes < (1 << 30) else f"{page_bytes >> 30}GB"
+    try:
+        with open(proc_cgroup) as f:
+            lines = [ln.rstrip("\n").split(":", 2) for ln in f]
+    except OSError:
+        return None
+    chains = []
+    for parts in lines:
+        if len(parts) != 3:
+            continue
+        _, ctrls, path = parts
+        if "hugetlb" in ctrls.split(","):
+            chains.append((os.path.join(root, "hugetlb"), path, "limit_in_bytes",
+                           "usage_in_bytes"))
+        elif ctrls == "":
+            chains.append((root, path, "max", "current"))
+    room = None
+    for base, path, lim_name, use_name in chains:
+        path = path.strip("/")
+        while True:
+            d = os.path.join(base, path) if path else base
+            lim = _read_number(os.path.join(d, f"hugetlb.{name}.{lim_name}"))
+            use = _read_number(os.path.join(d, f"hugetlb.{name}.{use_name}"))
+            if lim is not None and lim < (1 << 62):        # (v1's "no limit" is near 2^63)
+                left = max(0, lim - (use or 0))
+                room = left if room is None else min(room, left)
+            if not path:
+                break
+            path = os.path.dirname(path)
+    return room
+
+
+def _read_number(path):
+    try:
+        with open(path) as f:
+            v = f.read().strip()
+    except OSError:
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        return None          # "max"
 
 
 def smaps_field(addr: int, field: str):

@@ -513,6 +513,10 @@ class IoSession:
                partial)
         hit = _MEM_CACHE.get(key)
         if hit is None:
+            # a stale cache goes first: its (huge) pages are the new one's to take
+            for k in [k for k in _MEM_CACHE
+                      if k[0] != key[0] or (len(k) > 3 and k[1:3] == key[1:3])]:
+                del _MEM_CACHE[k]
             base = np.zeros(self.F + 1, dtype=np.int64)
             np.cumsum(np.where(keep, self.file_bytes, 0), out=base[1:])
             wbase = np.zeros(self.F + 1, dtype=np.int64)
@@ -531,9 +535,6 @@ class IoSession:
             quota = np.array([partial[1] if partial else -1], dtype=np.int64)
             hit = (mem, wmem, base, wbase, held, (seen, seen2), vbase, quota)
             # the next trial of this process reuses it (as the in-memory path does)
-            for k in [k for k in _MEM_CACHE
-                      if k[0] != key[0] or (len(k) > 3 and k[1:3] == key[1:3])]:
-                del _MEM_CACHE[k]
             _MEM_CACHE[key] = hit
         mem, wmem, base, wbase, held, seen, vbase, quota = hit
         if partial is None:
