@@ -290,3 +290,40 @@ def test_auto_falls_back_to_the_cpu_only_when_the_gpu_is_short_of_memory():
     assert _gpu_short_of_memory(MemoryError("host")) is None
     assert _gpu_short_of_memory(GrapheneError("damaged data")) is None
     assert _gpu_short_of_memory(type("OutOfMemoryError", (Exception,), {})("x")) is None
+
+
+def test_tier_slowdown_follows_the_measured_points():
+    from graphene_py.gpu import policy
+    assert policy.tier_slowdown("bfs", 0.0) == 7.0
+    assert policy.tier_slowdown("bfs", 0.25) == pytest.approx(1.45)
+    assert policy.tier_slowdown("bfs", 1.0) == policy.tier_slowdown("bfs", 3.0) == 1.0
+    assert 4.3 < policy.tier_slowdown("sssp", 0.125) < 8.9
+    assert policy.tier_slowdown("apsp", 0.1) == policy.tier_slowdown("bfs", 0.1)
+    assert policy.tier_slowdown("pagerank", 0.0) == 1.0          # (it streams: tier_costs)
+    assert policy.resident_share(100, 200, 1000) is None
+    assert policy.resident_share(700, 200, 1000) == 0.5
+    assert policy.resident_share(5000, 200, 1000) == 1.0
+
+
+def test_auto_plan_counts_a_gpu_budget_below_the_lists(monkeypatch):
+    """--gpu-mem below the CSR: a frontier-driven GPU run reads the rest over the bus, and the
+    plan charges its passes the measured slowdown. BFS on 1 G edges goes to the GPU with room for
+    everything, stays on the CPU when the budget holds none of its lists, and a budget below
+    the offsets and per-vertex state keeps it on the CPU with that reason. No GPU is asked."""
+    from graphene_py.algos import registry
+    from graphene_py.gpu import _module
+    from graphene_py.gpu.device_graph import STATE_BYTES_PER_VERTEX
+    from graphene_py.iterator import memory
+    from tests.graphs import standin
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "")
+    monkeypatch.setattr(registry, "gpu_available", lambda: (True, ""))
+    monkeypatch.setattr(memory, "memory_available", lambda: 64 << 30)
+    monkeypatch.setattr(_module, "_modules", {})
+    big = standin(1 << 30)
+    n, m = big.num_vertices, big.num_edges
+    vb = (n + 1) * 8 + STATE_BYTES_PER_VERTEX * n
+    assert registry._choose("bfs", "auto", big, {"gpu_mem": str(vb + m * 4 + (1 << 20))})[0] == "gpu"
+    where, why = registry._choose("bfs", "auto", big, {"gpu_mem": str(vb + 1024)})
+    assert where == "cpu" and "0% of the edge bytes in GPU memory" in why and "7.0x" in why, why
+    where, why = registry._choose("bfs", "auto", big, {"gpu_mem": str(vb // 2)})
+    assert where == "cpu" and "holds not even the offsets" in why, why

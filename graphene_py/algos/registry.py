@@ -185,15 +185,28 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
             tiers = {forced: tiers[forced]} if forced in tiers else None
     cpu_bps, later_bps = cpu_rates(graph, opts, name)
     start = GPU_STARTED_S if _gpu_started() else GPU_START_S    # (an earlier run paid it)
+    gpu_bps = gpu_pass_rate(name.split("-")[0])
+    past = _past_the_budget(name, graph, opts) if tiers is None else None
+    if past is not None:
+        share, slow = past
+        if share is None:
+            from ..gpu import early
+            early.release_unused()
+            return "cpu", (f"--device auto: --gpu-mem {opts.get('gpu_mem')} holds not even the "
+                           f"offsets and per-vertex state")
+        gpu_bps /= slow
     from ..gpu.streamed import resident_load_bps, resident_setup_seconds
     dev, cpu_s, gpu_s, reason = plan_run(name, opts, gbytes, resident, tiers=tiers,
                                          cpu_bps=cpu_bps, later_bps=later_bps, start_s=start,
                                          load_bps=resident_load_bps(graph),
                                          load_setup_s=resident_setup_seconds(graph),
-                                         gpu_bps=gpu_pass_rate(name.split("-")[0]),
+                                         gpu_bps=gpu_bps,
                                          result_bytes=_gpu_result_bytes(mod, graph, opts),
                                          cpu_setup_s=cpu_setup_seconds(name,
                                                                        graph.num_vertices))
+    if past is not None and past[1] > 1.0:
+        reason += (f" (--gpu-mem {opts.get('gpu_mem')}: {past[0]:.0%} of the edge bytes in GPU "
+                   f"memory, passes est. {past[1]:.1f}x slower)")
     if hybrid and getattr(mod, "HANDOFF", False) and not resident:
         # it can move in mid-run: the CPU starts, the GPU's part is set up meanwhile
         # (gpu/handoff.py); a tier that cannot hold the run has no setup time
@@ -219,6 +232,26 @@ def _plan_auto(name, hybrid, has_gpu_entry, graph, opts):
     # on the H200 its hybrid, the load beside the CPU's set-up and first levels, took 1.13-1.25x
     # the GPU's wall and more than the CPU's: BENCHMARKS.md)
     return "gpu", reason
+
+
+def _past_the_budget(name, graph, opts):
+    """(share of the edge bytes in GPU memory, the GPU passes' slowdown: gpu/policy.py
+    tier_slowdown) for a run whose --gpu-mem leaves edge arrays in host memory; share None when
+    the budget holds not even the offsets and per-vertex state; None without --gpu-mem (the
+    default budget, 90% of the card, is not known before CuPy starts) or when all fits."""
+    from ..gpu.device_graph import STATE_BYTES_PER_VERTEX, parse_bytes
+    from ..gpu.policy import resident_share, tier_slowdown
+    budget = parse_bytes(opts.get("gpu_mem"))
+    if budget is None:
+        return None
+    n, m = int(graph.num_vertices), int(graph.num_edges)
+    arrays = 2 if graph.in_partitions is not None else 1
+    vb = (n + 1) * 8 * arrays + STATE_BYTES_PER_VERTEX * n
+    eb = m * 4 * arrays + (m * 4 if getattr(graph, "weighted", False) else 0)
+    share = resident_share(budget, vb, eb)
+    if share is not None and share >= 1.0:
+        return None
+    return share, (tier_slowdown(name.split("-")[0], share) if share is not None else None)
 
 
 def _gpu_result_bytes(mod, graph, opts) -> int:

@@ -179,6 +179,45 @@ def cpu_setup_seconds(name, num_vertices) -> float:
 GPU_RESULT_TO_HOST_BPS = 3.5e9
 
 
+#: How much longer a frontier-driven GPU run takes with its edge arrays partly in pinned host
+#: memory (--gpu-mem below the CSR: heads, chunk copies, zero-copy reads), against all
+#: resident, by the share of the edge bytes the budget holds in GPU memory: points measured on
+#: the H200, straight lines between them (tools/bench_gpu_tiers.py; BENCHMARKS.md "List heads
+#: in GPU memory" and "Per-chunk copies or zero-copy reads"). BFS at Kronecker 25: 28.2 ms all
+#: zero-copy, 5.8 with a quarter of the bytes as heads, 3.7-4.3 resident; SSSP at 24 (lists and
+#: weights): 1340 / 652 / 655 (half: the lists resident) / 143-157 ms; k-core at 24: 488 /
+#: 491 / 317-326 ms. MS-BFS runs one BFS per source: BFS's points (not measured apart).
+TIER_SLOWDOWN = {
+    "bfs": ((0.0, 7.0), (0.25, 1.45), (1.0, 1.0)),
+    "sssp": ((0.0, 8.9), (0.25, 4.3), (0.5, 4.4), (1.0, 1.0)),
+    "kcore": ((0.0, 1.55), (0.25, 1.55), (1.0, 1.0)),
+}
+TIER_SLOWDOWN["msbfs"] = TIER_SLOWDOWN["apsp"] = TIER_SLOWDOWN["bfs"]
+
+
+def tier_slowdown(name, resident_share: float) -> float:
+    """TIER_SLOWDOWN of algorithm `name` at that share of its edge bytes in GPU memory (1 when
+    all fit, or for an algorithm without points)."""
+    pts = TIER_SLOWDOWN.get(name)
+    if pts is None or resident_share >= 1.0:
+        return 1.0
+    r = max(0.0, float(resident_share))
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if r <= x1:
+            return y0 + (y1 - y0) * (r - x0) / (x1 - x0)
+    return 1.0
+
+
+def resident_share(budget: int, vertex_bytes: int, edge_bytes: int):
+    """The share of `edge_bytes` a GPU budget holds once the offsets and per-vertex state
+    (vertex_bytes) are in: 0..1, or None when it holds not even those."""
+    if budget < vertex_bytes:
+        return None
+    if edge_bytes <= 0:
+        return 1.0
+    return min(1.0, (budget - vertex_bytes) / edge_bytes)
+
+
 def gpu_pass_rate(name) -> float:
     """GPU_PASS_BYTES for algorithm `name` (the default: GPU_PASS_BYTES_PER_S)."""
     return GPU_PASS_BYTES.get(name, GPU_PASS_BYTES_PER_S)
