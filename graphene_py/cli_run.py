@@ -242,8 +242,15 @@ def _run(name, mod, kw):
     algo_opts = {k: v for k, v in algo_opts.items() if v is not None}
     label = getattr(mod, "SUPERSTEP_LABEL", "level" if name in ("bfs", "msbfs", "apsp") else "step")
 
+    if name == "kcore" and algo_opts.get("membership_only") and algo_opts.get("k") is None:
+        raise click.UsageError("--membership-only needs --k K (which core's members)")
     # every check before any work: the output path, then the dataset and the graph-dependent ranges
     if output:
+        if os.path.splitext(str(output))[1].lower() not in common.SAVE_SUFFIXES:
+            try:
+                common.check_output(output, _result_class(mod))
+            except GrapheneError as e:          # a bad option value: usage (exit 2)
+                raise click.BadParameter(str(e), param_hint="'-o' / '--output'") from None
         common.check_output(output, _result_class(mod))
     if timeline:
         from . import plot
@@ -476,10 +483,13 @@ def _run(name, mod, kw):
         if plan:
             click.echo(f"requests: {plan}")
         m = mem_block
+        huge = sum(m.get("huge_page_bytes", {}).values())
         click.echo(f"peak memory: {max(proc_peak, _mem.peak_bytes()) / 2**20:.1f} MiB RSS; "
                    f"state {m['state_bytes_per_vertex']:.1f} B/vertex "
                    f"({m['state_bytes'] / 2**20:.1f} MiB) + IO buffers "
-                   f"{m['io_buffer_bytes'] / 2**20:.1f} MiB")
+                   f"{m['io_buffer_bytes'] / 2**20:.1f} MiB" +
+                   (f"; in reserved huge pages (not in RSS): {huge / 2**20:.1f} MiB "
+                    f"({', '.join(sorted(m['huge_page_bytes']))})" if huge else ""))
 
 
 #: --memory auto: this share of the memory available when the run starts (RAM, or a memory

@@ -42,6 +42,13 @@ def test_a_failed_mapping_falls_back(monkeypatch):
     assert int(a[:: 1 << 20].sum()) == 64
 
 
+def test_the_ledger_counts_no_huge_pages_for_small_ones(monkeypatch):
+    monkeypatch.setattr(buffers, "hugepages_free", lambda: (0, 2 * MB))
+    with memory.ledger() as led:
+        memory.track("adjacency cache (out)", cache_array(64 * MB))
+    assert led.huge == {} and led.arrays == {"adjacency cache (out)": 64 * MB}
+
+
 def test_small_caches_and_off_use_small_pages(monkeypatch):
     monkeypatch.setattr(buffers, "hugepages_free", lambda: (10 ** 6, 2 * MB))
     calls = []
@@ -86,6 +93,10 @@ def test_real_huge_pages_hold_the_cache_and_answers_do_not_change(reserved, dire
     assert a[:: 1 << 16].sum() == 0
     a[::4096] = 3                                   # written through: every page faults in
     assert int(a[::4096].sum()) == 3 * (a.nbytes // 4096)
+    with memory.ledger() as led:                    # --json's memory block says where it is
+        memory.track("adjacency cache (out)", a)
+        memory.track("state", np.zeros(1000))
+    assert led.huge == {"adjacency cache (out)": a.nbytes}
     del a
     monkeypatch.setattr(memory, "CACHE_HUGETLB_MIN", 0)     # the test graph's KB-sized files too
     from graphene_py.iterator import session

@@ -136,8 +136,6 @@ BAD_VALUE = [   # graph-dependent checks: `Error: ...` naming the value, exit 1
     (["bfs", "--src", "alice"],
      "Error: --src 'alice' is not a vertex ID (the vertices of dataset ten have no names: "
      "partition with --labels to use names)\n"),
-    (["kcore", "--membership-only"],
-     "Error: --membership-only needs --k K (which core to compute)\n"),
     (["bfs", "--buffer-mb", "1e15"], None),
     (["bfs", "--queue-depth", "4096", "--max-io", str(16 << 20), "-t", "1"], None),
 ]
@@ -277,10 +275,24 @@ def test_output_npz_npy_csv(ten, tmp_path):
     ("afile/x.npy", "output folder"),         # the "folder" is a file
 ])
 def test_output_refused_before_the_run(ten, tmp_path, target, needle):
+    """A suffix no output has is a bad option value (usage, exit 2); a folder that is not there
+    is the machine's state (exit 1)."""
     (tmp_path / "afile").write_text("not a folder")
     r = cli("run", "bfs", "--graph", "ten", "--src", "0", "-o", tmp_path / target)
-    assert r.exit_code == 1, r.output
-    assert r.stderr.startswith(f"Error: {tmp_path / target}: ") and needle in r.stderr
+    if "suffix" in needle:
+        assert r.exit_code == 2, r.output
+        assert f"Invalid value for '-o' / '--output': {tmp_path / target}: " in r.stderr
+    else:
+        assert r.exit_code == 1, r.output
+        assert r.stderr.startswith(f"Error: {tmp_path / target}: ")
+    assert needle in r.stderr
+    _no_work(r)
+
+
+def test_membership_only_without_k_is_a_usage_error(ten):
+    r = cli("run", "kcore", "--membership-only", "--graph", "ten")
+    assert r.exit_code == 2, r.output
+    assert "Error: --membership-only needs --k K (which core's members)" in r.stderr
     _no_work(r)
 
 

@@ -646,6 +646,8 @@ def memory_block(led, n, rss_before, peak, result=None) -> dict:
                    for k, b in sorted(arrays.items(), key=lambda kv: -kv[1])},
         "state_bytes": state, "state_bytes_per_vertex": per(state),
         "io_buffer_bytes": sum(b for k, b in arrays.items() if k.startswith("io buffers")),
+        # held in reserved 2 MB pages (vm.nr_hugepages): not in RSS
+        "huge_page_bytes": dict(getattr(led, "huge", {})),
         "rss_before_trial_mib": mib(rss_before), "trial_peak_rss_mib": mib(peak),
         "trial_growth_mib": mib(max(0, peak - rss_before)),
         "trial_growth_bytes_per_vertex": per(max(0, peak - rss_before)),

@@ -214,7 +214,9 @@ def cache_array(nbytes: int) -> np.ndarray:
             try:
                 mm = mmap.mmap(-1, need * psize, prot=mmap.PROT_READ | mmap.PROT_WRITE,
                                flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_HUGETLB)
-                return np.frombuffer(mm, dtype=np.uint8, count=int(nbytes))
+                a = np.frombuffer(mm, dtype=np.uint8, count=int(nbytes))
+                note_huge(a)
+                return a
             except (OSError, ValueError):
                 pass
     a = np.zeros(int(nbytes), dtype=np.uint8)         # calloc: pages come on first write
@@ -295,10 +297,13 @@ class Ledger:
     def __init__(self):
         self.arrays = {}
         self.seen = set()       # data addresses of the tracked arrays (results are not re-counted)
+        self.huge = {}          # name -> bytes of it in reserved huge pages (cache_array, pools)
 
-    def add(self, name, nbytes, addrs=()):
+    def add(self, name, nbytes, addrs=(), huge=0):
         self.arrays[name] = max(self.arrays.get(name, 0), int(nbytes))
         self.seen.update(addrs)
+        if huge:
+            self.huge[name] = max(self.huge.get(name, 0), int(huge))
 
     def holds(self, arr):
         return _addr(arr) in self.seen
@@ -312,9 +317,31 @@ def track(name, *arrays):
     if _LEDGERS:
         nbytes = sum(int(getattr(a, "nbytes", 0)) for a in arrays)
         addrs = [_addr(a) for a in arrays]
+        huge = sum(int(a.nbytes) for a, ad in zip(arrays, addrs) if _is_noted_huge(ad))
         for led in _LEDGERS:
-            led.add(name, nbytes, addrs)
+            led.add(name, nbytes, addrs, huge)
     return arrays[0] if arrays else None
+
+
+#: the arrays in reserved huge pages (cache_array, the IO pools: note_huge), by data address,
+#: held weakly (an address freed and reused by other memory is not counted)
+_HUGE = {}
+
+
+def note_huge(arr) -> None:
+    """Count arr as held in reserved huge pages when it is tracked (`--json`'s memory block)."""
+    import weakref
+    _HUGE[_addr(arr)] = weakref.ref(arr)
+
+
+def _is_noted_huge(addr) -> bool:
+    ref = _HUGE.get(addr)
+    if ref is None:
+        return False
+    if ref() is None:
+        del _HUGE[addr]
+        return False
+    return True
 
 
 def _addr(arr):

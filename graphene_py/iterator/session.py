@@ -19,7 +19,7 @@ from .. import integrity as _ig
 from ..errors import GrapheneError
 from ..integrity import check_offsets
 from . import kernels as K
-from .memory import cache_array, track, track_bytes
+from .memory import cache_array, note_huge, track, track_bytes
 
 #: Extent size for dense (Frontier.all) supersteps and the buffer slot: whole files in large
 #: sequential reads (128 KB reads reach ~880 MB/s here vs ~690 MB/s at 16 KB; BASELINES.md fio).
@@ -384,6 +384,8 @@ class IoSession:
         self.slot_bytes = slot
         self.scan_max_io = min(self.scan_max_io, slot)
         self.pool = _buffers.acquire(slot, nslots)
+        if self.pool.kind == "hugetlb":
+            note_huge(self.pool.view)
         track(f"io buffers ({self.direction})", self.pool.view)
         files = [self.parts[i].adj_path for i in self.file_parts]
         disk_of = list(self.file_worker)   # the engine's "disk" is an IO worker (a device)

@@ -365,6 +365,8 @@ class DatasetWriter:
             self.after_commit += store.recover_containers(self.home, self.name, self.disks, cur)
         if replaced:
             self._retire(replaced)
+        for note in self.after_commit:       # (a replaced dataset's files deleted: say so)
+            print(f"note: {note}", file=sys.stderr)
         return self.home
 
     def _retire(self, path: str) -> None:
