@@ -327,7 +327,7 @@ def _run(name, mod, kw):
             mem_plan = _auto_memory(name, graph, runtime, algo_opts, output)
         if mem_plan is not None:
             run_rt["cache"] = mem_plan["cache"]
-    elif memory is not None:
+    elif memory is not None and not small_run:     # (a small graph's run holds it in RAM)
         from .iterator.memory import CacheBudget
         from . import jit
         jit.ready_for_run()        # what a run holds before any graph state, measured here

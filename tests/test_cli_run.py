@@ -239,6 +239,10 @@ def test_a_small_graph_says_which_io_options_it_does_not_use(ds, monkeypatch):
     assert "note: --io-engine, --max-io not used: a graph of at most 2,097,152 edges" in r.stderr
     r = run("bfs", "--graph", "pl", "--src", "3")
     assert r.exit_code == 0 and "not used" not in r.stderr
+    # a --memory below what the engine's run would need is no error for a run that needs none
+    r = run("pagerank", "--graph", "pl", "--memory", "100M")
+    assert r.exit_code == 0, r.output
+    assert "note: --memory not used" in r.stderr
     monkeypatch.setenv("GRAPHENE_SMALL_EDGES", "0")
     r = run("bfs", "--graph", "pl", "--src", "3", "--io-engine", "pread")
     assert r.exit_code == 0 and "not used" not in r.stderr
