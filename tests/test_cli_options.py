@@ -381,7 +381,7 @@ def test_bfs_from_a_vertex_without_edges_warns(ten):
     assert json.loads(r.stdout)["result"]["n_reached"] == 1
     warn = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
     assert warn == ["warning: source vertex 9 reached no other vertex (it has no out-edges to "
-                    "another vertex); --src picks another"]
+                    "another vertex); give another with --src"]
     r = cli("run", "bfs", "--graph", "ten", "--src", "0", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["result"]["n_reached"] == 10
     assert "warning" not in r.stderr

@@ -72,7 +72,7 @@ class BFSResult(Result):
         if src is None or int(getattr(self, "n_reached", 0)) != 1 or len(self.depth) < 2:
             return []
         return [f"source vertex {int(src)} reached no other vertex (it has no out-edges to "
-                f"another vertex); --src picks another"]
+                f"another vertex); give another with --src"]
 
 
 @njit(cache=True)

@@ -469,9 +469,13 @@ def working_memory(memory_limit=None, work_memory=None) -> int:
     floor = rss_bytes() + KERNEL_MARGIN
     work = limit - floor
     if work < (16 << 20):
+        mib = (lambda b: f"{b / 2**20:,.0f} MiB")         # (sizes in MiB, as --memory's)
+        what = (f"--memory-limit {memory_limit}" if memory_limit is not None
+                else "the default memory limit")
         raise GrapheneError(
-            f"--memory-limit {_mb(limit)} is too small: this process itself needs about {_mb(floor)} "
-            f"(Python, numpy, numba kernels); give at least {_mb(floor + (16 << 20))}")
+            f"{what} ({mib(limit)}) is too small: this process itself "
+            f"needs about {mib(floor)} (Python, numpy, numba kernels); give at least "
+            f"{mib(floor + (16 << 20))}")
     return work
 
 
