@@ -425,6 +425,12 @@ def _run(name, mod, kw):
         mem_block = common.memory_block(led, graph.num_vertices, rss0, peak, res)
         for w in res.warnings():
             click.echo(f"warning: {w}" + (f" (trial {t + 1})" if trials > 1 else ""), err=True)
+        asked = algo_opts.get("num_sources")
+        got = getattr(res, "sources", None)
+        if asked is not None and got is not None and len(got) < int(asked) and t == 0 and \
+                not quiet:
+            click.echo(f"note: --num-sources {asked}: only {len(got)} vertices have out-edges; "
+                       f"each of them is a source", err=True)
         row = {"trial": t, "seconds": float(res.seconds)}
         row.update(res.scalars())
         row.pop("seconds", None)

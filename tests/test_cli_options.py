@@ -504,3 +504,13 @@ def test_ctrl_c_exits_130_with_a_short_message(ten, tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "Aborted" not in err
     assert "Average Time" not in stdout
     assert sorted(os.listdir(tmp_path)) == ["ten"]   # no output, no temporary file
+
+
+def test_more_sources_asked_than_vertices_with_edges_is_noted(ten):
+    """APSP's random sources are vertices with out-edges: asking for more than there are runs
+    every one of them, and says so (a silent cap would read as the count asked for)."""
+    r = cli("run", "apsp", "--graph", "ten", "--num-sources", "50")
+    assert r.exit_code == 0, r.output
+    assert "note: --num-sources 50: only " in r.stderr and "each of them is a source" in r.stderr
+    r = cli("run", "apsp", "--graph", "ten", "--num-sources", "2")
+    assert r.exit_code == 0 and "--num-sources" not in r.stderr
