@@ -419,3 +419,22 @@ def test_hanging_probe_times_out_and_is_not_cached(probe_cache, monkeypatch):
     with pytest.raises(OSError) as ei:
         probe.require_liburing()
     assert ei.value.errno == errno.ETIMEDOUT
+
+
+def test_old_liburing_verdicts_are_pruned(tmp_path, monkeypatch):
+    """Every interpreter and package build stores its own liburing verdict: the folder keeps
+    the newest KEEP_VERDICTS, the one just stored among them, and leaves other files alone."""
+    from graphene_py.io import probe
+    monkeypatch.setenv("GRAPHENE_PROBE_CACHE", str(tmp_path))
+    for i in range(probe.KEEP_VERDICTS + 5):
+        p = tmp_path / f"liburing-probe-old{i:02d}.json"
+        p.write_text("{}")
+        os.utime(p, (1000 + i, 1000 + i))
+    (tmp_path / "other.json").write_text("{}")
+    probe._store("newkey", probe.Verdict(True, "ok", 0, False, "probe", 0.1), None)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert "liburing-probe-newkey.json" in left and "other.json" in left
+    olds = [n for n in left if n.startswith("liburing-probe-old")]
+    assert len(olds) == probe.KEEP_VERDICTS - 1
+    assert olds[0] == "liburing-probe-old06.json"           # the oldest six went
+    assert json.loads((tmp_path / "liburing-probe-newkey.json").read_text())["ok"] is True

@@ -296,6 +296,31 @@ def _store(key, v, fingerprint):
             os.unlink(tmp)
         except OSError:
             pass
+        return
+    _prune(os.path.dirname(path), path)
+
+
+#: verdicts kept in the cache folder: every interpreter, package build and kernel has its own
+#: (a machine's venvs and checkouts add up), the newest this many stay
+KEEP_VERDICTS = 16
+
+
+def _prune(folder, keep_path):
+    """Remove all but the KEEP_VERDICTS newest verdict files (never keep_path): a removed one
+    only costs its interpreter one probe again."""
+    try:
+        names = [n for n in os.listdir(folder)
+                 if n.startswith("liburing-probe-") and n.endswith(".json")]
+        files = sorted((os.path.join(folder, n) for n in names),
+                       key=lambda p: os.stat(p).st_mtime, reverse=True)
+    except OSError:
+        return
+    for p in files[KEEP_VERDICTS:]:
+        if p != keep_path:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
 
 
 def liburing_verdict(use_cache=True) -> Verdict:
