@@ -355,7 +355,7 @@ def test_cli(tmp_path):
     d = json.loads(r.stdout)
     assert d["result"]["membership_only"] is False and d["result"]["max_core"] == int(full.max())
     r = cli("kcore", "--graph", "plk", "--membership-only")
-    assert r.exit_code == 1 and "needs --k" in r.output, r.output
+    assert r.exit_code == 2 and "needs --k" in r.output, r.output      # (usage)
 
 
 # ---------------------------------------------------------------------------------------------
