@@ -246,12 +246,13 @@ def _run(name, mod, kw):
         raise click.UsageError("--membership-only needs --k K (which core's members)")
     # every check before any work: the output path, then the dataset and the graph-dependent ranges
     if output:
-        if os.path.splitext(str(output))[1].lower() not in common.SAVE_SUFFIXES:
-            try:
-                common.check_output(output, _result_class(mod))
-            except GrapheneError as e:          # a bad option value: usage (exit 2)
-                raise click.BadParameter(str(e), param_hint="'-o' / '--output'") from None
-        common.check_output(output, _result_class(mod))
+        try:
+            common.check_output(output, _result_class(mod))
+        except GrapheneError as e:
+            if os.path.splitext(str(output))[1].lower() in common.SAVE_SUFFIXES:
+                raise
+            # a suffix no output has is a bad option value: usage (exit 2)
+            raise click.BadParameter(str(e), param_hint="'-o' / '--output'") from None
     if timeline:
         from . import plot
         folder = os.path.dirname(os.path.abspath(timeline))

@@ -814,7 +814,8 @@ def sssp(dg, src: int, delta: Optional[float] = None, stats: Optional[dict] = No
 def _stager(dg, which, weights: bool, mode: str, slot_bytes, shift):
     """The chunk stager of a run over dg's host-resident arrays among `which` (gpu/chunks.py); one
     that stages nothing when every array is in GPU memory or mode is "zero-copy". An SSSP run
-    (weights=True) frees the lists' heads first: it reads none."""
+    (weights=True) reads no list heads: their memory counts towards the slots, and they are
+    freed when that gives slots (head() builds them again for a later run)."""
     from . import chunks as C
     groups = C.groups_of(dg, which, weights=weights) if dg.tiered else []
     if mode not in C.MODES:
