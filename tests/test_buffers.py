@@ -143,7 +143,11 @@ def test_hugetlb_cgroup_room_v1_and_v2_least_over_the_chain(tmp_path):
     assert buffers.hugetlb_cgroup_room(mb2, str(tmp_path / "missing"), root) is None
 
 
-def test_free_pages_capped_by_the_cgroup(monkeypatch):
+def test_free_pages_less_reserved_and_capped_by_the_cgroup(tmp_path, monkeypatch):
+    mi = tmp_path / "meminfo"
+    mi.write_text("HugePages_Total:     200\nHugePages_Free:      100\n"
+                  "HugePages_Rsvd:       10\nHugepagesize:       2048 kB\n")
+    monkeypatch.setattr(buffers, "hugetlb_cgroup_room", lambda size: None)
+    assert buffers.hugepages_free(str(mi)) == (90, 2 << 20)      # (10 promised to a mapping)
     monkeypatch.setattr(buffers, "hugetlb_cgroup_room", lambda size: 3 * size)
-    free, size = buffers.hugepages_free()
-    assert free <= 3
+    assert buffers.hugepages_free(str(mi)) == (3, 2 << 20)

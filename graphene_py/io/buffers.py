@@ -29,7 +29,7 @@ _MAP_HUGETLB = getattr(mmap, "MAP_HUGETLB", 0x40000)
 _PRIVATE = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
 
 
-def hugepages_free() -> tuple[int, int]:
+def hugepages_free(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
     """(free reserved hugepages, hugepage size in bytes) from /proc/meminfo; (0, 2 MB) if unknown.
     Free means not promised to a mapping either (HugePages_Free counts the pages a MAP_HUGETLB
     mapping has reserved, HugePages_Rsvd, until they are written), and within what this
@@ -37,7 +37,7 @@ def hugepages_free() -> tuple[int, int]:
     write, where going over it is a SIGBUS, not a failed mmap."""
     free, rsvd, size = 0, 0, HUGE
     try:
-        with open("/proc/meminfo") as f:
+        with open(meminfo) as f:
             for line in f:
                 if line.startswith("HugePages_Free:"):
                     free = int(line.split()[1])
