@@ -1084,6 +1084,27 @@ def test_kcore_handed_over_equals_the_cpu_run(tmp_path, gname, layout):
         assert r.max_core == ref.max_core
 
 
+@pytest.mark.parametrize("layout", ["sym", "directed_in"])
+@pytest.mark.parametrize("gname,kk", [("powerlaw", 21), ("isolated_ends", 6), ("star", 4)])
+def test_kcore_membership_handed_over_equals_the_cpu_run(tmp_path, gname, kk, layout):
+    """One K-core: the CPU peels up to superstep k's round, the GPU's k-core goes on from the
+    vertices left at level K - 1: the CPU run's members, the supersteps saying where they ran."""
+    from graphene_py.algos import kcore as K
+    g = _hybrid_dataset(tmp_path, gname, layout)
+    ref = K.run(g, threads=2, k=kk, membership_only=True)
+    assert K.verify(g, ref) == []
+    per_round = 2 if layout == "directed_in" else 1
+    total = len(ref.supersteps)
+    for k in sorted({1, total // 2, total - per_round - 1} & set(range(1, total - per_round + 1))):
+        r = K.run(g, threads=2, k=kk, membership_only=True, device="auto", handoff_at=k)
+        np.testing.assert_array_equal(r.in_k_core, ref.in_k_core, err_msg=f"k={k}")
+        moved = -(-k // per_round) * per_round
+        devs = [st["device"] for st in r.supersteps]
+        assert devs[:moved] == ["cpu"] * moved and set(devs[moved:]) == {"gpu"}, devs
+        assert r.cpu_supersteps == moved and r.device == "cpu+gpu" and r.device_moves == 1
+        assert r.k_core_size == ref.k_core_size and r.core_number is None
+
+
 @pytest.mark.parametrize("kind", ["sym", "directed"])
 @pytest.mark.parametrize("gf", [G.powerlaw, G.star, G.chain, G.isolated_ends, G.duplicates])
 def test_gpu_kcore_from_a_partial_peel(gf, kind):

@@ -818,6 +818,52 @@ def test_kcore_hands_over_the_peel_a_run_stopped_there_has(tmp_path, monkeypatch
         assert got[gone].max() <= level <= ref[~gone].min(), (k, level)
 
 
+_MEMBERSHIP_CASES = [(g, kk, layout, im) for g, kk in (("powerlaw", 21), ("powerlaw", 44),
+                                                       ("isolated_ends", 5), ("isolated_ends", 6),
+                                                       ("star", 4))
+                     for layout in ("sym", "directed_in") for im in (False, True)] + [
+    ("chain", 2, "sym", False)]          # (2,500 rounds: one layout)
+
+
+@pytest.mark.parametrize("gname,kk,layout,in_memory", _MEMBERSHIP_CASES)
+def test_kcore_membership_hands_over_the_core_a_run_stopped_there_has(tmp_path, monkeypatch,
+                                                                      gname, kk, layout,
+                                                                      in_memory):
+    """One K-core, forced after CPU superstep k in turn (the move waits for its round's end): the
+    CPU part's line says it moves, it hands over -1 for a superset of the K-core's members and
+    0 for vertices outside it only, at level K - 1, and the rest (a plain peel from there) gives
+    the CPU run's members. A vertex handed over as gone while still in the core, a member left
+    out, or a level of K (a vertex of degree K among the rest would leave), fails here."""
+    from graphene_py.algos import kcore as K
+    g = _dataset(tmp_path, gname, layout)
+    ref = K.run(g, threads=2, k=kk, membership_only=True, in_memory=in_memory)
+    assert not K.verify(g, ref)
+    total = len(ref.supersteps)
+    per_round = 2 if layout == "directed_in" else 1
+    assert total >= 2 * per_round, total
+    # (a round that leaves nothing to peel is the last: no move after it)
+    for k in sorted({1, 2, total // 2, total - per_round - 1} & set(range(1, total - per_round + 1))):
+        part = _PeelPart(g)
+        monkeypatch.setattr(K, "_handoff", lambda *a, **kw: (
+            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        seen = []
+        r = K.run(g, threads=2, k=kk, membership_only=True, in_memory=in_memory, device="auto",
+                  handoff_at=k, progress=seen.append)
+        moved = -(-k // per_round) * per_round
+        np.testing.assert_array_equal(r.in_k_core, ref.in_k_core, err_msg=f"k={k}")
+        assert r.k_core_size == ref.k_core_size and r.membership_only and r.core_number is None
+        assert r.device == "cpu+gpu" and r.cpu_supersteps == moved, (k, r.cpu_supersteps)
+        cpu = r.supersteps[:moved]
+        assert [st["device"] for st in cpu] == ["cpu"] * moved
+        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
+        assert seen[moved - 1]["handoff"] == cpu[-1]["handoff"]     # on the progress line too
+        assert r.supersteps[moved]["device"] == "gpu" and len(seen) == len(r.supersteps)
+        got = part.got
+        assert set(np.unique(got).tolist()) <= {-1, 0} and part.level == kk - 1
+        assert (got[np.asarray(ref.in_k_core)] == -1).all(), f"k={k}: a member handed over gone"
+        assert (got == 0).any(), f"k={k}: nothing peeled before the move"
+
+
 def test_kcore_auto_without_a_gpu_or_for_membership_is_the_cpu_run(tmp_path, monkeypatch):
     from graphene_py.algos import kcore as K
     from graphene_py.algos import registry
@@ -830,9 +876,10 @@ def test_kcore_auto_without_a_gpu_or_for_membership_is_the_cpu_run(tmp_path, mon
     assert all("handoff" not in st for st in b.supersteps)
     c = K.run(g, threads=2, device="auto", k=5, membership_only=True)
     assert c.k_core_size == int(np.count_nonzero(a.core_number >= 5))
-    # the plan: no hand-off for membership (two rounds) nor the scan of a directed dataset
-    # without in-edges; the resident load's estimate otherwise
-    assert K.handoff_prep_seconds(g, {"membership_only": True}) is None
+    assert c.device == "cpu" and c.device_note == "no GPU (test: no GPU)"
+    # the plan: no hand-off for the scan of a directed dataset without in-edges; the resident
+    # load's estimate otherwise (both modes)
+    assert K.handoff_prep_seconds(g, {"membership_only": True}) == K.handoff_prep_seconds(g, {})
     (tmp_path / "d").mkdir()
     d = _dataset(tmp_path / "d", "powerlaw", "directed")
     assert K.handoff_prep_seconds(d, {}) is None
@@ -857,7 +904,7 @@ def test_kcore_load_not_needed_is_stopped_and_the_cpu_ends(tmp_path, monkeypatch
 def test_kcore_plan_of_the_hand_off(monkeypatch):
     """The full decomposition's GPU part is the resident load (as WCC's resident tier); the plan
     hands over only where its rule says the hand-off beats both whole runs (here, at the
-    scale-24 shape on 16 threads: no, the GPU whole), and never for 17-core membership."""
+    scale-24 shape on 16 threads: no, the GPU whole; nor for 17-core membership), in both modes."""
     from graphene_py.algos import kcore as K, registry
     from graphene_py.gpu import _module
     from graphene_py.iterator import memory
@@ -873,11 +920,13 @@ def test_kcore_plan_of_the_hand_off(monkeypatch):
     where, why = registry._choose("kcore", "auto", s24, {"threads": 16})
     assert where == "gpu" and "est. cpu 5.56 s vs gpu 5.04 s" in why, why
     assert registry._choose("kcore", "auto", G.standin(128_311_450), {"threads": 16})[0] == "cpu"
+    # one K-core: two rounds, the first most of the run; the load does not end within it
+    mem = {"threads": 16, "k": 17, "membership_only": True}
+    where, why = registry._choose("kcore", "auto", s24, mem)
+    assert where == "cpu" and "est. cpu 1.62 s vs gpu 3.79 s" in why, why
     monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "est. both"))
     assert registry._choose("kcore", "auto", s24, {"threads": 16}) == ("hybrid", "est. both")
-    where, _ = registry._choose("kcore", "auto", s24, {"threads": 16, "k": 17,
-                                                       "membership_only": True})
-    assert where == "cpu"
+    assert registry._choose("kcore", "auto", s24, mem) == ("hybrid", "est. both")
 
 
 def test_kcore_stays_on_the_cpu_where_the_gpu_estimate_is_higher(tmp_path, monkeypatch):

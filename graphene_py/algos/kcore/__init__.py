@@ -61,8 +61,8 @@ import numpy as np
 
 from ...errors import GrapheneError
 from ..common import vertex_dtype
-from .base import KEEP_PER_VERTEX, KCoreResult, _peel_serial, _result  # noqa: F401  (KCoreResult: the API; _result: algos/small.py)
-from .full import Moved, _run_full
+from .base import KEEP_PER_VERTEX, KCoreResult, Moved, _peel_serial, _result  # noqa: F401  (KCoreResult: the API; _result: algos/small.py)
+from .full import _run_full
 from .membership import _run_membership
 from .scan import _run_scan
 
@@ -87,8 +87,8 @@ def run_gpu(graph, *, k=None, gpu_mem=None, progress=None, **_ignored) -> KCoreR
                        seconds=time.perf_counter() - t0, load_seconds=t_load, device="gpu", gpu_tier=dg.tier())
 
 
-HYBRID = True       # run(device="auto"): the full decomposition starts on the CPU; the GPU may
-HANDOFF = True      # take over between two rounds once a thread has loaded it (KCorePart)
+HYBRID = True       # run(device="auto"): both modes start on the CPU; the GPU may take over
+HANDOFF = True      # between two rounds once a thread has loaded it (KCorePart)
 
 
 def _handoff(graph, gpu_mem, handoff_at):
@@ -104,11 +104,11 @@ def _handoff(graph, gpu_mem, handoff_at):
 
 
 def handoff_prep_seconds(graph, opts):
-    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off: the
-    dataset's resident load, then nothing. None where no hand-off runs: 17-core membership
-    (two rounds), a directed dataset without in-edges (the scan), a load that would assemble
-    the CSR on the host beside the CPU's run without room."""
-    if opts.get("membership_only") or (graph.directed and graph.in_partitions is None):
+    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off (both
+    modes: the full decomposition and one K-core): the dataset's resident load, then nothing.
+    None where no hand-off runs: a directed dataset without in-edges (the scan), a load that
+    would assemble the CSR on the host beside the CPU's run without room."""
+    if graph.directed and graph.in_partitions is None:
         return None
     from ...gpu.handoff import resident_prep_seconds
     from ...iterator.memory import memory_available
@@ -121,10 +121,10 @@ def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, 
     """Core numbers of every vertex (membership_only: only the K-core for k=K). keep_edges: RAM
     budget of the full decomposition for kept lists, in neighbour IDs (default 4n; 0: none;
     tail_edges: its old name).
-    device="auto" (dispatch's "hybrid"): the full decomposition peels on the CPU while a thread
-    loads the dataset into GPU memory; after a round, once it is there, the GPU peels the rest
-    from the core numbers so far when its estimate is below the CPU's for the rest
-    (gpu/handoff.py). handoff_at: move after that CPU superstep, waiting there for the load
+    device="auto" (dispatch's "hybrid"): either mode peels on the CPU while a thread loads the
+    dataset into GPU memory; after a round, once it is there, the GPU peels the rest from the
+    core numbers so far when its estimate is below the CPU's for the rest (gpu/handoff.py; one
+    K-core: the vertices left, from level K - 1). handoff_at: move after that CPU superstep, waiting there for the load
     (tests). gpu_tier: the part is resident (the GPU's k-core reads lists zero-copy past the
     budget, it does not stream)."""
     runtime = dict(runtime)
@@ -137,12 +137,16 @@ def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, 
     if keep_edges is not None and int(keep_edges) < 0:
         raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
     t0 = time.perf_counter()
+    n = graph.num_vertices
+    scan = graph.directed and graph.in_partitions is None
     if membership_only:
         if k is None:
             raise GrapheneError("membership_only needs k (which core to compute: --k K)")
-        return _run_membership(graph, k, in_memory, runtime, progress, t0)
-    n = graph.num_vertices
-    if graph.directed and graph.in_partitions is None:
+        if device != "auto" or n == 0 or graph.num_edges == 0 or scan:
+            return _run_membership(graph, k, in_memory, runtime, progress, t0)
+        return _hybrid(graph, gpu_mem, handoff_at, progress, t0, lambda ho: _run_membership(
+            graph, k, in_memory, runtime, progress, t0, ho=ho), k=int(k), membership=True)
+    if scan:
         if getattr(graph, "cluster", None) is not None:
             raise GrapheneError(f"{graph.name}: k-core on a cluster needs an undirected dataset "
                                 f"or in-edge partitions (re-partition with --in-edges)")
@@ -152,9 +156,19 @@ def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, 
     dirs = ["out", "in"] if graph.directed else ["out"]
     if device != "auto" or n == 0 or graph.num_edges == 0:
         return _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k)
+    return _hybrid(graph, gpu_mem, handoff_at, progress, t0, lambda ho: _run_full(
+        graph, dirs, budget, in_memory, runtime, progress, t0, k, ho=ho), k=k,
+        keep_edges=int(budget))
+
+
+def _hybrid(graph, gpu_mem, handoff_at, progress, t0, cpu_run, k, membership=False,
+            keep_edges=None) -> KCoreResult:
+    """device="auto": cpu_run(ho) peels on the CPU while a thread loads the dataset into GPU
+    memory (_handoff); a run that moved (Moved) ends on the GPU from the peel so far: the
+    core numbers, or for membership the K-core's members (core number >= K)."""
     ho, note = _handoff(graph, gpu_mem, handoff_at)
     try:
-        got = _run_full(graph, dirs, budget, in_memory, runtime, progress, t0, k, ho=ho)
+        got = cpu_run(ho)
     finally:
         if ho is not None:
             ho.finish()
@@ -167,10 +181,17 @@ def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, 
     from ...gpu.resident import gpu_steps
     gst: dict = {}
     core = np.asarray(ho.load.value.run(got.core, got.level, gst)).astype(
-        vertex_dtype(n), copy=False)
+        vertex_dtype(graph.num_vertices), copy=False)
     steps = got.steps + gpu_steps(gst, progress)
-    res = _result(core, k, got.rounds + int(gst.get("rounds", 0)), steps, t0,
-                  kept_lists=got.kept, keep_edges=int(budget))
+    rounds = got.rounds + int(gst.get("rounds", 0))
+    if membership:
+        in_k = core >= k
+        res = KCoreResult(core_number=None, max_core=None, k=k, in_k_core=in_k,
+                          k_core_size=int(np.count_nonzero(in_k)), membership_only=True,
+                          rounds=rounds, kept_lists=got.kept, supersteps=steps,
+                          seconds=time.perf_counter() - t0)
+    else:
+        res = _result(core, k, rounds, steps, t0, kept_lists=got.kept, keep_edges=keep_edges)
     res.__dict__.update(ho.summary(len(steps) - len(got.steps)), device="cpu+gpu",
                         device_note=note)
     return res

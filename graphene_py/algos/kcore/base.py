@@ -23,6 +23,15 @@ KEEP_SHARE = 16
 KEEP_BAND = 16
 
 
+class Moved:
+    """Where a k-core run handed over to the GPU stopped on the CPU (`_run_full`,
+    `_run_membership` with a hand-off): the core numbers so far (-1: not removed yet; int32),
+    the level reached, and the CPU's supersteps and rounds."""
+
+    def __init__(self, core, level, steps, rounds, kept):
+        self.core, self.level, self.steps, self.rounds, self.kept = core, level, steps, rounds, kept
+
+
 def _result(core, k, rounds, steps, t0, **extra):
     n = len(core)
     in_k = None if k is None else core >= int(k)

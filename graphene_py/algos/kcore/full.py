@@ -12,16 +12,7 @@ from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2
 from ...iterator.memory import track
 from ..common import vertex_dtype
-from .base import _always, _record, _result
-
-
-class Moved:
-    """Where a k-core decomposition handed over to the GPU stopped on the CPU (`_run_full` with a
-    hand-off): the core numbers so far (-1: not removed yet; int32), the level reached, and the
-    CPU's supersteps and rounds."""
-
-    def __init__(self, core, level, steps, rounds, kept):
-        self.core, self.level, self.steps, self.rounds, self.kept = core, level, steps, rounds, kept
+from .base import Moved, _always, _record, _result
 
 
 #: a hand-off's check of the CPU's estimate for the rest (an O(n) pass over the degrees) runs at

@@ -11,16 +11,19 @@ from ...io.bitmap import ctz64
 from ...iterator.atomics import atomic_add2
 from ...iterator.memory import track
 from ...errors import GrapheneError
-from .base import KEEP_BAND, KEEP_SHARE, KCoreResult, _always, _record
+from .base import KEEP_BAND, KEEP_SHARE, KCoreResult, Moved, _always, _record
 from .scan import _in_degrees
 
 #: int32 rows while every degree, ID and store position stays below this (tests lower it)
 INT32_ROWS_BELOW = (1 << 31) - 1
 
 
-def _run_membership(graph, k, in_memory, runtime, progress, t0):
+def _run_membership(graph, k, in_memory, runtime, progress, t0, ho=None):
     """Single-k peeling (Graphene's k-core): vertices of degree < K leave in rounds until none does.
-    See the module docstring ("One k")."""
+    See the module docstring ("One k"). ho: a hand-off (gpu/handoff.py Handoff, the GPU's part
+    KCorePart): after each round that leaves vertices to peel, once the part is ready, the rest
+    moves to the GPU when its estimate is below the round's time; returns Moved then (the
+    vertices still in the core -1, every other 0, at level K - 1: _moved)."""
     from ...iterator.edgemap import EdgeMap, Update
     n = graph.num_vertices
     kk = int(k)
@@ -90,20 +93,25 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
         track("status", status)
         # a round's decrements add up (atomically in a process; by sum between cluster nodes)
         drop = Update(_always, _drop_k, combine="sum", writes=((0, "sum", (0, 1)),))
+        # with a hand-off a round's lines wait for its mark (device, why it stays or moves)
+        say = progress if ho is None else None
         while count:
+            first = len(steps)
             if full_scan:
                 st = em.dense(state, Update(_always, _drop_k_scan, combine="sum",
                                             writes=((0, "sum", (0, 1)),)))
-                _record(steps, progress, st, kk, count)
+                _record(steps, say, st, kk, count)
             else:
                 upd = Update(_always, _drop_k_keep, combine="sum") if (rounds == 0 and kept) \
                     else drop
                 for st in em.across(state, upd, dirs, mask=status):
-                    _record(steps, progress, st, kk, count)
+                    _record(steps, say, st, kk, count)
             if rounds == 0 and kept:
                 _check_kept(A, nw, status, starts)
             rounds += 1
             count = int(_next_round(A, sh, dt(kk), status, nw, starts))
+            if ho is not None and _handoff_after(ho, steps[first:], count, progress):
+                return Moved(_moved(A, sh, n), max(kk - 1, 0), steps, rounds, kept)
     finally:
         if em is not None:
             em.close()
@@ -112,6 +120,35 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0):
     return KCoreResult(core_number=None, max_core=None, k=kk, in_k_core=in_k, k_core_size=size,
                        membership_only=True, rounds=rounds, kept_lists=kept, supersteps=steps,
                        seconds=time.perf_counter() - t0)
+
+
+def _handoff_after(ho, round_steps, count, progress):
+    """A round's supersteps marked as the CPU's (and printed); then whether the rest moves: only
+    when `count` vertices are left to peel, the GPU's estimate against this round's time (the
+    rounds left are not known; the next is no longer than this one on the graphs measured)."""
+    for st in round_steps:
+        ho.mark(st)
+    move = False
+    if count:
+        cpu = sum(float(st.get("seconds", 0.0)) for st in round_steps)
+        move = ho.after(round_steps[-1], ho.cpu_steps, 0.0, cpu_s=cpu)
+    if progress is not None:
+        for st in round_steps:
+            progress(st)
+    return move
+
+
+def _moved(A, sh, n):
+    """The peel so far as the GPU's k-core takes it (algorithms.kcore's init): -1 for a vertex
+    still in the core (its bit in row 1's bitmap), 0 for one gone: every vertex gone has a core
+    number below K, so with the level at K - 1 the GPU's core numbers of the rest are >= K
+    exactly for the K-core's members (the K-core of what is left is the K-core itself)."""
+    nw = (n + (1 << sh) - 1) >> sh
+    words = np.ascontiguousarray(A[1, :nw])     # a word's bit i: vertex (w << sh) + i
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+    core = np.zeros(n, dtype=np.int32)
+    core[bits[:n].astype(bool)] = -1
+    return core
 
 
 # _ROWS of A (n entries each): 0 the degree (the number of neighbours not yet removed, exact while
