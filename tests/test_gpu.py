@@ -475,6 +475,36 @@ def test_msbfs_matches_single_bfs(gf, method, bits):
         assert st["levels"] >= got.max()           # every depth was reached in a level run
 
 
+@pytest.mark.parametrize("gf", NONEMPTY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("count", [5, 40])
+def test_gpu_msbfs_from_a_partial_pass(gf, count):
+    """gpu msbfs(init=(visited, level)) from the bits a BFS reached by several levels (32- and
+    64-bit words) writes exactly the later levels: into the rows so far (depth=) the whole
+    depths, into fresh rows only the levels after the cut; a wrong length is refused."""
+    from graphene_py import gpu
+    from graphene_py.errors import GrapheneError
+    cp = pytest.importorskip("cupy")
+    tg = gf()
+    rng = np.random.default_rng(5)
+    srcs = [int(x) for x in rng.integers(0, tg.n, count)] + [0]
+    for kind in ("directed", "sym"):
+        dg, indptr, indices, _ = make(kind, tg)
+        full = np.stack([naive_bfs_depth(indptr, indices, s) for s in srcs])
+        for level in sorted({0, 1, int(full.max()) // 2, int(full.max())}):
+            seen = (full >= 0) & (full <= level)
+            words = np.zeros(tg.n, dtype=np.uint64)
+            for i in range(len(srcs)):
+                words[seen[i]] |= np.uint64(1) << np.uint64(i)
+            so_far = np.where(seen, full, -1).astype(np.int32)
+            got = gpu.msbfs(dg, srcs, init=(words, level), depth=cp.asarray(so_far))
+            np.testing.assert_array_equal(got, full, err_msg=f"{kind} level {level}")
+            got = gpu.msbfs(dg, srcs, init=(words, level))
+            np.testing.assert_array_equal(got, np.where(full > level, full, -1),
+                                          err_msg=f"{kind} level {level}, fresh rows")
+    with pytest.raises(GrapheneError, match="msbfs init"):
+        gpu.msbfs(dg, srcs, init=(np.zeros(tg.n + 1, np.uint64), 0))
+
+
 def test_msbfs_method_checked():
     from graphene_py import gpu
     from graphene_py.errors import GrapheneError
@@ -1103,6 +1133,56 @@ def test_kcore_membership_handed_over_equals_the_cpu_run(tmp_path, gname, kk, la
         assert devs[:moved] == ["cpu"] * moved and set(devs[moved:]) == {"gpu"}, devs
         assert r.cpu_supersteps == moved and r.device == "cpu+gpu" and r.device_moves == 1
         assert r.k_core_size == ref.k_core_size and r.core_number is None
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("layout", ["sym", "directed_in", "directed"])
+@pytest.mark.parametrize("gname", ["powerlaw", "isolated_ends", "chain"])
+def test_msbfs_handed_over_equals_the_cpu_run(tmp_path, gname, layout, keep):
+    """MS-BFS (70 sources: two passes) forced to the GPU after CPU superstep k: the CPU run's
+    depths, reached counts and closeness, the supersteps saying where they ran."""
+    from graphene_py.algos import msbfs as M
+    g = _hybrid_dataset(tmp_path, gname, layout)
+    srcs = np.flatnonzero(g.degrees("out") > 0)[:70]
+    ref = M.run(g, threads=2, sources=srcs, closeness=True)
+    assert M.verify(g, ref) == []
+    total = len(ref.supersteps)
+    first = sum(1 for st in ref.supersteps if st["pass_"] == 0)
+    for k in sorted({1, first // 2, first + 1} & set(range(1, total))):
+        if ref.supersteps[k - 1]["discovered"] == 0:
+            continue
+        r = M.run(g, threads=2, sources=srcs, closeness=True, keep_depths=keep, device="auto",
+                  handoff_at=k)
+        if keep:
+            np.testing.assert_array_equal(r.depths, ref.depths, err_msg=f"k={k}")
+        np.testing.assert_array_equal(r.reached, ref.reached, err_msg=f"k={k}")
+        np.testing.assert_allclose(r.closeness, ref.closeness, rtol=1e-12, err_msg=f"k={k}")
+        devs = [st["device"] for st in r.supersteps]
+        assert devs[:k] == ["cpu"] * k and set(devs[k:]) == {"gpu"}, devs
+        assert r.cpu_supersteps == k and r.device == "cpu+gpu" and r.device_moves == 1
+
+
+@pytest.mark.parametrize("name,opts,field", [
+    ("apsp", {"num_sources": 40}, "depths"),
+    ("kcore", {"k": 21, "membership_only": True}, "in_k_core")])
+def test_membership_and_apsp_auto_hand_over_through_dispatch(tmp_path, monkeypatch, name, opts,
+                                                             field):
+    """`--device auto` through registry.dispatch with the plan made to pick the hand-off: one
+    K-core and APSP move after superstep 1, their lines say so, the CPU's result."""
+    from graphene_py.algos import registry
+    from graphene_py.algos.common import superstep_line
+    from graphene_py.gpu import policy
+    g = _hybrid_dataset(tmp_path, "powerlaw", "sym")
+    monkeypatch.setattr(policy, "plan_handoff", lambda *a, **k: (True, "test: hand off"))
+    lines = []
+    r = registry.dispatch(name, g, device="auto", threads=2, handoff_at=1, gpu_mem="1G",
+                          progress=lambda st: lines.append(superstep_line(len(lines), st)),
+                          **opts)
+    ref = registry.dispatch(name, g, threads=2, **opts)
+    assert r.device_reason == "test: hand off" and r.device == "cpu+gpu"
+    np.testing.assert_array_equal(getattr(r, field), getattr(ref, field))
+    assert "gpu: moves here: forced after superstep 1" in lines[0]
+    assert "[gpu-" in lines[-1] and len(lines) == len(r.supersteps)
 
 
 @pytest.mark.parametrize("kind", ["sym", "directed"])

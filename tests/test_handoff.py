@@ -946,3 +946,123 @@ def test_kcore_stays_on_the_cpu_where_the_gpu_estimate_is_higher(tmp_path, monke
     assert r.device == "cpu" and r.cpu_supersteps == len(r.supersteps) and part.got is None
     said = [st["handoff"] for st in r.supersteps if "handoff" in st]
     assert said and all(x.startswith("loaded, CPU goes on: est. cpu ") for x in said), said
+
+
+# -- MS-BFS handed over to the GPU between levels (gpu/handoff.py MSBFSPart) -----------------------
+class _BitsPart:
+    """A stand-in for MS-BFS's GPU part (no GPU here), doing what its kernel does: from the
+    visited words handed over (bit i: group[i] reached the vertex) and the level, each further
+    level ORs the in-neighbours' words into a vertex's own, the new bits at level + 1; the
+    later sources by a plain BFS. Fills the rows, returns the new counts, keeps what it got."""
+
+    def __init__(self, g):
+        self.g, self.got = g, None
+        self.sources_left = 0
+
+    def cost(self, due):
+        return 0.0
+
+    def run(self, visited, level, group, rows, rest, rest_rows, stats):
+        from graphene_py.algos.reference import serial_bfs_depth
+        self.got = (np.array(visited, copy=True), int(level), np.array(group))
+        n = self.g.num_vertices
+        ip, ix, _ = self.g.to_csr("out")
+        cur = visited.astype(np.uint64)
+        k = len(group)
+        new_rows = np.full((k, n), -1, dtype=np.int32)
+        lvl = int(level)
+        front = np.flatnonzero(cur)          # (the kernel pulls from every word: so does this)
+        while True:
+            cnt = ip[front + 1] - ip[front]
+            pos = np.repeat(ip[front] - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
+            acc = cur.copy()                 # each word ORed into its out-neighbours' (their pull)
+            np.bitwise_or.at(acc, ix[pos].astype(np.int64), np.repeat(cur[front], cnt))
+            new = acc & ~cur
+            front = np.flatnonzero(new)
+            if not len(front):
+                break
+            for b in range(k):
+                new_rows[b, (new >> np.uint64(b)) & np.uint64(1) == 1] = lvl + 1
+            cur, lvl = acc, lvl + 1
+        found = new_rows >= 0
+        if rows is not None:
+            rows[found] = new_rows[found]
+        reached = list(found.sum(axis=1))
+        sums = list(np.where(found, new_rows, 0).sum(axis=1))
+        ip, ix, _ = self.g.to_csr("out")
+        for i, s in enumerate(rest):
+            d = serial_bfs_depth(ip, ix, int(s), n)
+            if rest_rows is not None:
+                rest_rows[i] = d
+            reached.append(int((d >= 0).sum()))
+            sums.append(int(d[d >= 0].sum()))
+        stats.update(levels=lvl, supersteps=[{"phase": "levels", "seconds": 0.0}])
+        return np.array(reached, dtype=np.int64), np.array(sums, dtype=np.int64)
+
+
+_MSBFS_CASES = [(g, c, layout, keep) for g, c in (("powerlaw", 70), ("isolated_ends", 40),
+                                                   ("star", 5))
+                for layout in ("sym", "directed_in", "directed") for keep in (True, False)] + [
+    ("chain", 3, "sym", True)]           # (5,000 levels, each a pass of the stand-in: one case)
+
+
+@pytest.mark.parametrize("gname,count,layout,keep", _MSBFS_CASES)
+def test_msbfs_hands_over_the_bits_a_run_stopped_there_has(tmp_path, monkeypatch, gname, count,
+                                                           layout, keep):
+    """Forced after CPU superstep k in turn: the CPU's line says it moves, it hands over this
+    pass's sources with the words of the vertices they reached by the level it ends at, and the
+    rest (further levels from those words; the later sources whole) gives the CPU run's depths,
+    reached counts and closeness. Bits of a level not yet finished, the level off by one, or
+    the wrong pass's sources fail here."""
+    from graphene_py.algos import msbfs as M
+    g = _dataset(tmp_path, gname, layout)
+    deg = g.degrees("out")
+    srcs = np.flatnonzero(deg > 0)[:count]
+    srcs = np.concatenate([srcs, srcs[:1]])                  # a repeated source too
+    ref = M.run(g, threads=2, sources=srcs, closeness=True)
+    assert not M.verify(g, ref)
+    total = len(ref.supersteps)
+    first_pass = sum(1 for st in ref.supersteps if st["pass_"] == 0)
+    for k in sorted({1, 2, first_pass // 2, first_pass - 1, first_pass + 1} &
+                    set(range(1, total))):
+        if ref.supersteps[k - 1]["discovered"] == 0:
+            continue                                         # a pass's last level: no move there
+        part = _BitsPart(g)
+        monkeypatch.setattr(M, "_handoff", lambda *a, **kw: (
+            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        seen = []
+        r = M.run(g, threads=2, sources=srcs, closeness=True, keep_depths=keep, device="auto",
+                  handoff_at=k, progress=seen.append)
+        if keep:
+            np.testing.assert_array_equal(r.depths, ref.depths, err_msg=f"k={k}")
+        else:
+            assert r.depths is None
+        np.testing.assert_array_equal(r.reached, ref.reached, err_msg=f"k={k}")
+        np.testing.assert_allclose(r.closeness, ref.closeness, rtol=1e-12, err_msg=f"k={k}")
+        assert r.device == "cpu+gpu" and r.cpu_supersteps == k, (k, r.cpu_supersteps)
+        cpu = r.supersteps[:k]
+        assert [st["device"] for st in cpu] == ["cpu"] * k
+        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
+        assert seen[k - 1]["handoff"] == cpu[-1]["handoff"]       # on the progress line too
+        assert r.supersteps[k]["device"] == "gpu" and len(seen) == len(r.supersteps)
+        words, level, group = part.got
+        p = cpu[-1]["pass_"]
+        np.testing.assert_array_equal(group, srcs[64 * p:64 * p + 64])
+        assert level == cpu[-1]["level"]
+        for i in range(len(group)):                          # exactly the bits found by then
+            d = ref.depths[64 * p + i]
+            bit = (words.astype(np.uint64) >> np.uint64(i)) & np.uint64(1)
+            np.testing.assert_array_equal(bit == 1, (d >= 0) & (d <= level), err_msg=f"k={k}")
+
+
+def test_msbfs_auto_without_a_gpu_is_the_cpu_run(tmp_path, monkeypatch):
+    from graphene_py.algos import msbfs as M, registry
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    a = M.run(g, threads=2, num_sources=8)
+    monkeypatch.setattr(registry, "gpu_may_be_available", lambda: "test: no GPU")
+    b = M.run(g, threads=2, num_sources=8, device="auto", gpu_mem="1G")
+    np.testing.assert_array_equal(a.depths, b.depths)
+    assert b.device_note == "no GPU (test: no GPU)" and b.device == "cpu"
+    assert all("handoff" not in st for st in b.supersteps)
+    setup, after = M.handoff_prep_seconds(g, {})
+    assert setup > 0 and after == 0.0

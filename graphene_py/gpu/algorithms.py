@@ -643,12 +643,17 @@ MSBFS_METHOD = "bfs"
 
 @_oom_to_error
 def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optional[dict] = None,
-          to_host: bool = True, method: str = None):
+          to_host: bool = True, method: str = None, init=None, depth=None):
     """depth int32[len(sources), n]: BFS depth of every vertex from each source (-1 unreached).
 
     method (default MSBFS_METHOD): "bfs", one BFS per source (a repeated source's row copied);
     "bits", the sources in groups of word_bits (32 or 64) as bits of one word per vertex, levels
     bottom-up over in-edges, the host checking for progress once per `batch_levels` levels.
+    init = (visited, level): go on from a CPU pass over these sources (at most 64: one group,
+    the bits method, 32-bit words for up to 32) after that level: visited[v] has bit i where
+    sources[i] reached v by then (gpu/handoff.py MSBFSPart). Only the levels after it are
+    written: into `depth` when given (k x n int32 on the GPU: the rows so far), else into rows
+    of -1.
     """
     cp = _module.cupy()
     n = dg.num_vertices
@@ -656,12 +661,20 @@ def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optio
     for s in sources:
         _check_src(dg, s)
     method = MSBFS_METHOD if method is None else method
+    k = len(sources)
+    if init is not None:
+        if k > 64 or len(init[0]) != n:
+            raise GrapheneError(f"msbfs init: {len(init[0])} words for {n} vertices and {k} "
+                                f"sources (at most 64)")
+        method, word_bits = "bits", (32 if k <= 32 else 64)
     if method not in ("bfs", "bits"):
         raise GrapheneError(f"msbfs method must be bfs or bits, not {method!r}")
     if word_bits not in (32, 64):
         raise GrapheneError("word_bits must be 32 or 64")
-    k = len(sources)
-    depth = cp.full((k, n), -1, dtype=cp.int32)
+    if depth is None:
+        depth = cp.full((k, n), -1, dtype=cp.int32)
+    elif depth.shape != (k, n):
+        raise GrapheneError(f"msbfs depth has shape {depth.shape}, expected ({k}, {n})")
     if k == 0 or n == 0:
         return depth.get() if to_host else depth
     if method == "bfs":
@@ -683,12 +696,16 @@ def msbfs(dg, sources, word_bits: int = 64, batch_levels: int = 32, stats: Optio
         words = np.zeros(len(verts), dtype=np.uint64)
         for j, vi in enumerate(inv):
             words[vi] |= np.uint64(1) << np.uint64(j)
-        cur = cp.zeros(n, dtype=wt)
         nxt = cp.empty(n, dtype=wt)
-        cur[cp.asarray(verts)] = cp.asarray(words.astype(wt))
         sub = depth[g0:g0 + kk]
-        sub[cp.arange(kk), cp.asarray(grp)] = 0
-        level = 0
+        if init is None:
+            cur = cp.zeros(n, dtype=wt)
+            cur[cp.asarray(verts)] = cp.asarray(words.astype(wt))
+            sub[cp.arange(kk), cp.asarray(grp)] = 0
+            level = 0
+        else:
+            cur = cp.asarray(np.ascontiguousarray(init[0]).astype(wt, copy=False))
+            level = int(init[1])
         while True:
             flags = cp.zeros(batch_levels, dtype=cp.int32)
             for b in range(batch_levels):

@@ -429,6 +429,70 @@ def kcore_part(graph, gpu_mem) -> BackgroundLoad:
     return _part_load(lambda check: KCorePart(graph, gpu_mem, check))
 
 
+class MSBFSPart:
+    """The GPU's part of a multi-source BFS handed over between two levels of a CPU pass, made on
+    the load's thread: the dataset loaded (DeviceGraph, resident). The pass's bits so far (which
+    sources reached each vertex by the level the CPU ended) go on as bit-parallel levels
+    (algorithms.msbfs's init); the sources of later passes run on the GPU whole."""
+
+    def __init__(self, graph, gpu_mem, check):
+        from .resident import device_graph
+        self.dg = device_graph(graph, gpu_mem, check=check)
+        self.list_bytes = graph.num_edges * 4 * (1 if self.dg.symmetric else 2)
+        self.sources_left = 0          # the CPU sets it before asking (the pass's and later ones)
+
+    def cost(self, due: int) -> float:
+        """Estimated seconds of all the rest (`due` is not used): MS-BFS's passes over the lists
+        for 32 sources (policy.RUN_PASSES) at its GPU rate, per 32 sources left (at least one
+        group: the pass under way)."""
+        from .policy import GPU_PASS_BYTES, RUN_PASSES
+        groups = max(1.0, self.sources_left / 32)
+        return groups * RUN_PASSES["msbfs"] * self.list_bytes / GPU_PASS_BYTES["msbfs"]
+
+    def run(self, visited, level, group, rows, rest, rest_rows, stats):
+        """The pass of sources `group` on from the CPU's `visited` words after `level`, then the
+        sources `rest` whole. rows / rest_rows: their depths rows on the host, filled here (the
+        pass's rows hold the CPU's levels, -1 elsewhere), or None (only the counts). Returns
+        (reached, sums): per source of group + rest, the vertices reached and their depths' sum
+        from the GPU's new levels only for group (the CPU counted its own), whole for rest."""
+        from . import algorithms as A
+        cp = _module.cupy()
+        n = self.dg.num_vertices
+        reached = np.zeros(len(group) + len(rest), dtype=np.int64)
+        sums = np.zeros(len(reached), dtype=np.int64)
+        st: dict = {}
+        dev = None if rows is None else cp.asarray(rows)
+        dev = A.msbfs(self.dg, group, stats=st, to_host=False, init=(visited, level), depth=dev)
+        levels = int(st.get("levels", 0))
+        for i in range(len(group)):            # the counts on the GPU (run_gpu's habit)
+            row = dev[i]
+            new = row > level
+            reached[i] = int(cp.count_nonzero(new))
+            sums[i] = int(cp.where(new, row, 0).sum(dtype=cp.int64))
+        if rows is not None:
+            dev.get(out=rows)
+        del dev
+        if len(rest):
+            st2: dict = {}
+            dr = A.msbfs(self.dg, rest, stats=st2, to_host=False)
+            levels = max(levels, int(st2.get("levels", 0)))
+            for i in range(len(rest)):
+                row = dr[i]
+                r = int(cp.count_nonzero(row >= 0))
+                reached[len(group) + i] = r
+                sums[len(group) + i] = int(row.sum(dtype=cp.int64)) + (n - r)
+            if rest_rows is not None:
+                dr.get(out=rest_rows)
+        stats.update(levels=levels)
+        stats["tier"] = "resident" if self.dg.tier() == "gpu" else self.dg.tier()
+        return reached, sums
+
+
+def msbfs_part(graph, gpu_mem) -> BackgroundLoad:
+    """A BackgroundLoad of MS-BFS's GPU part (MSBFSPart)."""
+    return _part_load(lambda check: MSBFSPart(graph, gpu_mem, check))
+
+
 def resident_prep_seconds(graph, host_free: int):
     """(setup, 0.0): the plan's estimate of a resident part's setup (the dataset's load, both
     edge directions where it has in-partitions), or None where the load would assemble the CSR

@@ -210,14 +210,19 @@ def pick_sources(graph, count=DEFAULT_SOURCES, seed=config.SEED, deg=None):
 
 def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAULT_SOURCES,
         closeness=False, output=None, bottom_up=True, keep_edges=None, keep_depths=True,
-        **runtime) -> MSBFSResult:
+        gpu_mem=None, gpu_tier=None, handoff_at=None, **runtime) -> MSBFSResult:
     """bottom_up: run a level bottom-up whenever the cost model says it reads no more bytes (needs
     in-edges, or an undirected dataset); "always": every level (tests); False: top-down only.
     keep_edges: the short in-lists kept in RAM, in stored neighbour IDs (default n; 0: none, and
     no per-vertex slots for them either). keep_depths=False (without `output`): only `reached`
     and the depth sums (closeness) are counted, level by level, and `depths` is None: no S x n
     rows are written (`graphene run apsp` without -o or --verify; at Kronecker scale 22, 32
-    sources, the 537 MB of rows are fresh pages, dear to fault in here)."""
+    sources, the 537 MB of rows are fresh pages, dear to fault in here).
+    device="auto" (dispatch's "hybrid"): the CPU runs while a thread loads the dataset into GPU
+    memory; after a level, once it is there, the rest (this pass from its bits, the later
+    sources whole) moves to the GPU when its estimate is below the CPU's (gpu/handoff.py
+    MSBFSPart). handoff_at: move after that superstep, waiting there for the load (tests).
+    gpu_tier: not used (the part is resident)."""
     counts_only = not keep_depths and output is None
     if keep_edges is not None and int(keep_edges) < 0:
         raise GrapheneError(f"keep_edges must be >= 0 (got {keep_edges})")
@@ -235,6 +240,9 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
     steps = []
     passes = 0
     up_dir = pull_direction(graph, bottom_up)
+    ho, note = (None, None) if device != "auto" or not n or (src is not None and not len(src)) \
+        else _handoff(graph, gpu_mem, handoff_at)
+    moved = None             # (pass's first source, level, visited words) once the run moves
     em = None
     depths = None
     filler = None
@@ -312,6 +320,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                 prev = cnt
                 frontier, nxt = nxt, frontier
                 level = 0
+                t_pass = time.perf_counter()
                 while True:
                     level += 1
                     pull = up and (bottom_up == "always" or min(c_bu, cap_in) <= min(c_td, cap_out))
@@ -341,12 +350,17 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                               direction="bottom-up" if pull else "top-down",
                               merge_seconds=time.perf_counter() - t1)
                     steps.append(st)
+                    move = ho is not None and _handoff_after(
+                        ho, st, cnt, S - base, time.perf_counter() - t_pass)
                     if progress is not None:
                         progress(st)
-                    if cnt == 0:
+                    if cnt == 0 or move:
                         break
                 log.flush()
                 passes += 1
+                if move:
+                    moved = (base, level, visited)
+                    break
     finally:
         if em is not None:
             em.close()
@@ -354,11 +368,80 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
             filler.join()
         if wback is not None:
             wback.close()
+        if ho is not None:
+            ho.finish()
+    if moved is not None:
+        passes += _gpu_rest(ho, moved, src, dplain, counts_only, reached, sums, steps, progress)
     if output is not None and depths is not None:
         depths.flush()
     clo = closeness_of(reached, sums, n) if closeness else None
-    return MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo, passes=passes,
-                       supersteps=steps, seconds=time.perf_counter() - t0)
+    res = MSBFSResult(sources=src, depths=depths, reached=reached, closeness=clo, passes=passes,
+                      supersteps=steps, seconds=time.perf_counter() - t0)
+    if note is not None:
+        res.__dict__.update(device="cpu", device_note=note)
+    if ho is not None:
+        gpu = sum(1 for st in steps if st.get("device") == "gpu")
+        res.__dict__.update(ho.summary(gpu), device="cpu+gpu" if moved else "cpu")
+    return res
+
+
+HYBRID = True       # run(device="auto") starts on the CPU; the GPU may take the levels left
+HANDOFF = True      # ... once a thread of its own has loaded the dataset (gpu/handoff.py MSBFSPart)
+
+
+def _handoff(graph, gpu_mem, handoff_at):
+    """(Handoff or None, note) for device="auto": the GPU's part (the dataset loaded resident:
+    gpu/handoff.py MSBFSPart) is made on a thread of its own while the CPU runs."""
+    from ..registry import gpu_may_be_available
+    why = gpu_may_be_available()     # (no CuPy here: it starts on the load's thread)
+    if why:
+        return None, f"no GPU ({why})"
+    from ...gpu.handoff import Handoff, msbfs_part
+    return Handoff(msbfs_part(graph, gpu_mem), state_bytes=8 * graph.num_vertices,
+                   force_at=handoff_at), "hybrid CPU/GPU: the GPU takes over once it is ready"
+
+
+def handoff_prep_seconds(graph, opts):
+    """(setup, once after the move) estimated seconds of the GPU's part of a hand-off: the
+    dataset's resident load, then nothing; None where the load would assemble the CSR on the
+    host beside the CPU's run without room."""
+    from ...gpu.handoff import resident_prep_seconds
+    return resident_prep_seconds(graph, memory_available())
+
+
+def _handoff_after(ho, st, found, left, pass_s):
+    """A level's superstep marked as the CPU's; then, unless it found nothing (`found`: the pass
+    ends), whether the rest moves (the GPU's part ready): `left` sources from this pass's first
+    on, the CPU's estimate for them this level's time again plus, per later pass of 64, this
+    pass's time so far (pass_s)."""
+    ho.mark(st)
+    if not found:
+        return False
+    if ho.load.ready() and ho.load.value is not None:
+        ho.load.value.sources_left = left
+    later = max(0, -(-left // 64) - 1)
+    cpu = float(st.get("seconds", 0.0)) + later * pass_s
+    return ho.after(st, ho.cpu_steps, 0.0, cpu_s=cpu)
+
+
+def _gpu_rest(ho, moved, src, dplain, counts_only, reached, sums, steps, progress):
+    """After a move: the pass from its first source `base` on the GPU from the level and bits the
+    CPU reached, then the sources after it whole; their depths rows (when kept) and counts
+    filled in. Returns the passes of 64 the GPU ran whole."""
+    from ...gpu.resident import gpu_steps
+    base, level, visited = moved
+    k = min(64, len(src) - base)
+    group, rest = src[base:base + k], src[base + k:]
+    rows = None if counts_only else dplain[base:base + k]
+    rest_rows = None if counts_only else dplain[base + k:]
+    gst: dict = {}
+    r, sm = ho.load.value.run(visited, level, group, rows, rest, rest_rows, gst)
+    reached[base:base + k] += r[:k]
+    sums[base:base + k] += sm[:k]
+    reached[base + k:] = r[k:]
+    sums[base + k:] = sm[k:]
+    steps += gpu_steps(gst, progress)
+    return -(-len(rest) // 64)
 
 
 def _sources(graph, sources, num_sources):
