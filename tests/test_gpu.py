@@ -1201,6 +1201,15 @@ def test_gpu_kcore_from_a_partial_peel(gf, kind):
         init = np.where(full < level, full, -1).astype(np.int32)
         np.testing.assert_array_equal(gpu.kcore(dg, init=(init, level)), full,
                                       err_msg=f"level {level}")
+    for stop in sorted({1, int(full.max()) // 2 + 1, int(full.max()) + 1}):
+        # stop=K: a peel up to level K; the vertices left (-1) are the K-core's, the others' numbers exact
+        got = gpu.kcore(dg, stop=stop)
+        np.testing.assert_array_equal((got < 0) | (got >= stop), full >= stop,
+                                      err_msg=f"stop {stop}")
+        np.testing.assert_array_equal(got[full < stop], full[full < stop])
+        init = np.where(full < stop - 1, full, -1).astype(np.int32)
+        got = gpu.kcore(dg, init=(init, max(stop - 1, 0)), stop=stop)
+        np.testing.assert_array_equal((got < 0) | (got >= stop), full >= stop)
     with pytest.raises(GrapheneError, match="core numbers for"):
         gpu.kcore(dg, init=(np.full(tg.n + 1, -1, np.int32), 0))
 

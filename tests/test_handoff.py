@@ -741,8 +741,8 @@ class _PeelPart:
     def cost(self, due):
         return 0.0
 
-    def run(self, core, k, stats):
-        self.got, self.level = np.array(core, copy=True), int(k)
+    def run(self, core, k, stats, stop=None):
+        self.got, self.level, self.stop = np.array(core, copy=True), int(k), stop
         n = self.g.num_vertices
         src, dst = self.g.edges("out")
         if self.g.directed:                   # degree = out + in (each edge from both ends)
@@ -758,6 +758,8 @@ class _PeelPart:
         rounds = 0
         while alive.any():
             k = max(k, int(deg[alive].min()))
+            if stop is not None and k >= stop:       # (the GPU's kcore(stop=))
+                break
             q = list(np.flatnonzero(alive & (deg <= k)))
             while q:
                 rounds += 1
@@ -860,6 +862,7 @@ def test_kcore_membership_hands_over_the_core_a_run_stopped_there_has(tmp_path, 
         assert r.supersteps[moved]["device"] == "gpu" and len(seen) == len(r.supersteps)
         got = part.got
         assert set(np.unique(got).tolist()) <= {-1, 0} and part.level == kk - 1
+        assert part.stop == kk
         assert (got[np.asarray(ref.in_k_core)] == -1).all(), f"k={k}: a member handed over gone"
         assert (got == 0).any(), f"k={k}: nothing peeled before the move"
 
@@ -957,7 +960,6 @@ class _BitsPart:
 
     def __init__(self, g):
         self.g, self.got = g, None
-        self.sources_left = 0
 
     def cost(self, due):
         return 0.0
@@ -1066,3 +1068,21 @@ def test_msbfs_auto_without_a_gpu_is_the_cpu_run(tmp_path, monkeypatch):
     assert all("handoff" not in st for st in b.supersteps)
     setup, after = M.handoff_prep_seconds(g, {})
     assert setup > 0 and after == 0.0
+
+
+def test_msbfs_hand_off_writes_the_depths_file(tmp_path, monkeypatch):
+    """With `output=` (the depths a .npy memmap) a run moved after superstep 2 of the second pass
+    leaves the CPU run's depths in the file."""
+    from graphene_py.algos import msbfs as M
+    g = _dataset(tmp_path, "powerlaw", "sym")
+    srcs = np.flatnonzero(g.degrees("out") > 0)[:70]
+    ref = M.run(g, threads=2, sources=srcs)
+    first = sum(1 for st in ref.supersteps if st["pass_"] == 0)
+    part = _BitsPart(g)
+    monkeypatch.setattr(M, "_handoff", lambda *a, **kw: (
+        Handoff(_loaded(part), state_bytes=1, force_at=first + 2), "test"))
+    out = tmp_path / "depths.npy"
+    r = M.run(g, threads=2, sources=srcs, output=str(out), device="auto", handoff_at=first + 2)
+    assert r.device == "cpu+gpu" and part.got[2][0] == srcs[64]
+    del r
+    np.testing.assert_array_equal(np.load(out), ref.depths)

@@ -854,7 +854,8 @@ def _stager(dg, which, weights: bool, mode: str, slot_bytes, shift):
 # ------------------------------------------------------------------------------------------------
 @_oom_to_error
 def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None,
-          chunks: str = "auto", slot_bytes: Optional[int] = None, chunk_shift: Optional[int] = None):
+          chunks: str = "auto", slot_bytes: Optional[int] = None, chunk_shift: Optional[int] = None,
+          stop: Optional[int] = None):
     """core_number int32 of every vertex; degree = out + in on directed graphs (out on symmetric
     ones, where each undirected edge is stored both ways); self-loops ignored. block_loop: a
     queue of at most KCORE_LOOP_VCAP vertices and KCORE_LOOP_ECAP list entries is peeled round
@@ -863,6 +864,8 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None,
     core[v] >= 0 the core number of a vertex removed already, -1 for one still there; k the
     level reached (no removed vertex's number above it). The peel goes on from there, each
     remaining vertex's degree counted over the remaining vertices.
+    stop: end the peel once the level reaches it (one K-core, stop = K: every vertex left then
+    has K or more neighbours left, a member; its core number stays -1).
     chunks, slot_bytes, chunk_shift: as sssp()'s, for the lists' entries past their heads when
     the lists are in pinned host memory (the grid's peel rounds; the device loop's small queues
     read over the bus)."""
@@ -906,7 +909,7 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None,
                     chunk_shift)
     with stage:
         loop_rounds, rounds = _kcore_peel(dg, stage, core, deg, k, remaining, vcap, qa, qb, ctr,
-                                          st, head, hk, ptr2, idx2, head2, hk2, has2)
+                                          st, head, hk, ptr2, idx2, head2, hk2, has2, stop)
     if stats is not None:
         stats.update(rounds=rounds, device_loop_rounds=loop_rounds, max_core=int(core.max()),
                      **stage.summary())
@@ -914,8 +917,8 @@ def kcore(dg, stats: Optional[dict] = None, block_loop: bool = True, init=None,
 
 
 def _kcore_peel(dg, stage, core, deg, k, remaining, vcap, qa, qb, ctr, st, head, hk, ptr2, idx2,
-                head2, hk2, has2):
-    """kcore()'s peel, level after level: (device loop rounds, rounds)."""
+                head2, hk2, has2, stop=None):
+    """kcore()'s peel, level after level (up to `stop`): (device loop rounds, rounds)."""
     cp = _module.cupy()
     mod = _module.module()
     kern = mod.get_function("kcore_peel")
@@ -924,6 +927,8 @@ def _kcore_peel(dg, stage, core, deg, k, remaining, vcap, qa, qb, ctr, st, head,
     while remaining > 0:
         alive = core < 0
         k = max(k, int(deg[alive].min()))
+        if stop is not None and k >= stop:
+            break
         q = cp.flatnonzero(alive & (deg <= k)).astype(cp.int32)
         L = int(q.size)
         qa[:L] = q

@@ -406,55 +406,68 @@ class KCorePart:
     the CPU removed has its core number and every other its degree among the vertices left, so
     the GPU peels on from the CPU's core numbers and level (algorithms.kcore's init)."""
 
-    def __init__(self, graph, gpu_mem, check):
+    def __init__(self, graph, gpu_mem, check, passes=KCORE_GPU_PASSES):
         from .resident import device_graph
         self.dg = device_graph(graph, gpu_mem, check=check)
         self.list_bytes = graph.num_edges * 4 * (1 if self.dg.symmetric else 2)
+        self.passes = float(passes)
 
     def cost(self, due: int) -> float:
-        """Estimated seconds of all the rest (`due` is not used): the whole decomposition's
-        passes at the GPU's rate (an upper bound: part of the peel is done)."""
-        return KCORE_GPU_PASSES * self.list_bytes / GPU_PASS_BYTES_PER_S
+        """Estimated seconds of all the rest (`due` is not used): the run's passes (the whole
+        decomposition's, or one K-core's) at the GPU's rate (an upper bound: part of the peel
+        is done)."""
+        return self.passes * self.list_bytes / GPU_PASS_BYTES_PER_S
 
-    def run(self, core, k, stats):
-        """Core numbers (int32) from the CPU's `core` (-1: not removed yet) at level k."""
+    def run(self, core, k, stats, stop=None):
+        """Core numbers (int32) from the CPU's `core` (-1: not removed yet) at level k; with
+        `stop` (one K-core: K) the peel ends at that level, the vertices left -1."""
         from . import algorithms as A
-        out = A.kcore(self.dg, stats=stats, init=(core, k))
+        out = A.kcore(self.dg, stats=stats, init=(core, k), stop=stop)
         stats["tier"] = "resident" if self.dg.tier() == "gpu" else self.dg.tier()
         return out
 
 
-def kcore_part(graph, gpu_mem) -> BackgroundLoad:
-    """A BackgroundLoad of k-core's GPU part (KCorePart)."""
-    return _part_load(lambda check: KCorePart(graph, gpu_mem, check))
+def kcore_part(graph, gpu_mem, passes=KCORE_GPU_PASSES) -> BackgroundLoad:
+    """A BackgroundLoad of k-core's GPU part (KCorePart; passes: its estimate's)."""
+    return _part_load(lambda check: KCorePart(graph, gpu_mem, check, passes))
 
 
 class MSBFSPart:
     """The GPU's part of a multi-source BFS handed over between two levels of a CPU pass, made on
-    the load's thread: the dataset loaded (DeviceGraph, resident). The pass's bits so far (which
+    the load's thread: the dataset loaded (DeviceGraph, resident) with its in-lists (the
+    bit-parallel levels pull over them: a transpose on the GPU where the dataset has none, so a
+    GPU short of memory for it fails the load, not the run). The pass's bits so far (which
     sources reached each vertex by the level the CPU ended) go on as bit-parallel levels
-    (algorithms.msbfs's init); the sources of later passes run on the GPU whole."""
+    (algorithms.msbfs's init); the sources of later passes run on the GPU whole, 64 at a time.
+    `plan`: what the CPU says before each question, read by cost(): "sources_left" (from the
+    pass under way on) and "keep" (whether depths rows come back to host memory)."""
 
-    def __init__(self, graph, gpu_mem, check):
+    def __init__(self, graph, gpu_mem, check, plan):
         from .resident import device_graph
         self.dg = device_graph(graph, gpu_mem, check=check)
+        check()
+        self.dg.in_csr()
         self.list_bytes = graph.num_edges * 4 * (1 if self.dg.symmetric else 2)
-        self.sources_left = 0          # the CPU sets it before asking (the pass's and later ones)
+        self.plan = plan
 
     def cost(self, due: int) -> float:
         """Estimated seconds of all the rest (`due` is not used): MS-BFS's passes over the lists
         for 32 sources (policy.RUN_PASSES) at its GPU rate, per 32 sources left (at least one
-        group: the pass under way)."""
-        from .policy import GPU_PASS_BYTES, RUN_PASSES
-        groups = max(1.0, self.sources_left / 32)
-        return groups * RUN_PASSES["msbfs"] * self.list_bytes / GPU_PASS_BYTES["msbfs"]
+        group: the pass under way), and the depths rows to host memory when they are kept (the
+        pass's up and back, the later sources' back)."""
+        from .policy import GPU_PASS_BYTES, GPU_RESULT_TO_HOST_BPS, RUN_PASSES
+        left = int(self.plan.get("sources_left", 0))
+        run = max(1.0, left / 32) * RUN_PASSES["msbfs"] * self.list_bytes / GPU_PASS_BYTES["msbfs"]
+        rows = (left + min(left, 64)) * 4 * self.dg.num_vertices if self.plan.get("keep") else 0
+        return run + rows / GPU_RESULT_TO_HOST_BPS
 
     def run(self, visited, level, group, rows, rest, rest_rows, stats):
         """The pass of sources `group` on from the CPU's `visited` words after `level`, then the
-        sources `rest` whole. rows / rest_rows: their depths rows on the host, filled here (the
-        pass's rows hold the CPU's levels, -1 elsewhere), or None (only the counts). Returns
-        (reached, sums): per source of group + rest, the vertices reached and their depths' sum
-        from the GPU's new levels only for group (the CPU counted its own), whole for rest."""
+        sources `rest` whole, 64 at a time. rows / rest_rows: their depths rows on the host,
+        filled here (the pass's rows hold the CPU's levels, -1 elsewhere), or None (only the
+        counts). Returns (reached, sums): per source of group + rest, the vertices reached and
+        their depths' sum, from the GPU's new levels only for group (the CPU counted its own),
+        whole for rest."""
         from . import algorithms as A
         cp = _module.cupy()
         n = self.dg.num_vertices
@@ -472,25 +485,28 @@ class MSBFSPart:
         if rows is not None:
             dev.get(out=rows)
         del dev
-        if len(rest):
+        for c0 in range(0, len(rest), 64):     # (S x n rows would not need to fit at once)
+            sub = rest[c0:c0 + 64]
             st2: dict = {}
-            dr = A.msbfs(self.dg, rest, stats=st2, to_host=False)
+            dr = A.msbfs(self.dg, sub, stats=st2, to_host=False)
             levels = max(levels, int(st2.get("levels", 0)))
-            for i in range(len(rest)):
+            for i in range(len(sub)):
                 row = dr[i]
                 r = int(cp.count_nonzero(row >= 0))
-                reached[len(group) + i] = r
-                sums[len(group) + i] = int(row.sum(dtype=cp.int64)) + (n - r)
+                reached[len(group) + c0 + i] = r
+                sums[len(group) + c0 + i] = int(row.sum(dtype=cp.int64)) + (n - r)
             if rest_rows is not None:
-                dr.get(out=rest_rows)
+                dr.get(out=rest_rows[c0:c0 + len(sub)])
+            del dr
         stats.update(levels=levels)
         stats["tier"] = "resident" if self.dg.tier() == "gpu" else self.dg.tier()
         return reached, sums
 
 
-def msbfs_part(graph, gpu_mem) -> BackgroundLoad:
-    """A BackgroundLoad of MS-BFS's GPU part (MSBFSPart)."""
-    return _part_load(lambda check: MSBFSPart(graph, gpu_mem, check))
+def msbfs_part(graph, gpu_mem, plan) -> BackgroundLoad:
+    """A BackgroundLoad of MS-BFS's GPU part (MSBFSPart; plan: its cost's inputs, a dict the
+    CPU updates)."""
+    return _part_load(lambda check: MSBFSPart(graph, gpu_mem, check, plan))
 
 
 def resident_prep_seconds(graph, host_free: int):

@@ -91,15 +91,17 @@ HYBRID = True       # run(device="auto"): both modes start on the CPU; the GPU m
 HANDOFF = True      # between two rounds once a thread has loaded it (KCorePart)
 
 
-def _handoff(graph, gpu_mem, handoff_at):
+def _handoff(graph, gpu_mem, handoff_at, membership=False):
     """(Handoff or None, note) for device="auto": the GPU's part (the dataset loaded resident:
     gpu/handoff.py KCorePart) is made on a thread of its own while the CPU peels."""
     from ..registry import gpu_may_be_available
     why = gpu_may_be_available()     # (no CuPy here: it starts on the load's thread)
     if why:
         return None, f"no GPU ({why})"
-    from ...gpu.handoff import Handoff, kcore_part
-    return Handoff(kcore_part(graph, gpu_mem), state_bytes=4 * graph.num_vertices,
+    from ...gpu.handoff import KCORE_GPU_PASSES, Handoff, kcore_part
+    from ...gpu.policy import RUN_PASSES
+    passes = RUN_PASSES["kcore-membership"] if membership else KCORE_GPU_PASSES
+    return Handoff(kcore_part(graph, gpu_mem, passes), state_bytes=4 * graph.num_vertices,
                    force_at=handoff_at), "hybrid CPU/GPU: the GPU takes over once it is ready"
 
 
@@ -166,7 +168,7 @@ def _hybrid(graph, gpu_mem, handoff_at, progress, t0, cpu_run, k, membership=Fal
     """device="auto": cpu_run(ho) peels on the CPU while a thread loads the dataset into GPU
     memory (_handoff); a run that moved (Moved) ends on the GPU from the peel so far: the
     core numbers, or for membership the K-core's members (core number >= K)."""
-    ho, note = _handoff(graph, gpu_mem, handoff_at)
+    ho, note = _handoff(graph, gpu_mem, handoff_at, membership)
     try:
         got = cpu_run(ho)
     finally:
@@ -180,12 +182,15 @@ def _hybrid(graph, gpu_mem, handoff_at, progress, t0, cpu_run, k, membership=Fal
         return got
     from ...gpu.resident import gpu_steps
     gst: dict = {}
-    core = np.asarray(ho.load.value.run(got.core, got.level, gst)).astype(
-        vertex_dtype(graph.num_vertices), copy=False)
+    if membership:       # the GPU's peel ends at level K: every vertex left (-1) is a member
+        core = np.asarray(ho.load.value.run(got.core, got.level, gst, stop=k))
+    else:
+        core = np.asarray(ho.load.value.run(got.core, got.level, gst)).astype(
+            vertex_dtype(graph.num_vertices), copy=False)
     steps = got.steps + gpu_steps(gst, progress)
     rounds = got.rounds + int(gst.get("rounds", 0))
     if membership:
-        in_k = core >= k
+        in_k = (core >= k) | (core < 0)
         res = KCoreResult(core_number=None, max_core=None, k=k, in_k_core=in_k,
                           k_core_size=int(np.count_nonzero(in_k)), membership_only=True,
                           rounds=rounds, kept_lists=got.kept, supersteps=steps,

@@ -240,8 +240,9 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
     steps = []
     passes = 0
     up_dir = pull_direction(graph, bottom_up)
-    ho, note = (None, None) if device != "auto" or not n or (src is not None and not len(src)) \
-        else _handoff(graph, gpu_mem, handoff_at)
+    plan = {"keep": not counts_only}         # (the GPU part's cost: MSBFSPart)
+    ho, note = (None, None) if device != "auto" or not n or not graph.num_edges or (
+        src is not None and not len(src)) else _handoff(graph, gpu_mem, handoff_at, plan)
     moved = None             # (pass's first source, level, visited words) once the run moves
     em = None
     depths = None
@@ -351,7 +352,7 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                               merge_seconds=time.perf_counter() - t1)
                     steps.append(st)
                     move = ho is not None and _handoff_after(
-                        ho, st, cnt, S - base, time.perf_counter() - t_pass)
+                        ho, st, cnt, plan, S - base, time.perf_counter() - t_pass)
                     if progress is not None:
                         progress(st)
                     if cnt == 0 or move:
@@ -389,15 +390,17 @@ HYBRID = True       # run(device="auto") starts on the CPU; the GPU may take the
 HANDOFF = True      # ... once a thread of its own has loaded the dataset (gpu/handoff.py MSBFSPart)
 
 
-def _handoff(graph, gpu_mem, handoff_at):
+def _handoff(graph, gpu_mem, handoff_at, plan):
     """(Handoff or None, note) for device="auto": the GPU's part (the dataset loaded resident:
-    gpu/handoff.py MSBFSPart) is made on a thread of its own while the CPU runs."""
+    gpu/handoff.py MSBFSPart, its cost reading `plan`) is made on a thread of its own while the
+    CPU runs. A forced point (handoff_at) at a pass's last level moves after the next level that
+    finds anything (the next pass's first): a pass that ended has nothing to hand over."""
     from ..registry import gpu_may_be_available
     why = gpu_may_be_available()     # (no CuPy here: it starts on the load's thread)
     if why:
         return None, f"no GPU ({why})"
     from ...gpu.handoff import Handoff, msbfs_part
-    return Handoff(msbfs_part(graph, gpu_mem), state_bytes=8 * graph.num_vertices,
+    return Handoff(msbfs_part(graph, gpu_mem, plan), state_bytes=8 * graph.num_vertices,
                    force_at=handoff_at), "hybrid CPU/GPU: the GPU takes over once it is ready"
 
 
@@ -409,16 +412,15 @@ def handoff_prep_seconds(graph, opts):
     return resident_prep_seconds(graph, memory_available())
 
 
-def _handoff_after(ho, st, found, left, pass_s):
+def _handoff_after(ho, st, found, plan, left, pass_s):
     """A level's superstep marked as the CPU's; then, unless it found nothing (`found`: the pass
     ends), whether the rest moves (the GPU's part ready): `left` sources from this pass's first
-    on, the CPU's estimate for them this level's time again plus, per later pass of 64, this
-    pass's time so far (pass_s)."""
+    on (told to the part's cost through `plan`), the CPU's estimate for them this level's time
+    again plus, per later pass of 64, this pass's time so far (pass_s)."""
     ho.mark(st)
     if not found:
         return False
-    if ho.load.ready() and ho.load.value is not None:
-        ho.load.value.sources_left = left
+    plan["sources_left"] = left
     later = max(0, -(-left // 64) - 1)
     cpu = float(st.get("seconds", 0.0)) + later * pass_s
     return ho.after(st, ho.cpu_steps, 0.0, cpu_s=cpu)
