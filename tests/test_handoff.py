@@ -22,6 +22,20 @@ def _loaded(value="dg"):
     return load
 
 
+def _force(monkeypatch, mod, part, k):
+    """mod's hand-off made to move after superstep k, to `part` (a stand-in, loaded)."""
+    monkeypatch.setattr(mod, "_handoff", lambda *a, **kw: (
+        Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+
+
+def _check_cpu_part(cpu, seen, k):
+    """The CPU's supersteps of a run forced to move after superstep k: all on the CPU, the last
+    one's line saying it moves there (reported so before it was printed)."""
+    assert [st["device"] for st in cpu] == ["cpu"] * len(cpu)
+    assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
+    assert seen[len(cpu) - 1]["handoff"] == cpu[-1]["handoff"]      # on the progress line too
+
+
 def test_background_load_stops_between_its_stages():
     """cancel_and_join: the stage running ends, the next check raises, the value stays None."""
     started, release, stages = threading.Event(), threading.Event(), []
@@ -404,17 +418,14 @@ def test_wcc_hands_over_the_labels_a_run_stopped_there_has(tmp_path, monkeypatch
     hops = cs.shortest_path(und, unweighted=True, indices=hub)
     for k in _wcc_points(full.supersteps):
         part = _UnionFindPart(g)
-        monkeypatch.setattr(W, "_handoff", lambda *a, **kw: (
-            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        _force(monkeypatch, W, part, k)
         seen = []
         r = W.run(g, threads=2, device="auto", handoff_at=k, progress=seen.append)
         np.testing.assert_array_equal(r.labels, ref, err_msg=f"k={k}")
         assert r.n_components == len(np.unique(ref))
         assert r.device == "cpu+gpu" and r.cpu_supersteps == k and r.gpu_supersteps == 1
         cpu = r.supersteps[:k]
-        assert [st["device"] for st in cpu] == ["cpu"] * k
-        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
-        assert seen[k - 1]["handoff"] == cpu[-1]["handoff"]       # on the progress line too
+        _check_cpu_part(cpu, seen, k)
         assert r.supersteps[k]["device"] == "gpu"
         got = part.got.astype(np.int64)
         v = np.arange(n)
@@ -800,8 +811,7 @@ def test_kcore_hands_over_the_peel_a_run_stopped_there_has(tmp_path, monkeypatch
         if k < 1:
             continue
         part = _PeelPart(g)
-        monkeypatch.setattr(K, "_handoff", lambda *a, **kw: (
-            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        _force(monkeypatch, K, part, k)
         seen = []
         r = K.run(g, threads=2, keep_edges=0, device="auto", handoff_at=k,
                   progress=seen.append)
@@ -809,9 +819,7 @@ def test_kcore_hands_over_the_peel_a_run_stopped_there_has(tmp_path, monkeypatch
         moved = -(-k // per_round) * per_round          # the end of superstep k's round
         assert r.device == "cpu+gpu" and r.cpu_supersteps == moved, (k, r.cpu_supersteps)
         cpu = r.supersteps[:moved]
-        assert [st["device"] for st in cpu] == ["cpu"] * moved
-        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
-        assert seen[moved - 1]["handoff"] == cpu[-1]["handoff"]     # on the progress line too
+        _check_cpu_part(cpu, seen, k)
         assert r.supersteps[moved]["device"] == "gpu" and r.gpu_supersteps == 1
         got, level = part.got.astype(np.int64), part.level
         gone = got >= 0
@@ -846,8 +854,7 @@ def test_kcore_membership_hands_over_the_core_a_run_stopped_there_has(tmp_path, 
     # (a round that leaves nothing to peel is the last: no move after it)
     for k in sorted({1, 2, total // 2, total - per_round - 1} & set(range(1, total - per_round + 1))):
         part = _PeelPart(g)
-        monkeypatch.setattr(K, "_handoff", lambda *a, **kw: (
-            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        _force(monkeypatch, K, part, k)
         seen = []
         r = K.run(g, threads=2, k=kk, membership_only=True, in_memory=in_memory, device="auto",
                   handoff_at=k, progress=seen.append)
@@ -856,9 +863,7 @@ def test_kcore_membership_hands_over_the_core_a_run_stopped_there_has(tmp_path, 
         assert r.k_core_size == ref.k_core_size and r.membership_only and r.core_number is None
         assert r.device == "cpu+gpu" and r.cpu_supersteps == moved, (k, r.cpu_supersteps)
         cpu = r.supersteps[:moved]
-        assert [st["device"] for st in cpu] == ["cpu"] * moved
-        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
-        assert seen[moved - 1]["handoff"] == cpu[-1]["handoff"]     # on the progress line too
+        _check_cpu_part(cpu, seen, k)
         assert r.supersteps[moved]["device"] == "gpu" and len(seen) == len(r.supersteps)
         got = part.got
         assert set(np.unique(got).tolist()) <= {-1, 0} and part.level == kk - 1
@@ -1030,8 +1035,7 @@ def test_msbfs_hands_over_the_bits_a_run_stopped_there_has(tmp_path, monkeypatch
         if ref.supersteps[k - 1]["discovered"] == 0:
             continue                                         # a pass's last level: no move there
         part = _BitsPart(g)
-        monkeypatch.setattr(M, "_handoff", lambda *a, **kw: (
-            Handoff(_loaded(part), state_bytes=1, force_at=k), "test"))
+        _force(monkeypatch, M, part, k)
         seen = []
         r = M.run(g, threads=2, sources=srcs, closeness=True, keep_depths=keep, device="auto",
                   handoff_at=k, progress=seen.append)
@@ -1043,9 +1047,7 @@ def test_msbfs_hands_over_the_bits_a_run_stopped_there_has(tmp_path, monkeypatch
         np.testing.assert_allclose(r.closeness, ref.closeness, rtol=1e-12, err_msg=f"k={k}")
         assert r.device == "cpu+gpu" and r.cpu_supersteps == k, (k, r.cpu_supersteps)
         cpu = r.supersteps[:k]
-        assert [st["device"] for st in cpu] == ["cpu"] * k
-        assert cpu[-1]["handoff"] == f"moves here: forced after superstep {k}"
-        assert seen[k - 1]["handoff"] == cpu[-1]["handoff"]       # on the progress line too
+        _check_cpu_part(cpu, seen, k)
         assert r.supersteps[k]["device"] == "gpu" and len(seen) == len(r.supersteps)
         words, level, group = part.got
         p = cpu[-1]["pass_"]
@@ -1079,8 +1081,7 @@ def test_msbfs_hand_off_writes_the_depths_file(tmp_path, monkeypatch):
     ref = M.run(g, threads=2, sources=srcs)
     first = sum(1 for st in ref.supersteps if st["pass_"] == 0)
     part = _BitsPart(g)
-    monkeypatch.setattr(M, "_handoff", lambda *a, **kw: (
-        Handoff(_loaded(part), state_bytes=1, force_at=first + 2), "test"))
+    _force(monkeypatch, M, part, first + 2)
     out = tmp_path / "depths.npy"
     r = M.run(g, threads=2, sources=srcs, output=str(out), device="auto", handoff_at=first + 2)
     assert r.device == "cpu+gpu" and part.got[2][0] == srcs[64]
