@@ -457,7 +457,8 @@ def _run(name, mod, kw):
     jit.save_preload(pre_key)       # the kernels this run used: loaded in setup next time
     if setup.get("aot_kernels") and jit.materialized():
         _say(f"numba was imported for kernels not compiled ahead of time ({jit.import_seconds():.2f} "
-             f"s): `graphene prepare` compiles this run's kernels too", quiet_lines)
+             f"s): `graphene prepare` compiles this run's ones ahead of time too (it adds the "
+             f"kernels of earlier runs)", quiet_lines)
     if stream is not None:
         os.replace(stream, output)
         _PARTIAL.remove(stream)

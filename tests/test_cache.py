@@ -395,6 +395,20 @@ def test_plan_estimate_covers_what_the_run_holds(mid, name):
     assert est >= m["state_bytes"] and est >= m["trial_growth_bytes_per_vertex"] * n
 
 
+def test_plan_counts_apsp_depths_only_when_kept(mid):
+    """APSP's depths rows: 4 bytes per source and vertex while kept in RAM, no more sources than
+    vertices (a larger --num-sources runs each vertex with out-edges once), none when only the
+    counts are made (keep_depths False: no -o, no --verify) or written to a file."""
+    n = mid.num_vertices
+    est = (lambda opts, out=None: _plan(mid, "apsp", "1024G", opts, output=out)[
+        "state_bytes_estimate"])
+    none = est({"num_sources": 32, "keep_depths": False})
+    assert est({"num_sources": 32}) == none + (4 * 32 + 8) * n
+    assert est({"num_sources": 10 ** 8}) == none + (4 * n + 8) * n
+    assert est({"num_sources": 10 ** 8, "keep_depths": False}) == none
+    assert est({"num_sources": 32}, out="d.npy") == none
+
+
 def test_plan_membership_keeps_no_lists(mid):
     p = _plan(mid, "kcore", "4G", {"k": 5, "membership_only": True})
     assert "keep_edges" not in p

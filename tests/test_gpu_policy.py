@@ -327,3 +327,20 @@ def test_auto_plan_counts_a_gpu_budget_below_the_lists(monkeypatch):
     assert where == "cpu" and "0% of the edge bytes in GPU memory" in why and "7.0x" in why, why
     where, why = registry._choose("bfs", "auto", big, {"gpu_mem": str(vb // 2)})
     assert where == "cpu" and "holds not even the offsets" in why, why
+
+
+def test_may_be_available_names_the_missing_gpu_before_cupy(monkeypatch):
+    """Without a device node the reason is the GPU, whether CuPy is there or not (installing
+    CuPy would not help); with one and no CuPy, CuPy."""
+    import importlib.util
+    from graphene_py.gpu import _module
+    nodes = {"on": False}
+    monkeypatch.setattr(_module.os.path, "exists", lambda p: nodes["on"] and p.startswith("/dev/nvidia"))
+    for spec in (None, object()):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, s=spec: s)
+        assert _module.may_be_available() == "no NVIDIA GPU here (no /dev/nvidia0)"
+    nodes["on"] = True
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert _module.may_be_available() == "CuPy is not installed"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    assert _module.may_be_available() == ""

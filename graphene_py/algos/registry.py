@@ -440,9 +440,10 @@ def memory_plan(name, graph, memory, runtime, opts, output=None, runtime_bytes=N
     threads = int(runtime.get("threads") or _config.default_threads())
     fixed, per_thread = entry(name).state_for(opts)
     per_vertex = fixed + per_thread * threads
-    if name in ("apsp", "msbfs") and output is None:    # the depths rows, kept in RAM, and
-        # the log's second n entries (an on-disk depths: a log of n entries)
-        per_vertex += 4 * module(name).source_count(opts) + 8
+    if name in ("apsp", "msbfs") and output is None and opts.get("keep_depths", True):
+        # the depths rows, kept in RAM (no more sources than vertices: the rest are dropped),
+        # and the log's second n entries (an on-disk depths, or only counts: a log of n entries)
+        per_vertex += 4 * min(module(name).source_count(opts), max(n, 1)) + 8
     # offsets: every partition keeps an entry per row of its row range, so each edge direction
     # holds cols (out-lists) or rows (in-lists) x n entries, compact (io/offsets.py
     # bound_bytes: 2 bytes per entry, 8 per group of 128, a group held whole per 65536 edges

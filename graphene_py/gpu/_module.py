@@ -80,10 +80,11 @@ def may_be_available() -> str:
     installed and an NVIDIA device node exists: ~1 ms, where available() takes ~1 s on a GPU
     machine); else why not."""
     import importlib.util
+    # (the hardware first: on a machine without a GPU, installing CuPy would not help)
+    if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")):
+        return "no NVIDIA GPU here (no /dev/nvidia0)"
     if importlib.util.find_spec("cupy") is None:
         return "CuPy is not installed"
-    if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")):
-        return "no NVIDIA device node (/dev/nvidia0)"
     return ""
 
 
@@ -92,6 +93,8 @@ def why_unavailable() -> str:
     try:
         cp = cupy()
     except Exception as e:  # noqa: BLE001
+        if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")):
+            return "no NVIDIA GPU here (no /dev/nvidia0), and CuPy is not installed"
         return (f"CuPy is not installed ({e.__class__.__name__}: {e}; "
                 f"`pip install cupy-cuda12x`, or the package's [gpu] extra)")
     try:

@@ -398,7 +398,7 @@ class CacheBudget:
         """The engine notice of a run under this budget."""
         used = f"{self.used_max / 2**20:,.0f} MiB"
         if self.whole and not self.partial:
-            return f"{engine}, read through a cache with room for the whole graph ({used} held)"
+            return f"{engine}, read through a cache with room for the whole graph ({used} reserved)"
         if self.used_max:
             part = "; part of a file" if self.split else ""
             return f"{engine} + {used} of adjacency cached (read through{part})"
