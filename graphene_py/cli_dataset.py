@@ -389,7 +389,13 @@ def rm_cmd(graph, yes, forget):
             raise GrapheneError(f"no dataset named {graph!r} in the registry (see `graphene list`)")
         click.echo(f"forgot the name {graph}", err=True)
         return
-    g = Graph.open(graph, check=False)
+    try:
+        g = Graph.open(graph, check=False)
+    except GrapheneError as e:
+        if registry.lookup(graph) is None:
+            raise
+        # a registered name whose dataset is gone or broken: say how to drop the name
+        raise GrapheneError(f"{e}; `graphene rm --forget {graph}` removes the name") from None
     where = ", ".join(store.dataset_dir(d, g.name) for d in g.disks)
     try:
         ok = yes or click.confirm(

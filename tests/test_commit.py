@@ -368,5 +368,8 @@ def test_rm_deletes_every_disk_and_the_name(tmp_path):
     assert r.exit_code == 1 and "Error: no dataset named" in r.output
     # a name whose dataset vanished can be forgotten
     registry.register("ghost", os.path.join(disks[0], "ghost"))
+    r = CliRunner().invoke(main, ["rm", "ghost", "-y"])      # (what to do, said)
+    assert r.exit_code == 1 and "`graphene rm --forget ghost` removes the name" in r.output
+    assert registry.lookup("ghost") is not None
     r = CliRunner().invoke(main, ["rm", "ghost", "--forget"])
     assert r.exit_code == 0 and registry.lookup("ghost") is None
