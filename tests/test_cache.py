@@ -521,3 +521,18 @@ def test_auto_memory_fits_the_defaults_to_the_room(mid):
     p = _cli_room(need + (64 << 20), "run", "kcore", "-g", mid.path, "--json")
     assert "defaults" not in p.stderr and "warning" not in p.stderr
     assert json.loads(p.stdout)["result"]["keep_edges"] == 4 * mid.num_vertices
+
+
+def test_one_cache_per_direction_with_or_without_weights(directed):
+    """The lists' cache of a direction without weights (what `graphene run`'s set-up opens) gives
+    way to one with them (SSSP's run) and back: one entry per dataset and direction, so the
+    stale one's memory (its huge pages) goes to the new one."""
+    from graphene_py.iterator import session
+    from graphene_py.iterator.memory import CacheBudget
+    session._MEM_CACHE.clear()
+    for weights in (False, True, False):
+        with IoIterator(directed, "out", weights=weights, cache=CacheBudget(1 << 30), **SSD):
+            pass
+        keys = [k for k in session._MEM_CACHE if k[0] == directed.uuid and k[1] == "out"]
+        assert len(keys) == 1 and keys[0][2] == weights, keys
+    session._MEM_CACHE.clear()
