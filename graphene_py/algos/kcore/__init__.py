@@ -126,8 +126,8 @@ def run(graph, *, device="cpu", in_memory=False, k=None, membership_only=False, 
     device="auto" (dispatch's "hybrid"): either mode peels on the CPU while a thread loads the
     dataset into GPU memory; after a round, once it is there, the GPU peels the rest from the
     core numbers so far when its estimate is below the CPU's for the rest (gpu/handoff.py; one
-    K-core: the vertices left, from level K - 1). handoff_at: move after that CPU superstep, waiting there for the load
-    (tests). gpu_tier: the part is resident (the GPU's k-core reads lists zero-copy past the
+    K-core: the vertices left, from level K - 1). handoff_at: move after that CPU superstep,
+    waiting there for the load (tests). gpu_tier: the part is resident (the GPU's k-core reads lists zero-copy past the
     budget, it does not stream)."""
     runtime = dict(runtime)
     progress = runtime.pop("progress", None)
