@@ -156,6 +156,14 @@ def njit(*args, **options):
     return deco
 
 
+def inlined(fn):
+    """A kernel as numba's inline="always" makes it, from its Python function (an @njit kernel,
+    made or not yet): numba puts its body into each kernel calling it, instead of a call
+    (iterator/specialize.py's generated kernels)."""
+    py = fn.__wrapped__ if type(fn) is _Lazy else getattr(fn, "py_func", fn)
+    return njit(inline="always")(py)
+
+
 def intrinsic(fn):
     """numba.extending.intrinsic, made when numba is first needed."""
     def make():
