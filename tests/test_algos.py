@@ -43,7 +43,7 @@ class FakeFrontier:
         return cls("queue", np.asarray(ids, dtype=np.int64), n)
 
     @classmethod
-    def from_mask(cls, mask):
+    def from_mask(cls, mask, again=False):
         mask = np.asarray(mask)
         return cls("mask", np.flatnonzero(mask).astype(np.int64), len(mask))
 

@@ -193,6 +193,70 @@ def test_a_sparse_superstep_fills_and_uses_the_blocks_it_read(directed):
         np.testing.assert_allclose(b[2], a[2])
 
 
+def test_a_masked_superstep_said_to_come_again_is_copied_in_on_its_first_read(directed):
+    """Frontier.from_mask(mask, again=True) (MS-BFS's heavy levels): the blocks it reads are
+    copied in on this first read, so the same mask again reads nothing; without the hint the
+    second read copies nothing (a traversal's third chance). Sums as without a cache."""
+    from graphene_py.algos.spmv import _always, _row_unweighted as _pull
+    from graphene_py.iterator.session import drop_memory_cache
+    g = directed
+    n = g.num_vertices
+    x = np.ones(n)
+    mask = np.zeros(n, dtype=np.uint8)
+    mask[::3] = 1
+    out = {}
+    for label, cache, again in (("none", None, False), ("plain", CacheBudget(10**12), False),
+                                ("again", CacheBudget(10**12), True)):
+        drop_memory_cache()                 # (a cache an earlier run left holds blocks)
+        with IoIterator(g, "out", cache=cache, **SSD) as it:
+            res = []
+            for a in (again, False):
+                y = np.zeros(n)
+                st = it.run(_always, _pull, (x, y), Frontier.from_mask(mask, again=a))
+                res.append((st["bytes_read"], st.get("bytes_cached", 0), y))
+            out[label] = res
+    none, plain, again = out["none"], out["plain"], out["again"]
+    assert plain[0][0] == plain[1][0] == again[0][0] == none[0][0] > 0
+    assert plain[1][1] == 0                                  # read twice: nothing copied yet
+    assert again[1][0] == 0 and again[1][1] == none[0][0]    # all of it from RAM
+    for a, b, c in zip(none, plain, again):
+        np.testing.assert_allclose(b[2], a[2])
+        np.testing.assert_allclose(c[2], a[2])
+    drop_memory_cache()
+
+
+def test_msbfs_of_many_sources_reads_its_heavy_levels_once(directed):
+    """APSP of AGAIN_SOURCES sources or more: its first heavy level copies the lists in
+    (msbfs._again), so with room for them it reads each block at most once where a run without
+    the cache reads the in-lists at two bottom-up levels; the depths are that run's."""
+    from graphene_py.algos import msbfs
+    from graphene_py.iterator.session import drop_memory_cache
+    g = directed
+    src = list(range(1, 1 + msbfs.AGAIN_SOURCES))
+    drop_memory_cache()
+    ref = gp.apsp(g, sources=src, **SSD)
+    drop_memory_cache()
+    got = gp.apsp(g, sources=src, cache=CacheBudget(10**12), **SSD)
+    np.testing.assert_array_equal(got.depths, ref.depths)
+    read = lambda r: sum(s["bytes_read"] for s in r.supersteps)         # noqa: E731
+    files = int(_file_bytes(g, "out").sum() + _file_bytes(g, "in").sum())
+    # without the hint a later bottom-up level reads the in-lists again; with it, never
+    assert read(got) <= files < read(ref)
+    drop_memory_cache()
+
+
+def test_msbfs_copies_in_only_heavy_levels_of_many_sources():
+    """_again: a pass of fewer than AGAIN_SOURCES sources, or a level estimated to read less than
+    AGAIN_SHARE of its direction's lists, copies nothing in on its first read."""
+    from graphene_py.algos.msbfs import AGAIN_SHARE, AGAIN_SOURCES, _again
+    cap = 1000
+    assert _again(AGAIN_SOURCES, cap, cap) and _again(64, 10 * cap, cap)
+    assert _again(AGAIN_SOURCES, AGAIN_SHARE * cap, cap)
+    assert not _again(AGAIN_SOURCES - 1, cap, cap)
+    assert not _again(64, AGAIN_SHARE * cap - 1, cap)
+    assert not _again(64, 0, 0)
+
+
 def test_a_file_larger_than_the_budget_is_held_in_part(directed):
     """A budget below the densest file's bytes caches that file in part: the blocks read twice
     first are copied in until the quota (whole pages) is used, later supersteps take them from

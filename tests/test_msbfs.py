@@ -226,7 +226,7 @@ class _Frontier:
         self.ids, self.n = ids, n
 
     @classmethod
-    def from_mask(cls, mask):
+    def from_mask(cls, mask, again=False):        # (again: the read-through cache's hint)
         return cls(np.flatnonzero(np.asarray(mask)).astype(np.int64), len(mask))
 
     @classmethod

@@ -554,9 +554,10 @@ class ClusterEdgeMap(EdgeMap):
         kind, data = ("mask", mask) if ids is None else ("queue", ids)
         return [self._run(dirs, update, state, kind, data)]
 
-    def _run(self, direction, update, state, kind, data) -> dict:
+    def _run(self, direction, update, state, kind, data, again=False) -> dict:
         """One superstep on the nodes over the lists of `direction`, or of each direction of a
-        tuple of them (across)."""
+        tuple of them (across). (`again`, the read-through cache's hint of a masked superstep,
+        stays here: the nodes' caches keep their own rule.)"""
         if not update.writes and not update.queue:
             raise GrapheneError(f"kernel {getattr(update.compute, '__name__', update.compute)} "
                                 f"does not declare the state it writes (Update.writes); it cannot "

@@ -279,16 +279,18 @@ class IoIterator(IoSession, TableApi):
             if self.cached is not None and len(offs) and self.cached[fids].any():
                 # an extent of the cache's files whose blocks were all read before (a dense
                 # superstep: second chance; first when another pass follows) or twice before
-                # (any other: third chance) is copied
+                # (any other: third chance; first when the caller says most will be read
+                # again: Frontier.from_mask's again) is copied
                 # in on the way (session._load_cache says why)
                 held, (seen, seen2), vbase = self.cache_held
                 sh = _bm.shift_of(self.block_size)
                 twice = np.empty(len(fids), dtype=np.bool_)      # read once before: now twice
                 K.extents_held(fids, offs, lens, seen, vbase, sh, twice)
-                if frontier.kind == "all":
+                if frontier.again:
                     # a pass the caller will make again copies in on its first read
-                    again = (np.ones(len(fids), dtype=np.bool_) if frontier.again
-                             else twice.copy())
+                    again = np.ones(len(fids), dtype=np.bool_)
+                elif frontier.kind == "all":
+                    again = twice.copy()
                 else:
                     again = np.empty(len(fids), dtype=np.bool_)
                     K.extents_held(fids, offs, lens, seen2, vbase, sh, again)

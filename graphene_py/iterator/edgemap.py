@@ -349,9 +349,12 @@ class EdgeMap:
         converged yet): the read-through cache copies the lists in on this read."""
         return self._run(direction, update, state, "all", again)
 
-    def masked(self, state, update: Update, mask, direction: str = "out") -> dict:
-        """One superstep over the lists of one direction of the vertices flagged in `mask`."""
-        return self._run(direction, update, state, "mask", mask)
+    def masked(self, state, update: Update, mask, direction: str = "out",
+               again: bool = False) -> dict:
+        """One superstep over the lists of one direction of the vertices flagged in `mask`.
+        again: a later superstep will read most of these lists again (the read-through cache
+        copies them in on this first read; Frontier.from_mask)."""
+        return self._run(direction, update, state, "mask", mask, again)
 
     def queued(self, state, update: Update, ids, direction: str = "out") -> dict:
         """One superstep over the lists of one direction of the vertices in `ids`."""
@@ -366,17 +369,17 @@ class EdgeMap:
         kind, data = ("mask", mask) if ids is None else ("queue", ids)
         return [self._run(d, update, state, kind, data) for d in dirs]
 
-    def _run(self, direction, update, state, kind, data) -> dict:
+    def _run(self, direction, update, state, kind, data, again=False) -> dict:
         """Run `update` over the lists of one direction: kind "queue" (data: vertex IDs), "mask"
-        (data: a flag per vertex) or "all" (data: whether another pass follows, Frontier.all's
-        again). The backend's part; a cluster overrides it."""
+        (data: a flag per vertex; again: Frontier.from_mask's) or "all" (data: whether another
+        pass follows, Frontier.all's again). The backend's part; a cluster overrides it."""
         F = self._pkg.Frontier
         kept = self.kept.get(direction)
         if kept is not None and kind == "mask":
             return kept.run_masked(self.its[direction], update.is_active, update.compute, state,
-                                   data, F, self.threads)
+                                   data, F, self.threads, again=again)
         fr = (F.from_queue(data, self.n) if kind == "queue" else
-              F.from_mask(data) if kind == "mask" else
+              F.from_mask(data, again=again) if kind == "mask" else
               F.all(self.n, again=True) if data else F.all(self.n))
         return self.its[direction].run(update.is_active, update.compute, state, fr,
                                        ahead=update.ahead(state))

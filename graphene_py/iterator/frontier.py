@@ -2,6 +2,9 @@
 
     Frontier.from_queue(ids, n)   int32 or int64 vertex IDs (order free; duplicates tolerated)
     Frontier.from_mask(mask)      uint8/bool flag per vertex (len n)
+    Frontier.from_mask(mask, again=True)  ... and a later superstep will read most of these
+                                  lists again (MS-BFS's bottom-up levels): the read-through
+                                  cache copies them in on this first read, not on the third
     Frontier.all(n)               every vertex with edges: the iterator skips marking and streams
                                   whole adjacency files in large sequential extents
     Frontier.all(n, again=True)   ... and the caller will stream them again (an iterative
@@ -32,7 +35,7 @@ class Frontier:
         return cls("queue", n, ids=ids, count=len(ids))
 
     @classmethod
-    def from_mask(cls, mask) -> "Frontier":
+    def from_mask(cls, mask, again=False) -> "Frontier":
         mask = np.ascontiguousarray(mask)
         if mask.ndim != 1:
             raise ValueError("frontier mask must be 1-D")
@@ -40,7 +43,7 @@ class Frontier:
             mask = mask.view(np.uint8)
         elif mask.dtype != np.uint8:
             mask = (mask != 0).view(np.uint8)
-        return cls("mask", len(mask), mask=mask)
+        return cls("mask", len(mask), mask=mask, again=again)
 
     @classmethod
     def all(cls, n, again=False) -> "Frontier":

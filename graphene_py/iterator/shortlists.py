@@ -117,10 +117,11 @@ class ShortLists:
         """How many lists are complete in RAM."""
         return int(np.count_nonzero(self.kdone))
 
-    def run_masked(self, it, is_active, compute, state, mask, frontier_class, tid: int) -> dict:
+    def run_masked(self, it, is_active, compute, state, mask, frontier_class, tid: int,
+                   again: bool = False) -> dict:
         """One masked superstep over iterator `it`: the kept lists of `mask`'s vertices from RAM
         (on a helper thread, thread id `tid`), the others through `it` (copied into their slots
-        when they have one). `mask` is left as it was."""
+        when they have one; again: Frontier.from_mask's). `mask` is left as it was."""
         from .specialize import kernel_for
         served = self.served
         k = _split(mask, self.kdone, served, self.rest) if self.entries else 0
@@ -136,7 +137,8 @@ class ShortLists:
             side = Side(serve)
         try:
             st = it.run(is_active, compute, state,
-                        frontier_class.from_mask(self.rest if k else mask), keep=self.arrays)
+                        frontier_class.from_mask(self.rest if k else mask, again=again),
+                        keep=self.arrays)
         finally:
             if side is not None:
                 side.join()

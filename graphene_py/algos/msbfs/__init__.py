@@ -116,6 +116,26 @@ def _pull(v, nbrs, wts, tid, state):
         livew[tid, 0] |= got
 
 
+#: a level of a pass of at least AGAIN_SOURCES sources whose estimated reads are at least
+#: AGAIN_SHARE of its direction's lists asks the read-through cache to copy them in on this first
+#: read (EdgeMap.masked's again), not the third: with many sources a vertex wants bits over
+#: several levels, and the levels after the one that reaches most vertices read most of the same
+#: blocks again. On kron22 (cold, 2 threads; `graphene run apsp --sources 0,...,S-1 --graph kron22
+#: -t 2 --nl`), with 8-64 sources, three bottom-up levels read 513, 456 and 369 MB and took
+#: 0.93-0.98 s; with the first one copied in (0.24 s more for it without huge pages reserved),
+#: 0.72-0.83 s, the other two from RAM. With 1 and 4 sources the copy saved no time (1 source:
+#: the second heavy level reads other blocks; 4: 376 MB saved for 511 MB copied). A light level
+#: (a long chain's) copies nothing in.
+AGAIN_SOURCES = 8
+AGAIN_SHARE = 0.5
+
+
+def _again(sources, est, cap) -> bool:
+    """Whether a level of `sources` sources estimated to read `est` of `cap` bytes asks the
+    read-through cache to copy its lists in on this read (AGAIN_SOURCES, AGAIN_SHARE)."""
+    return sources >= AGAIN_SOURCES and cap > 0 and min(est, cap) >= AGAIN_SHARE * cap
+
+
 #: (state: frontier, visited, nxt, livew, live) found bits or into nxt and into the per-thread
 #: `live` rows
 PUSH = Update(_always, _push, combine="or", writes=(2, 3))
@@ -327,9 +347,11 @@ def run(graph, *, device="cpu", in_memory=False, sources=None, num_sources=DEFAU
                     pull = up and (bottom_up == "always" or min(c_bu, cap_in) <= min(c_td, cap_out))
                     state = (frontier, visited, nxt, livew, live)
                     if pull:
-                        st = em.masked(state, PULL, m_bu, up_dir)
+                        st = em.masked(state, PULL, m_bu, up_dir,
+                                       again=_again(k, c_bu, cap_in))
                     else:
-                        st = em.masked(state, PUSH, m_td, "out")
+                        st = em.masked(state, PUSH, m_td, "out",
+                                       again=_again(k, c_td, cap_out))
                     t1 = time.perf_counter()
                     live[0] = np.bitwise_or.reduce(livew[:, 0])
                     livew[:] = 0
