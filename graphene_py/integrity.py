@@ -24,7 +24,6 @@ import zlib
 import numpy as np
 from .jit import njit
 
-from . import startfiles
 from .errors import DatasetError
 
 PAGE = 4096
@@ -103,7 +102,6 @@ def table_path(p, kind: str) -> str:
 
 def load_page_table(p, kind: str, ent: dict) -> np.ndarray:
     path = table_path(p, kind)
-    startfiles.note(path)           # asked for ahead by the next start of this kind
     try:
         raw = np.fromfile(path, dtype="<u4")
     except OSError as e:

@@ -16,7 +16,6 @@ import numpy as np
 from ..jit import njit
 
 from .. import integrity as _ig
-from .. import startfiles
 from ..errors import GrapheneError
 from ..integrity import check_offsets
 from . import kernels as K
@@ -169,9 +168,6 @@ def _load_offsets(parts, out, base):
     got = {}
 
     def load(i):
-        # (the next start of this kind of command asks for the file ahead, beside its imports:
-        # kron22's 33.5 MB took 0.055 s of a cold run's 0.07 s set-up)
-        startfiles.note(parts[i].off_path)
         got[i] = _read_offsets_file(parts[i].off_path, out[base[i]:base[i + 1]])
 
     if len(todo) > 1:
