@@ -389,7 +389,8 @@ def _run(name, mod, kw):
 
     pre_key = _preload_key(name, graph, in_memory, algo_opts, run_rt.get("cache") is not None)
     setup = (_prepare_small(graph) if small_run else
-             _prepare(graph, run_on, in_memory, run_rt, pre_key))
+             _prepare(graph, run_on, in_memory, run_rt, pre_key,
+                      weights=graph.weighted and getattr(mod, "READS_WEIGHTS", False)))
     if small_run:
         in_memory = True            # what the notices and the summary say about where data was
     kern = (f", {setup['kernels_loaded']} cached kernels loaded alongside"
@@ -612,7 +613,7 @@ def _short(v):
     return f"{v:.6g}" if isinstance(v, float) else v
 
 
-def _prepare(graph, device, in_memory, runtime, preload_key=None):
+def _prepare(graph, device, in_memory, runtime, preload_key=None, weights=False):
     """What every trial would pay once per process, paid before the first one and reported apart
     (the C++ Graphene's `Total time` leaves out the same: loading beg_pos, buffers, IO setup):
     numba's target (ready to load cached kernels), the kernels the last run of this kind used
@@ -639,8 +640,8 @@ def _prepare(graph, device, in_memory, runtime, preload_key=None):
                                                         "max_gap", "max_io", "buffer_mb",
                                                         "direct", "check", "cache")}
         dirs = ["out"] + (["in"] if graph.directed and graph.in_partitions is not None else [])
-        for d in dirs:
-            IoIterator(graph, d, in_memory=in_memory, **io).close()
+        for d in dirs:           # (weights: an algorithm that reads them, as its run opens it)
+            IoIterator(graph, d, in_memory=in_memory, weights=weights, **io).close()
     if pre is not None:
         pre.wait()
     t2 = time.perf_counter()

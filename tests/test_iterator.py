@@ -492,6 +492,36 @@ def test_in_memory_load_is_reused_and_droppable(dataset):
         it.close()
 
 
+def test_in_memory_lists_loaded_once_with_or_without_weights(dataset, monkeypatch):
+    """The lists loaded without weights serve a run with weights: only the weight files are read
+    then (`graphene run sssp --in-memory`'s set-up loads the lists, its run the weights too), and
+    lists loaded with weights serve a run without; the weights are the dataset's."""
+    from graphene_py.iterator import drop_memory_cache, session
+    g, G = dataset("powerlaw", 2, 2)
+    read = []
+    real = session._read_into
+    monkeypatch.setattr(session, "_read_into", lambda path, dst: (read.append(path),
+                                                                   real(path, dst))[1])
+    drop_memory_cache()
+    a = IoIterator(G, in_memory=True)
+    lists_read = list(read)
+    assert lists_read and all(p.endswith(".adj") for p in lists_read)
+    b = IoIterator(G, in_memory=True, weights=True)
+    assert b.mem is a.mem
+    assert sorted(read[len(lists_read):]) == sorted(p[:-4] + ".wgt" for p in lists_read)
+    c = IoIterator(G, in_memory=True)
+    assert c.mem is a.mem and len(read) == 2 * len(lists_read)
+    for it in (b, c):
+        for f, i in enumerate(it.file_parts):
+            p = it.parts[i]
+            got = it.wbuf[it.wfile_base[f] // 4:it.wfile_base[f] // 4 + p.num_edges]
+            if it.weights:
+                np.testing.assert_array_equal(got, p.weights())
+    for it in (a, b, c):
+        it.close()
+    drop_memory_cache()
+
+
 # -- offsets held as int32 (every partition below 2^31 edges) or uint64 ---------------------------
 @pytest.mark.parametrize("narrow", [0, 1 << 31], ids=["uint64", "int32"])
 @pytest.mark.parametrize("chunk", [7, 1 << 20], ids=["chunk7", "chunk1M"])

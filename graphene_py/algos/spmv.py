@@ -27,6 +27,7 @@ from .common import Result
 
 
 CLUSTER = True     # runs on a cluster (one engine-contract superstep)
+READS_WEIGHTS = True   # a weighted dataset's run opens it with its weights (so does the set-up)
 
 class SpMVResult(Result):
     MAIN = "y"

@@ -61,6 +61,7 @@ def ram_delta(graph):
 
 
 CLUSTER = True     # runs on a cluster (every superstep through the engine contract)
+READS_WEIGHTS = True   # its run opens the dataset with its weights (the CLI's set-up does too)
 
 #: vertices per claim of a thread in a superstep walked in RAM (at most; a small frontier is cut
 #: into 4 claims per thread)
@@ -507,7 +508,6 @@ def run(graph, *, device="cpu", in_memory=False, src=None, delta=None, gpu_mem=N
     asked = delta
     src, delta = check(graph, src, delta)
     t0 = time.perf_counter()
-    n = graph.num_vertices
     ho, note = _handoff(graph, gpu_mem, handoff_at) if device == "auto" else (None, "")
     try:
         return _run(graph, in_memory, src, delta, asked, runtime, progress, ho, note, t0)
