@@ -417,14 +417,14 @@ class IoSession:
     def _read_files(self, keep, lists=None):
         """The adjacency (and weight) files whose `keep` flag is set, read whole and checked, one
         after the other into one array each: (mem, wmem, file_base, wfile_base); a file left out
-        takes no bytes (its base repeats the next one's). lists: (mem, file_base) of the same
-        files read before (without weights): only the weights are read."""
+        takes no bytes (its base repeats the next one's). lists: the `mem` of the same files read
+        before without weights: only the weights are read."""
         keep = np.asarray(keep, dtype=bool)
         base = np.zeros(self.F + 1, dtype=np.int64)
         np.cumsum(np.where(keep, self.file_bytes, 0), out=base[1:])
         wbase = np.zeros(self.F + 1, dtype=np.int64)
         np.cumsum(np.where(keep, self.wfile_bytes, 0), out=wbase[1:])
-        mem = np.zeros(int(base[-1]), dtype=np.uint8) if lists is None else lists[0]
+        mem = np.zeros(int(base[-1]), dtype=np.uint8) if lists is None else lists
         wmem = np.zeros(int(wbase[-1]) if self.weights else 0, dtype=np.uint8)
         for f, i in enumerate(self.file_parts):
             if not keep[f]:
@@ -453,7 +453,7 @@ class IoSession:
         if hit is None and other is not None and not self.weights:
             hit = other
         elif hit is None and other is not None:
-            hit = self._read_files(np.ones(self.F, dtype=bool), lists=(other[0], other[2]))
+            hit = self._read_files(np.ones(self.F, dtype=bool), lists=other[0])
             del _MEM_CACHE[(self.graph.uuid, self.direction, False)]
             _MEM_CACHE[key] = hit
         if hit is None:

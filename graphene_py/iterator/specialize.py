@@ -116,9 +116,9 @@ def _import_line(spec, name):
     numba's inline="always"), a user's are called. A call passes the whole state tuple as
     arguments, flattened (7-9 words per array): delta PageRank's 8 slots made about 60 stores
     per vertex, and its sweep took 0.28 s on kron22 in RAM where a pull superstep with 2 slots
-    took 0.20 s (2 threads, the 2-vCPU AMD EPYC guest); inlined, the run took 15-20% less
-    (BENCHMARKS.md). A user's kernel keeps the call: numba cannot inline every function it
-    compiles (objmode blocks, for one), and a kernel that failed only here would be a surprise."""
+    took 0.20 s (2 threads, the 2-vCPU AMD EPYC guest); inlined, the sweep took 0.18 s
+    (BENCHMARKS.md). A user's kernel keeps the call: the inlining was tried on the built-in
+    kernels only, and a small kernel's call costs little (LLVM may inline it itself)."""
     if spec[0].startswith(INLINED_PACKAGE):
         return f"from {spec[0]} import {spec[1]} as _{name}\n{name} = inlined(_{name})\n"
     return f"from {spec[0]} import {spec[1]} as {name}\n"
