@@ -175,6 +175,9 @@ def _entry(tmp_path, *args, code=_ENTRY):
     import subprocess
     import sys
     env = dict(os.environ)
+    # the tree under test first (a machine where it is not installed: the GPU machine's suite)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env=env, timeout=300, cwd=str(tmp_path))
 
