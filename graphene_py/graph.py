@@ -11,6 +11,8 @@ the partition files assigned to that disk (format 1, still read, kept them in `D
     out_r{r}_c{c}.wgt   float32 weights parallel to .adj (weighted datasets), zero-padded to 512 bytes
     in_r{r}_c{c}.*      the same for the transposed graph (in-edges), when made with --in-edges
     *.adj.pcrc, *.wgt.pcrc  one CRC32C (uint32 LE) per 4 KB page of the data file (format 2)
+    out.short, in.short the lists of degree 1..D once more, grouped by degree (partition/short.py;
+                        the manifest's `short` section says where; older datasets have none)
     relabel.npy         (disk 0 only, with --relabel) original ID of every new vertex ID, int64
     labels.txt          (disk 0 only, with --labels) the name of vertex i on line i (UTF-8, LF)
 
@@ -43,7 +45,7 @@ from .store import FORMAT, FORMAT_VERSION, MANIFEST_NAME, dataset_dir  # noqa: F
 MANIFEST_KEYS = (
     "format", "version", "uuid", "name", "num_vertices", "num_edges", "id_width", "directed",
     "weighted", "block_size", "disks", "out", "in", "stats", "options", "input", "relabel", "created",
-    "tool", "manifest_crc",
+    "tool", "manifest_crc", "short",
 )
 #: the label table of a dataset partitioned with --labels (disk 0)
 LABELS_FILE = "labels.txt"
@@ -312,6 +314,21 @@ class Graph:
             return None
         return np.load(os.path.join(self.dirs[0], rel), mmap_mode="r")
 
+    def short_lists(self, direction: str = "out"):
+        """(entry, path) of `direction`'s short-list file (partition/short.py), or None."""
+        ent = (self.manifest.get("short") or {}).get(direction)
+        if not ent:
+            return None
+        return ent, os.path.join(self.dirs[int(ent["disk"])], ent["file"])
+
+    def _short_files(self):
+        seen = set()
+        for d in ("out", "in"):
+            got = self.short_lists(d)
+            if got is not None and got[1] not in seen:
+                seen.add(got[1])
+                yield got
+
     # -- checks ---------------------------------------------------------------------------------
     def all_files(self):
         for d in ("out", "in"):
@@ -336,6 +353,12 @@ class Graph:
             if size != want:
                 raise DatasetError(f"{self.name}: {path} has {size} bytes, manifest says {want} "
                                    f"(truncated or replaced?)")
+        for ent, path in self._short_files():
+            if not os.path.exists(path):
+                raise DatasetError(f"{self.name}: missing file {path} (the short lists)")
+            if os.path.getsize(path) != int(ent["bytes"]):
+                raise DatasetError(f"{self.name}: {path} has {os.path.getsize(path)} bytes, "
+                                   f"manifest says {int(ent['bytes'])} (truncated or replaced?)")
         lab = self.manifest.get("labels")
         if lab:
             path = os.path.join(self.dirs[0], lab)
@@ -376,6 +399,10 @@ class Graph:
                     problems += verify_pages(p, kind)
             if progress is not None:
                 progress("verify", total, total)
+            for ent, path in self._short_files():
+                got = crc32_file(path)
+                if got != ent["checksum"]:
+                    problems.append(f"{path}: checksum {got} != manifest {ent['checksum']}")
             for key in ("relabel", "labels"):
                 rel = self.manifest.get(key)
                 want = self.manifest.get(key + "_crc")

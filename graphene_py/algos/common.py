@@ -667,6 +667,8 @@ def superstep_line(i: int, st: dict, label: str = "level") -> str:
             extra += f"  {k} {v:.3g}" if isinstance(v, float) else f"  {k} {v}"
     if st.get("kept_lists"):       # lists served from RAM (keep_lists): not in `frontier`
         extra += f"  kept lists {st['kept_lists']:,} (from RAM)"
+    if st.get("short_lists"):      # lists served from the short-list file in RAM
+        extra += f"  short lists {st['short_lists']:,} (from RAM)"
     if "bytes_moved" in st:        # a streamed GPU superstep: lists copied in, lists kept there
         extra += f"  to GPU {_mb(st['bytes_moved'])}"
         if st.get("kept_bytes"):

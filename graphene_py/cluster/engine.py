@@ -202,7 +202,7 @@ def distribute(cluster: Cluster, graph: Graph, disks, name=None, force=False, no
                 raise GrapheneError(f"node {lb}: {err}")
             m = copy.deepcopy(graph.manifest)
             for key in ("format", "version", "uuid", "name", "disks", "created", "manifest_crc",
-                        "relabel", "labels", "labels_crc", "labels_bytes"):
+                        "relabel", "labels", "labels_crc", "labels_bytes", "short"):
                 m.pop(key, None)
             rows, load, calls = {}, [0] * len(nd), []
             for d in dirs:

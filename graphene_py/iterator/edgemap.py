@@ -34,6 +34,7 @@ else — request translation, planning, IO, threads, stealing, integrity checks 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,6 +261,36 @@ class EdgeMap:
                                               n=self.n, cache=cache)
         return self.kept[direction]
 
+    def short_lists(self, direction: str = "out", upto: int = None):
+        """Read `direction`'s short-list file (its lists of degree 1..upto, default all it holds:
+        iterator/shortfile.py) into RAM; the masked supersteps that follow serve the flagged
+        vertices whose lists are there from it. Returns the ShortFile, or None where it cannot
+        be used: the dataset has none, the lists are in RAM already or do not pass through this
+        process, weights are read, or the run's cache budget (`--memory`) has no room for it."""
+        short = self.__dict__.setdefault("short", {})
+        if direction in short:
+            return short[direction]
+        it = self.its.get(direction)
+        got = self.graph.short_lists(direction) if it is not None and self.local else None
+        budget = getattr(it, "cache_budget", None)
+        if got is None or it.in_memory or it.weights or budget is None:
+            return None
+        from ..partition.short import group_bytes
+        ent = got[0]
+        D = len(ent["counts"]) if upto is None else max(0, min(int(upto), len(ent["counts"])))
+        nbytes = group_bytes(ent, D)
+        if D == 0 or not budget.take(nbytes):
+            return None
+        from .shortfile import ShortFile
+        try:
+            sf = ShortFile(self.graph, direction, D)
+        except BaseException:
+            budget.give(nbytes)
+            raise
+        sf.budget = budget
+        short[direction] = sf
+        return sf
+
     def degree_view(self, direction: str = "out"):
         """(O, dd): every vertex's degree in `direction` as io/offsets.py's deg_at(O, dd, v)
         reads it, for the kernels of the cost model, BFS, WCC and PageRank: the compact offsets
@@ -374,6 +405,9 @@ class EdgeMap:
         (data: a flag per vertex; again: Frontier.from_mask's) or "all" (data: whether another
         pass follows, Frontier.all's again). The backend's part; a cluster overrides it."""
         F = self._pkg.Frontier
+        sf = self.__dict__.get("short", {}).get(direction)
+        if sf is not None and kind == "mask":
+            return self._run_short(sf, direction, update, state, data, again)
         kept = self.kept.get(direction)
         if kept is not None and kind == "mask":
             return kept.run_masked(self.its[direction], update.is_active, update.compute, state,
@@ -384,7 +418,44 @@ class EdgeMap:
         return self.its[direction].run(update.is_active, update.compute, state, fr,
                                        ahead=update.ahead(state))
 
+    def drop_short_lists(self, direction: str = "out") -> None:
+        """Free `direction`'s short-list file (short_lists): later supersteps read from the
+        disks again."""
+        sf = self.__dict__.get("short", {}).pop(direction, None)
+        if sf is not None:
+            sf.budget.give(sf.bytes)
+
+    def _run_short(self, sf, direction, update, state, mask, again) -> dict:
+        """A masked superstep with a short-list file in RAM: its flagged vertices from RAM on
+        every compute thread, then one superstep over the rest from the disks (if any)."""
+        t0 = time.perf_counter()
+        rest = mask.astype(np.uint8, copy=True)
+        edges = sf.serve(self, update.is_active, update.compute, state, mask, rest)
+        t1 = time.perf_counter()
+        served = int(np.count_nonzero(mask)) - int(np.count_nonzero(rest))
+        del self.short[direction]             # (the rest's superstep: the usual way)
+        try:
+            st = (self._run(direction, update, state, "mask", rest, again) if rest.any()
+                  else {"mode": "short lists", "frontier": 0, "active_edges": 0, "bytes_read": 0,
+                        "bytes_useful": 0, "requests": 0, "extents": 0, "blocks_marked": 0})
+        finally:
+            self.short[direction] = sf
+        st = dict(st)
+        st["short_lists"] = served
+        st["active_edges"] = int(st.get("active_edges", 0)) + edges
+        st["compute_seconds"] = float(st.get("compute_seconds", 0.0)) + (t1 - t0)
+        st["seconds"] = float(st.get("seconds", 0.0)) + (t1 - t0)
+        st["bytes_useful"] = int(st.get("bytes_useful", 0)) + edges * self.graph.id_width
+        if not sf.counted:      # the file's read belongs to the first superstep it serves
+            sf.counted = True
+            st["bytes_read"] = int(st.get("bytes_read", 0)) + sf.bytes
+            st["io_seconds"] = float(st.get("io_seconds", 0.0)) + sf.read_seconds
+            st["seconds"] += sf.seconds
+        return st
+
     def close(self):
+        for d in list(self.__dict__.get("short", {})):
+            self.drop_short_lists(d)
         for it in self.its.values():
             it.close()
         self.its = {}

@@ -188,6 +188,35 @@ def serve_kept(is_active, compute, state, tid, served, kcache, kstart, wbuf):
     return edges
 
 
+@njit(nogil=True)
+def serve_short(is_active, compute, state, tid, mask, rest, recs, gdeg, gbase, gcount, t, T,
+                wbuf):
+    """Thread t of T's share of every group of a short-list file in RAM (iterator/shortfile.py):
+    compute(v, v's list, ...) for the vertices flagged in `mask` that are active, and rest[v] = 0
+    for every flagged vertex whose list is there (what the disks need not read). Group g holds
+    gcount[g] records of gdeg[g] + 1 IDs from entry gbase[g]: the vertex, then its list.
+    Returns the edges."""
+    recs = unowned(recs)
+    state = unowned_all(state)
+    wempty = wbuf[:0]
+    edges = 0
+    for g in range(gdeg.shape[0]):
+        d = gdeg[g]
+        c = gcount[g]
+        lo = c * t // T
+        hi = c * (t + 1) // T
+        p = gbase[g] + lo * (d + 1)
+        for i in range(lo, hi):
+            v = np.int64(recs[p])
+            if mask[v] != 0:
+                rest[v] = 0
+                if is_active(v, state):
+                    compute(v, recs[p + 1:p + 1 + d], wempty, tid, state)
+                    edges += d
+            p += d + 1
+    return edges
+
+
 @njit(cache=True, nogil=True)
 def slots_to_rows(c, slot_bytes, out):
     """Engine completions (request, slot) -> kernel rows (request, byte pos, -1)."""

@@ -107,7 +107,7 @@ GENERATED_VERSION = 6
 INLINED_PACKAGE = "graphene_py."
 
 #: the kernels that can be specialized per (is_active, compute): kernels.<name>(is_active, compute, ...)
-TEMPLATES = ("process_batch", "serve_kept")
+TEMPLATES = ("process_batch", "serve_kept", "serve_short")
 
 
 def _import_line(spec, name):

@@ -34,6 +34,7 @@ from ..errors import GrapheneError, InputFormatError
 from ..graph import LABELS_FILE, Graph, id_dtype
 from . import extsort
 from .extsort import MemoryCSR, scratch_array, sort_to_csr, vertex_blocks
+from .short import ShortWriter
 from .writer import DatasetWriter, check_disks, check_name
 
 TOOL = "graphene_py 0.1.0"
@@ -180,9 +181,10 @@ def _whole(w, chunk=1 << 20) -> bool:
 
 
 def _write_direction(writer, store, direction, R, C, id_width, weighted, budget, loads,
-                     progress=None, wstats=None):
-    """One direction's partitions; wstats (a dict) gets the weights' min, max and sum. A streamed
-    store (extsort.BucketStore or MergingCSR: 1x1 only) is sorted as it is written."""
+                     progress=None, wstats=None, short=None):
+    """One direction's partitions; wstats (a dict) gets the weights' min, max and sum; short (a
+    short.ShortWriter) gets every block's whole lists. A streamed store (extsort.BucketStore or
+    MergingCSR: 1x1 only) is sorted as it is written."""
     streamed = getattr(store, "streamed", False)
     if streamed:
         assert R == 1 and C == 1, (R, C)
@@ -211,6 +213,8 @@ def _write_direction(writer, store, direction, R, C, id_width, weighted, budget,
             files.append([fa, fo, fw, 0])
         done = 0
         for v0, v1, lptr, idx, w in _blocks(store, lo, hi, budget, scratch):
+            if short is not None:
+                short.add(v0, lptr, idx)
             lens = scratch_array(scratch, "lens", (C, v1 - v0), np.int64, zero=C > 1)
             if C == 1 and idx.dtype == dt and (not weighted or w.dtype == np.dtype("<f4")):
                 # one column: the block's lists are the partition's, as they are
@@ -331,8 +335,14 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
     """Write both directions from CSR stores and commit. Returns the dataset folder on disk 0."""
     loads = [0] * len(writer.disks)
     wstats = {} if weighted else None
-    out_sec = _write_direction(writer, out_store, "out", R, C, id_width, weighted, budget, loads,
-                               progress, wstats)
+    short = {}
+    sw = ShortWriter(writer, "out", id_dtype(id_width))
+    try:
+        out_sec = _write_direction(writer, out_store, "out", R, C, id_width, weighted, budget,
+                                   loads, progress, wstats, short=sw)
+        short["out"] = sw.finish(int(out_store.m), loads)
+    finally:
+        sw.abort()
     if callable(stats):         # made of the edge count, known once a streamed store is written
         stats = stats(int(out_store.m))
     if wstats:      # what SSSP's default bucket width is made from (algos/sssp.py default_delta)
@@ -342,10 +352,16 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
     in_sec = None
     if in_edges and not directed:     # undirected: the in-lists are the out-lists
         in_sec = _mirror_direction(writer, out_sec, "in")
+        short["in"] = short["out"]
     elif in_edges:
         in_store = in_store_fn() if in_store_fn else _transpose_store(out_store, budget)
-        in_sec = _write_direction(writer, in_store, "in", R, C, id_width, weighted, budget, loads,
-                                  progress)
+        sw = ShortWriter(writer, "in", id_dtype(id_width))
+        try:
+            in_sec = _write_direction(writer, in_store, "in", R, C, id_width, weighted, budget,
+                                      loads, progress, short=sw)
+            short["in"] = sw.finish(int(in_store.m), loads)
+        finally:
+            sw.abort()
         in_store.close()
     rel = rel_crc = None
     if relabel is not None:
@@ -359,6 +375,8 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
         "out": out_sec, "in": in_sec, "stats": stats, "options": options, "input": input_info,
         "relabel": rel, "relabel_crc": rel_crc, "tool": TOOL, **(names or {}),
     }
+    if any(short.values()):
+        manifest["short"] = short
     return writer.commit(manifest)
 
 

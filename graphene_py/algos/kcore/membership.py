@@ -88,6 +88,12 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0, ho=None):
         if cap > kk:
             kept = int(hist[:cap - kk].sum())
             starts = _keepers(A, nw, dt(kk), dt(cap), status, kept)
+        if not full_scan and count and em is not None:
+            # round 1's lists (degree 1..cap - 1) from the short-list file where the dataset
+            # has one (iterator/shortfile.py): one read of its first groups instead of reads
+            # all over the partition files; later rounds' vertices have larger degrees
+            for d in dirs:
+                em.short_lists(d, upto=cap - 1)
         state = (A, dt(kk), np.int64(sh), status, np.int64(nw), np.int64(kept))
         track("degrees, in-core bitmap and kept lists", A)
         track("status", status)
@@ -108,6 +114,9 @@ def _run_membership(graph, k, in_memory, runtime, progress, t0, ho=None):
                     _record(steps, say, st, kk, count)
             if rounds == 0 and kept:
                 _check_kept(A, nw, status, starts)
+            if rounds == 0:
+                for d in dirs:
+                    em.drop_short_lists(d)
             rounds += 1
             count = int(_next_round(A, sh, dt(kk), status, nw, starts))
             if ho is not None and _handoff_after(ho, steps[first:], count, progress):
