@@ -315,6 +315,14 @@ def info_cmd(graph, graph_opt, as_json, verify):
             "checksums   " + ("CRC32 per file, CRC32C per 4 KB page" if s["checksums"] == "pages"
                                else "CRC32 per file (no page checksums: made by an older graphene_py)"),
         ]
+        sl = s.get("short_lists") or {}
+        if sl:
+            files = {}
+            for d, e in sl.items():
+                files.setdefault(e["file"], (e, []))[1].append(d)
+            out.append("short lists " + "; ".join(
+                f"degree 1..{e['degree_max']} again in {f} ({_human(e['bytes'])}, "
+                f"{' and '.join(ds)}-lists)" for f, (e, ds) in files.items()))
         nm = s.get("names")
         if nm:
             out.append("names       " + (

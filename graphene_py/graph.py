@@ -428,6 +428,14 @@ class Graph:
             if (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
                 per_disk[p.disk] += st.st_size
+        short = {}
+        for ent, path in self._short_files():
+            per_disk[int(ent["disk"])] += int(ent["bytes"])
+        for d in ("out", "in"):
+            got = self.short_lists(d)
+            if got is not None:
+                short[d] = {"degree_max": len(got[0]["counts"]), "bytes": int(got[0]["bytes"]),
+                            "file": got[0]["file"]}
         return {
             "name": self.name, "path": self.path, "version": self.version, "num_vertices": self.num_vertices,
             "num_edges": self.num_edges, "directed": self.directed, "weighted": self.weighted,
@@ -440,6 +448,7 @@ class Graph:
             "checksums": "pages" if any(p.pages for p in parts) else "files",
             "recovery_log": store.read_log(self.path) if self.path else [],
             "names": self._names_summary(),
+            "short_lists": short,
         }
 
     def _names_summary(self):

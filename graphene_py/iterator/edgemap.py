@@ -273,7 +273,8 @@ class EdgeMap:
         it = self.its.get(direction)
         got = self.graph.short_lists(direction) if it is not None and self.local else None
         budget = getattr(it, "cache_budget", None)
-        if got is None or it.in_memory or it.weights or budget is None:
+        if (got is None or budget is None or getattr(it, "in_memory", True)
+                or getattr(it, "weights", True)):       # (a stand-in iterator: neither)
             return None
         from ..partition.short import group_bytes
         ent = got[0]
