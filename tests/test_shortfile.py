@@ -136,8 +136,8 @@ def _steps_short(r):
 @pytest.mark.parametrize("kind", ["sym", "in"])
 @pytest.mark.parametrize("gname", [f.__name__ for f in graphs.ALL])
 def test_kcore_membership_from_the_file(gname, kind, grid, tmp_path):
-    """Round 1 served from the file: the naive peel's answer, the same as without a cache (every
-    list from the partition files); the file used wherever round 1 has a vertex in it."""
+    """Round 1 served from the file: the naive peel's answer, as without a cache (every list from
+    the partition files); the file used wherever round 1 has a vertex in it."""
     tg = graphs.by_name(gname)
     c = Case(tg, kind)
     g = _part(str(tmp_path), tg, kind, grid, "k")
@@ -149,8 +149,9 @@ def test_kcore_membership_from_the_file(gname, kind, grid, tmp_path):
         r = kcore.run(g, k=k, membership_only=True, cache=ROOM, **SSD)
         want = naive_peel(c.n, c.src, c.dst, k, kind != "sym")
         assert np.array_equal(r.in_k_core, want), k
-        plain = kcore.run(g, k=k, membership_only=True, **SSD)
-        assert np.array_equal(plain.in_k_core, want) and _steps_short(plain) == 0
+        if k == 3:          # (test_kcore runs every K without a cache)
+            plain = kcore.run(g, k=k, membership_only=True, **SSD)
+            assert np.array_equal(plain.in_k_core, want) and _steps_short(plain) == 0
         if ent is not None and ((deg >= 1) & (deg < k)).any():
             assert _steps_short(r) > 0, k
 
