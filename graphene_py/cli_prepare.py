@@ -77,6 +77,12 @@ RUNS = [
     # bottom-up and leaves many small components serves WCC's propagation from kept lists
     ("sym2", "bfs --in-memory"), ("tail", "wcc"), ("tail", "bfs"),
     ("names", "bfs"), ("relabeled", "wcc"),
+    # without the read-through cache (`--memory none`) a superstep's kernel takes other
+    # arguments: each algorithm once that way, so that such a run imports no numba either
+    ("sym", "pagerank --memory none"), ("sym", "wcc --memory none"), ("sym", "kcore --memory none"),
+    ("sym", "kcore --k 3 --membership-only --memory none"), ("sym", "apsp --memory none"),
+    ("sym", "spmv --memory none"), ("sparse", "kcore --k 16 --membership-only --memory none"),
+    ("tail", "wcc --memory none"),
 ]
 
 #: runs again with the other planner (prepare's folder with a device profile when the user has
