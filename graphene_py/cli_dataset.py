@@ -315,7 +315,7 @@ def info_cmd(graph, graph_opt, as_json, verify):
             "checksums   " + ("CRC32 per file, CRC32C per 4 KB page" if s["checksums"] == "pages"
                                else "CRC32 per file (no page checksums: made by an older graphene_py)"),
         ]
-        sl = s.get("short_lists") or {}
+        sl = s.get("short_lists")
         if sl:
             files = {}
             for d, e in sl.items():
@@ -323,6 +323,12 @@ def info_cmd(graph, graph_opt, as_json, verify):
             out.append("short lists " + "; ".join(
                 f"degree 1..{e['degree_max']} again in {f} ({_human(e['bytes'])}, "
                 f"{' and '.join(ds)}-lists)" for f, (e, ds) in files.items()))
+        elif sl is None:
+            out.append("short lists none: made before graphene_py wrote them (partition the input "
+                       "again for one; k-core membership then reads far less)")
+        else:
+            out.append("short lists none (no lists of degree 1..32, or too many of them for an "
+                       "eighth of the edges)")
         nm = s.get("names")
         if nm:
             out.append("names       " + (

@@ -448,7 +448,7 @@ class Graph:
             "checksums": "pages" if any(p.pages for p in parts) else "files",
             "recovery_log": store.read_log(self.path) if self.path else [],
             "names": self._names_summary(),
-            "short_lists": short,
+            "short_lists": short if "short" in self.manifest else None,
         }
 
     def _names_summary(self):

@@ -123,9 +123,44 @@ def test_no_file_without_short_lists(tmp_path):
     s, d = np.triu_indices(n, 1)
     g = partition_arrays(s, d, disks=_disks(str(tmp_path), 1), name="k40", symmetrize=True,
                          register=False)
-    assert "short" not in g.manifest and g.short_lists("out") is None
+    assert g.manifest["short"] == {"out": None} and g.short_lists("out") is None
     r = kcore.run(g, k=39, membership_only=True, cache=ROOM, **SSD)
     assert r.k_core_size == n and not any(st.get("short_lists") for st in r.supersteps)
+    res = CliRunner().invoke(main, ["info", g.path])
+    assert res.exit_code == 0 and "short lists none (no lists of degree 1..32" in res.output
+
+
+def _as_made_before(g):
+    """The dataset as an older graphene_py left it: no short-list file, no manifest section
+    (every copy resealed, and the CURRENT pointers' seals with them)."""
+    import json
+    from graphene_py import store
+    g.close()
+    for ent, path in list(g._short_files()):
+        os.remove(path)
+    for disk, v in zip(g.disks, g.dirs):
+        mp = os.path.join(v, "manifest.json")
+        m = json.load(open(mp))
+        m.pop("short")
+        m = store.seal(m)
+        json.dump(m, open(mp, "w"))
+        cp = os.path.join(disk, g.name, "CURRENT")
+        cur = json.load(open(cp))
+        cur["manifest_crc"] = m["manifest_crc"]
+        json.dump(cur, open(cp, "w"))
+    return Graph.open(g.path)
+
+
+def test_a_dataset_made_before_the_files_runs_as_before(tmp_path):
+    tg = graphs.by_name("powerlaw")
+    c = Case(tg, "sym")
+    g = _as_made_before(_part(str(tmp_path), tg, "sym", (2, 2), "old"))
+    assert "short" not in g.manifest and g.short_lists("out") is None and g.verify() == []
+    r = kcore.run(g, k=5, membership_only=True, cache=ROOM, **SSD)
+    assert _steps_short(r) == 0
+    assert np.array_equal(r.in_k_core, naive_peel(c.n, c.src, c.dst, 5, False))
+    res = CliRunner().invoke(main, ["info", g.path])
+    assert res.exit_code == 0 and "made before graphene_py wrote them" in res.output
 
 
 def _steps_short(r):

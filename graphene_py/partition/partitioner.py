@@ -375,8 +375,8 @@ def write_dataset(writer, out_store, *, num_vertices, id_width, weighted, direct
         "out": out_sec, "in": in_sec, "stats": stats, "options": options, "input": input_info,
         "relabel": rel, "relabel_crc": rel_crc, "tool": TOOL, **(names or {}),
     }
-    if any(short.values()):
-        manifest["short"] = short
+    # (a direction without one: None; a dataset without the key was made before these files)
+    manifest["short"] = short
     return writer.commit(manifest)
 
 
