@@ -339,3 +339,20 @@ def test_cli_run_uses_the_file(tmp_path):
                                     "-t", "2", "-v"], env={"GRAPHENE_SMALL_EDGES": "0"})
     assert res.exit_code == 0, res.output
     assert "short lists" in res.output and "Verification: PASS" in res.output
+
+
+def test_eight_byte_ids(tmp_path):
+    """A dataset of 8-byte IDs: the file's records are 8 bytes each; k-core through it."""
+    tg = graphs.by_name("powerlaw")
+    c = Case(tg, "sym")
+    g = _part(str(tmp_path), tg, "sym", (1, 1), "w8", id_width=8)
+    ent = g.short_lists("out")[0]
+    assert ent["id_width"] == 8
+    lists = _naive_lists(c, "out")
+    groups = _read_groups(g, "out")
+    for d in range(1, len(ent["counts"]) + 1):
+        assert groups[d] == [(v, a) for v, a in enumerate(lists) if len(a) == d]
+    for k in (2, 5, 9):
+        r = kcore.run(g, k=k, membership_only=True, cache=ROOM, **SSD)
+        assert _steps_short(r) > 0
+        assert np.array_equal(r.in_k_core, naive_peel(c.n, c.src, c.dst, k, False)), k
