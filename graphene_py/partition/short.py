@@ -67,7 +67,7 @@ class ShortWriter:
     """Collects one direction's short lists as its partitions are written (block by block, in
     vertex order) into one spill file per degree, then writes the file (finish)."""
 
-    def __init__(self, writer, direction: str, dtype, entries_hint: int = 0):
+    def __init__(self, writer, direction: str, dtype):
         self.writer = writer
         self.direction = direction
         self.dtype = np.dtype(dtype)
